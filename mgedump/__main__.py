@@ -1,0 +1,5 @@
+"""``python -m mgedump`` behaves like ``mgedump``."""
+
+from mgedump.cli import mgedump_main
+
+mgedump_main()

@@ -1,0 +1,128 @@
+"""The AssertEqual metric (DESIGN section 4).
+
+Per output::
+
+    err = max over elements of |expect - get| / max(min(|expect|, |get|), 1)
+
+A NaN or infinity on either side fails; integer, bool and string outputs
+compare exactly; shapes and dtypes must match. An output passes when
+``err <= maxerr``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class OutputCheck:
+    """The result of checking one output.
+
+    Attributes:
+        name: the output's name.
+        passed: whether it met the assertion.
+        err: the AssertEqual error (for exact dtypes: 0 when equal, else the
+            count of differing elements); None when it could not be computed.
+        maxerr: the threshold it was held to.
+        reason: why it failed, when not for err > maxerr.
+        worst_index: where the worst element is.
+        expect_value, got_value: the two values there.
+        stats: per-output numbers for the report.
+    """
+
+    name: str
+    passed: bool
+    err: float | None
+    maxerr: float
+    reason: str | None = None
+    worst_index: tuple[int, ...] | None = None
+    expect_value: Any = None
+    got_value: Any = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "err": self.err,
+            "maxerr": self.maxerr,
+            "reason": self.reason,
+            "worst_index": None if self.worst_index is None else list(self.worst_index),
+            "expect": _plain(self.expect_value),
+            "get": _plain(self.got_value),
+            "stats": self.stats,
+        }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _stats(expect: np.ndarray, got: np.ndarray) -> dict[str, Any]:
+    if expect.dtype.kind not in "biuf" or got.dtype.kind not in "biuf" or not expect.size or not got.size:
+        return {}
+    e = expect.astype(np.float64)
+    g = got.astype(np.float64)
+    finite = np.isfinite(e).all() and np.isfinite(g).all()
+    out: dict[str, Any] = {
+        "shape": list(expect.shape),
+        "dtype": str(expect.dtype),
+        "expect_min": _plain(e.min()) if finite else None,
+        "expect_max": _plain(e.max()) if finite else None,
+        "expect_mean": _plain(e.mean()) if finite else None,
+        "get_min": _plain(g.min()) if finite else None,
+        "get_max": _plain(g.max()) if finite else None,
+        "get_mean": _plain(g.mean()) if finite else None,
+    }
+    if finite and e.shape == g.shape:
+        diff = np.abs(e - g)
+        out["abs_err_max"] = _plain(diff.max())
+        out["abs_err_mean"] = _plain(diff.mean())
+    return out
+
+
+def assert_equal(name: str, expect: np.ndarray, got: np.ndarray, maxerr: float) -> OutputCheck:
+    """Check one output against its expected value with the AssertEqual metric."""
+    expect = np.asarray(expect)
+    got = np.asarray(got)
+    stats = _stats(expect, got)
+    if expect.shape != got.shape:
+        return OutputCheck(name, False, None, maxerr, f"shape differs: expect {list(expect.shape)}, get {list(got.shape)}", stats=stats)
+    if expect.dtype != got.dtype and not (expect.dtype.kind in "OUS" and got.dtype.kind in "OUS"):
+        return OutputCheck(name, False, None, maxerr, f"dtype differs: expect {expect.dtype}, get {got.dtype}", stats=stats)
+    if expect.size == 0:
+        return OutputCheck(name, True, 0.0, maxerr, stats=stats)
+    if expect.dtype.kind not in "fc":
+        differ = expect != got
+        count = int(np.count_nonzero(differ))
+        if not count:
+            return OutputCheck(name, True, 0.0, maxerr, stats=stats)
+        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(differ)), expect.shape))
+        return OutputCheck(
+            name, False, float(count), maxerr, f"{count} of {expect.size} elements differ (exact comparison)",
+            index, expect[index], got[index], stats,
+        )
+    e = expect.astype(np.float64)
+    g = got.astype(np.float64)
+    bad = ~(np.isfinite(e) & np.isfinite(g))
+    if bad.any():
+        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), expect.shape))
+        side = "expect" if not np.isfinite(e[index]) else "get"
+        return OutputCheck(
+            name, False, None, maxerr, f"NaN or infinity in {side} ({int(np.count_nonzero(bad))} elements)",
+            index, expect[index], got[index], stats,
+        )
+    err_each = np.abs(e - g) / np.maximum(np.minimum(np.abs(e), np.abs(g)), 1.0)
+    flat = int(np.argmax(err_each))
+    index = tuple(int(i) for i in np.unravel_index(flat, expect.shape))
+    err = float(err_each.reshape(-1)[flat])
+    return OutputCheck(name, err <= maxerr, err, maxerr, None, index, expect[index], got[index], stats)

@@ -1,0 +1,345 @@
+"""The mgedump bundle format, version 1. This docstring is its specification.
+
+A bundle is a ZIP archive whose members are all stored (uncompressed), in this
+order::
+
+    mgedump.json                    the manifest (UTF-8 JSON object)
+    model.onnx                      the model as it will run
+    model.onnx.data                 only when the model keeps weights outside
+    test_data_set_0/input_0.pb      one ONNX TensorProto per model input
+    test_data_set_0/output_0.pb     expected outputs (absent when assertions are off)
+    test_data_set_1/...
+
+Unzipped, it is the ONNX model-zoo test layout: ``model.onnx`` beside
+``test_data_set_N/{input,output}_K.pb``, numbered from 0 with no gaps, inputs in
+model input order and each TensorProto named after its graph input or output.
+
+Member names MUST be relative, use ``/``, and contain no ``..``, no ``\\`` and
+no empty component. Every member MUST be listed, in archive order, in the
+manifest's ``members`` with its size and sha256; a reader MUST refuse a bundle
+with a member it does not list, a listed member it lacks, or any hash that does
+not match. Timestamps are fixed (1980-01-01 00:00) and no host path or clock
+time is recorded, so the same input gives the same bytes.
+
+Manifest keys (all REQUIRED unless marked):
+
+``format``: ``"mgedump-bundle"``.
+``format_version``: ``1``. A reader MUST refuse other versions; this version is
+    independent of the package version.
+``generator``: ``{"name": "mgedump", "version": str}``.
+``model``: ``{"member": "model.onnx", "sha256": str, "source_sha256": str,
+    "external_data": str or null}``: the bundled model, the hash of the model
+    file it was made from, and the member holding external data, if any.
+``optimizations``: list of str, the rewrites applied (empty: the model as given).
+``requirements``: list of str, what the bundled model needs at run time beyond
+    a standard ONNX runtime (e.g. ``"onnxruntime"``, ``"x86-avx2"``).
+``inputs``, ``outputs``: lists of ``{"name": str, "dtype": str, "shape": list
+    or null}``; dims are ints, str (symbolic) or null.
+``assertion``: ``{"enabled": bool, "maxerr": float, "verbose": bool}``.
+``seed``: int, the seed of the data generators.
+``data_options``: ``{"repeat": int, "resize_input": bool, "input_transform": str
+    or null}``, as given to the packer (recorded, never evaluated by a reader).
+``test_cases``: list of ``{"dir": str, "spec": str, "origin": str,
+    "inputs": [member, ...], "outputs": [member, ...]}``.
+``members``: list of ``{"name": str, "size": int, "sha256": str}`` for every
+    member after the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import zipfile
+from dataclasses import dataclass
+from typing import IO, Any, Sequence
+
+import numpy as np
+
+from .errors import BundleError
+from .fileio import CHUNK, atomic_output
+
+FORMAT = "mgedump-bundle"
+FORMAT_VERSION = 1
+MANIFEST = "mgedump.json"
+MODEL_MEMBER = "model.onnx"
+MAX_MANIFEST_BYTES = 16 << 20
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member to write: bytes in memory, or a file streamed from disk."""
+
+    name: str
+    data: bytes | None = None
+    path: str | None = None
+
+
+def tensor_bytes(array: np.ndarray, name: str) -> bytes:
+    """Serialize an array as an ONNX TensorProto named ``name``."""
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.asarray(array), name).SerializeToString()
+
+
+def _zipinfo(name: str, size: int) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+    info.compress_type = zipfile.ZIP_STORED
+    info.create_system = 3
+    info.external_attr = 0o100644 << 16
+    info.file_size = size
+    return info
+
+
+def _hash_member(member: Member) -> tuple[str, int]:
+    if member.data is not None:
+        return hashlib.sha256(member.data).hexdigest(), len(member.data)
+    from .fileio import sha256_file
+
+    assert member.path is not None
+    return sha256_file(member.path)
+
+
+def write_bundle(path: str, manifest: dict[str, Any], members: Sequence[Member]) -> dict[str, Any]:
+    """Write a bundle atomically: the manifest (with member hashes), then the members.
+
+    Args:
+        path: the bundle file to create or replace.
+        manifest: every manifest key but ``members``.
+        members: the members after the manifest, in order.
+
+    Returns:
+        The manifest as written.
+
+    Raises:
+        OutputError: the file cannot be written.
+    """
+    listed = []
+    for member in members:
+        check_member_name(member.name)
+        digest, size = _hash_member(member)
+        listed.append({"name": member.name, "size": size, "sha256": digest})
+    manifest = dict(manifest, members=listed)
+    manifest_bytes = (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n").encode()
+    with atomic_output(path) as f:
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            zf.writestr(_zipinfo(MANIFEST, len(manifest_bytes)), manifest_bytes)
+            for member, entry in zip(members, listed):
+                info = _zipinfo(member.name, entry["size"])
+                if member.data is not None:
+                    zf.writestr(info, member.data)
+                    continue
+                assert member.path is not None
+                with open(member.path, "rb") as src, zf.open(info, "w", force_zip64=entry["size"] >= (1 << 31)) as dst:
+                    shutil.copyfileobj(src, dst, CHUNK)
+    return manifest
+
+
+# ---------------------------------------------------------------- reading
+
+
+def check_member_name(name: str) -> None:
+    """Refuse absolute, backslashed, empty-component or ``..`` member names."""
+    parts = name.split("/")
+    if (
+        not name
+        or name.startswith("/")
+        or "\\" in name
+        or "\x00" in name
+        or (len(name) > 1 and name[1] == ":")
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise BundleError(f"bundle member name {name!r} is not a safe relative path")
+
+
+def _require(condition: bool, what: str) -> None:
+    if not condition:
+        raise BundleError(f"bundle manifest is malformed: {what}")
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _check_tensor_infos(value: Any, key: str) -> None:
+    _require(isinstance(value, list), f"{key!r} must be a list")
+    for entry in value:
+        _require(isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("dtype"), str), f"bad entry in {key!r}")
+        shape = entry.get("shape")
+        _require(shape is None or (isinstance(shape, list) and all(d is None or isinstance(d, (int, str)) for d in shape)), f"bad shape in {key!r}")
+
+
+def validate_manifest(manifest: Any) -> None:
+    """Check the manifest's version, keys and types (format version 1).
+
+    Raises:
+        BundleError: with what is wrong.
+    """
+    _require(isinstance(manifest, dict), "not a JSON object")
+    if manifest.get("format") != FORMAT:
+        raise BundleError(f"not an mgedump bundle: manifest format is {manifest.get('format')!r}, expected {FORMAT!r}")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise BundleError(f"bundle manifest has no valid format_version ({version!r})")
+    if version > FORMAT_VERSION:
+        raise BundleError(
+            f"bundle format version {version} is newer than this mgedump reads (up to {FORMAT_VERSION})",
+            hint="upgrade mgedump",
+        )
+    if version != FORMAT_VERSION:
+        raise BundleError(f"unknown bundle format version {version} (this mgedump reads version {FORMAT_VERSION})")
+    model = manifest.get("model")
+    _require(isinstance(model, dict) and isinstance(model.get("member"), str) and isinstance(model.get("sha256"), str), "'model' must name a member and its sha256")
+    _require(model.get("external_data") is None or isinstance(model.get("external_data"), str), "'model.external_data' must be a member name or null")
+    _require(_is_str_list(manifest.get("optimizations")), "'optimizations' must be a list of strings")
+    _require(_is_str_list(manifest.get("requirements")), "'requirements' must be a list of strings")
+    _check_tensor_infos(manifest.get("inputs"), "inputs")
+    _check_tensor_infos(manifest.get("outputs"), "outputs")
+    assertion = manifest.get("assertion")
+    _require(isinstance(assertion, dict), "'assertion' must be an object")
+    _require(isinstance(assertion.get("enabled"), bool) and isinstance(assertion.get("verbose"), bool), "'assertion.enabled' and 'assertion.verbose' must be true or false")
+    maxerr = assertion.get("maxerr")
+    _require(isinstance(maxerr, (int, float)) and not isinstance(maxerr, bool) and math.isfinite(maxerr) and maxerr >= 0, "'assertion.maxerr' must be a number >= 0")
+    cases = manifest.get("test_cases")
+    _require(isinstance(cases, list) and cases, "'test_cases' must be a non-empty list")
+    n_in, n_out = len(manifest["inputs"]), len(manifest["outputs"])
+    for case in cases:
+        _require(isinstance(case, dict) and isinstance(case.get("spec"), str), "each test case needs a 'spec'")
+        _require(_is_str_list(case.get("inputs")) and len(case["inputs"]) == n_in, "each test case needs one input member per model input")
+        outputs = case.get("outputs")
+        _require(_is_str_list(outputs) and len(outputs) == (n_out if assertion["enabled"] else 0), "each test case needs one output member per model output when assertions are on, none when off")
+    members = manifest.get("members")
+    _require(isinstance(members, list), "'members' must be a list")
+    for entry in members:
+        _require(
+            isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("sha256"), str)
+            and isinstance(entry.get("size"), int) and entry["size"] >= 0,
+            "each member needs a name, size and sha256",
+        )
+        check_member_name(entry["name"])
+    listed = {entry["name"] for entry in members}
+    _require(len(listed) == len(members), "a member is listed twice")
+    referenced = [model["member"]] + ([model["external_data"]] if model.get("external_data") else [])
+    for case in cases:
+        referenced += case["inputs"] + case["outputs"]
+    for name in referenced:
+        if name not in listed:
+            raise BundleError(f"bundle manifest refers to member {name!r}, which it does not list")
+
+
+class Bundle:
+    """A bundle opened for reading, its structure and every member hash checked.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        if not os.path.exists(path):
+            raise BundleError(f"bundle not found: {path}")
+        if not os.path.isfile(path):
+            raise BundleError(f"bundle path is not a file: {path}")
+        try:
+            self._zip = zipfile.ZipFile(path, "r")
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+            raise BundleError(f"{path}: not a bundle (corrupt or not a zip archive: {exc})") from None
+        try:
+            self.manifest = self._check()
+        except BaseException:
+            self._zip.close()
+            raise
+
+    def __enter__(self) -> "Bundle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._zip.close()
+
+    def _check(self) -> dict[str, Any]:
+        infos = self._zip.infolist()
+        names = [info.filename for info in infos]
+        for name in names:
+            check_member_name(name)
+        if len(set(names)) != len(names):
+            raise BundleError(f"{self.path}: a member name appears twice in the archive")
+        if not names or names[0] != MANIFEST:
+            raise BundleError(f"{self.path}: not an mgedump bundle (the first member is not {MANIFEST})")
+        for info in infos:
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise BundleError(f"{self.path}: member {info.filename!r} is compressed; bundle members are stored")
+        if infos[0].file_size > MAX_MANIFEST_BYTES:
+            raise BundleError(f"{self.path}: manifest is larger than {MAX_MANIFEST_BYTES} bytes")
+        try:
+            manifest = json.loads(self._read(MANIFEST).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BundleError(f"{self.path}: manifest is not valid JSON ({exc})") from None
+        validate_manifest(manifest)
+        listed = [entry["name"] for entry in manifest["members"]]
+        if listed != names[1:]:
+            extra = [n for n in names[1:] if n not in listed]
+            missing = [n for n in listed if n not in names]
+            if extra:
+                raise BundleError(f"{self.path}: member {extra[0]!r} is not listed in the manifest")
+            if missing:
+                raise BundleError(f"{self.path}: member {missing[0]!r} is listed in the manifest but missing")
+            raise BundleError(f"{self.path}: members are not in the manifest's order")
+        for entry, info in zip(manifest["members"], infos[1:]):
+            if info.file_size != entry["size"]:
+                raise BundleError(f"{self.path}: member {entry['name']!r} is {info.file_size} bytes, manifest says {entry['size']}")
+            digest = hashlib.sha256()
+            with self._open(entry["name"]) as f:
+                while chunk := f.read(CHUNK):
+                    digest.update(chunk)
+            if digest.hexdigest() != entry["sha256"]:
+                raise BundleError(f"{self.path}: member {entry['name']!r} does not match its sha256 in the manifest (tampered or corrupt)")
+        return manifest
+
+    def _open(self, name: str) -> IO[bytes]:
+        try:
+            return self._zip.open(name)
+        except (zipfile.BadZipFile, OSError, KeyError) as exc:
+            raise BundleError(f"{self.path}: cannot read member {name!r} ({exc})") from None
+
+    def _read(self, name: str) -> bytes:
+        try:
+            with self._open(name) as f:
+                return f.read()
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise BundleError(f"{self.path}: cannot read member {name!r} ({exc})") from None
+
+    def read(self, name: str) -> bytes:
+        """A member's bytes."""
+        return self._read(name)
+
+    def extract(self, name: str, folder: str) -> str:
+        """Copy one member into folder (under its base name); return the path."""
+        target = os.path.join(folder, os.path.basename(name))
+        with self._open(name) as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst, CHUNK)
+        return target
+
+    def tensor(self, name: str, expect_name: str) -> np.ndarray:
+        """Read a TensorProto member; its name must be expect_name or empty."""
+        from google.protobuf.message import DecodeError
+        from onnx import TensorProto, numpy_helper
+
+        proto = TensorProto()
+        try:
+            proto.ParseFromString(self._read(name))
+            if proto.data_location == TensorProto.EXTERNAL:
+                raise BundleError(f"{self.path}: member {name!r} refers to external data")
+            array = numpy_helper.to_array(proto)
+        except BundleError:
+            raise
+        except (DecodeError, ValueError, TypeError, RuntimeError) as exc:
+            raise BundleError(f"{self.path}: member {name!r} is not a valid TensorProto ({exc})") from None
+        if proto.name and proto.name != expect_name:
+            raise BundleError(f"{self.path}: member {name!r} holds tensor {proto.name!r}, expected {expect_name!r}")
+        return array
+

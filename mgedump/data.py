@@ -1,0 +1,437 @@
+"""Build input arrays for test cases from parsed specs (DESIGN section 2).
+
+Generators draw from one seeded stream per (test case, input), so the same
+command gives the same data. File data (images, ``.npy``, ``.npz``, ``.pb``) is
+read, laid out for the model, repeated (``--repeat``), transformed
+(``--input-transform``) and cast to the input's dtype, in that order.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import DataError, SpecError
+from .log import warn_once
+from .runtime import TensorInfo
+from .spec import CaseSpec, FileSource, Generator, Item
+
+ARRAY_SUFFIXES = (".npy", ".npz", ".pb")
+MAX_PB_BYTES = 2 << 30
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """How file data is prepared and generators are seeded.
+
+    Attributes:
+        seed: seeds every generator. Defaults to 0.
+        repeat: repeat file data this many times along axis 0. Defaults to 1.
+        resize_input: resize images to the model's H and W.
+        input_transform: a Python expression of ``data`` and ``np`` applied to
+            file data. It is the user's own code from the command line.
+    """
+
+    seed: int = 0
+    repeat: int = 1
+    resize_input: bool = False
+    input_transform: str | None = None
+    _compiled: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.repeat < 1:
+            raise SpecError(f"--repeat must be >= 1, got {self.repeat}")
+        if not 0 <= self.seed < 2**63:
+            raise SpecError(f"--seed must be in [0, 2**63), got {self.seed}")
+        if self.input_transform is not None:
+            try:
+                code = compile(self.input_transform, "<--input-transform>", "eval")
+            except SyntaxError as exc:
+                raise SpecError(f"--input-transform {self.input_transform!r} is not a Python expression: {exc.msg}") from None
+            object.__setattr__(self, "_compiled", code)
+
+
+@dataclass
+class TestCase:
+    """A test case's input arrays, in model input order, and where they came from."""
+
+    spec: CaseSpec
+    inputs: list[tuple[str, np.ndarray]]
+
+
+# ---------------------------------------------------------------- dtype casts
+
+
+def cast_to(array: np.ndarray, info: TensorInfo, what: str) -> np.ndarray:
+    """Cast data to an input's dtype, warning when the cast loses information."""
+    target = info.np_dtype
+    if info.dtype == "str":
+        if array.dtype.kind not in "USO":
+            raise DataError(f"input {info.name!r} takes strings, but {what} holds {array.dtype}")
+        return array.astype(object)
+    if array.dtype.kind in "USO":
+        raise DataError(f"input {info.name!r} takes {info.dtype}, but {what} holds strings")
+    if array.dtype == target:
+        return array
+    with np.errstate(all="ignore"):
+        out = array.astype(target)
+        if array.dtype.kind in "fc" and target.kind in "fc":
+            changed = int(np.count_nonzero(np.isfinite(array) & ~np.isfinite(out)))
+        elif array.size:
+            changed = int(array.size - np.count_nonzero(out.astype(array.dtype) == array))
+        else:
+            changed = 0
+    if changed:
+        warn_once(
+            f"input {info.name!r}: casting {what} from {array.dtype} to {info.dtype} changes "
+            f"{changed} of {array.size} values"
+        )
+    return out
+
+
+# ---------------------------------------------------------------- generators
+
+
+def _generator_shape(gen: Generator, info: TensorInfo) -> tuple[int, ...]:
+    model = info.shape
+    if gen.dims is not None and not gen.rest:
+        shape = gen.dims
+        if model is not None and len(model) != len(shape):
+            raise SpecError(
+                f"{gen.text} gives {len(shape)} dims, but input {info.name!r} has rank {len(model)} "
+                f"(shape {info.shape_text()})"
+            )
+    else:
+        lead = gen.dims or ()
+        if model is None:
+            raise SpecError(
+                f"input {info.name!r} has no known shape in the model; give the full shape",
+                hint=f"{info.name}:#{gen.kind}(...,d0,d1,...)",
+            )
+        if len(lead) > len(model):
+            raise SpecError(f"{gen.text} gives {len(lead)} dims, but input {info.name!r} has rank {len(model)}")
+        tail = []
+        for axis in range(len(lead), len(model)):
+            dim = model[axis]
+            if isinstance(dim, int) and dim >= 0:
+                tail.append(dim)
+                continue
+            label = repr(dim) if dim is not None else "unnamed"
+            warn_once(
+                f"input {info.name!r} dim {axis} ({label}) is symbolic: using 1; give the shape in the spec, "
+                f"e.g. {info.name}:#{gen.kind}({','.join(str(p) for p in gen.params)},"
+                f"{','.join(str(d if isinstance(d, int) else 1) for d in model[:axis + 1])},...)"
+            )
+            tail.append(1)
+        shape = tuple(lead) + tuple(tail)
+    if model is not None:
+        for axis, (want, got) in enumerate(zip(model, shape)):
+            if isinstance(want, int) and want >= 0 and want != got:
+                raise SpecError(
+                    f"{gen.text}: dim {axis} is {got}, but input {info.name!r} fixes it to {want} "
+                    f"(shape {info.shape_text()})"
+                )
+    if math.prod(shape) > 1 << 31:
+        raise SpecError(f"{gen.text}: shape {list(shape)} is too large")
+    return shape
+
+
+def generate(gen: Generator, info: TensorInfo, rng: np.random.Generator) -> np.ndarray:
+    """Draw a generator's data for one input."""
+    shape = _generator_shape(gen, info)
+    dtype = info.np_dtype
+    kind = dtype.kind
+    if info.dtype == "str":
+        raise SpecError(f"input {info.name!r} takes strings; generators make numbers", hint="give a .npy or .pb file")
+    if gen.kind == "const":
+        value = gen.params[0]
+        with np.errstate(all="ignore"):
+            return cast_to(np.full(shape, value), info, f"#const({value})")
+    if kind in "iu" or kind == "b":
+        lo, hi = gen.params
+        if gen.kind == "randn":
+            if kind == "b":
+                raise SpecError(f"{gen.text}: #randn makes no sense for bool input {info.name!r}", hint="use #rand(0,1)")
+            return cast_to(np.rint(rng.normal(lo, hi, shape)), info, gen.text)
+        lo, hi = math.ceil(lo), math.floor(hi)
+        if kind == "b":
+            lo, hi = max(lo, 0), min(hi, 1)
+            if lo > hi:
+                raise SpecError(f"{gen.text}: no value of bool input {info.name!r} lies in [{gen.params[0]}, {gen.params[1]}]")
+            return rng.integers(lo, hi, size=shape, endpoint=True, dtype=np.int64).astype(bool)
+        limits = np.iinfo(dtype)
+        if lo > hi:
+            raise SpecError(f"{gen.text}: no integer lies in [{gen.params[0]}, {gen.params[1]}] for input {info.name!r}")
+        if lo < limits.min or hi > limits.max:
+            raise SpecError(f"{gen.text}: range does not fit {info.dtype} input {info.name!r} ([{limits.min}, {limits.max}])")
+        return rng.integers(lo, hi, size=shape, endpoint=True, dtype=dtype)
+    if gen.kind == "rand":
+        array = rng.uniform(gen.params[0], gen.params[1], shape)
+    else:
+        array = rng.normal(gen.params[0], gen.params[1], shape)
+    return cast_to(array, info, gen.text)
+
+
+# ---------------------------------------------------------------- files
+
+
+def resolve_path(path: str, base_dir: str | None) -> str:
+    """Find a data file: as given (relative to the current directory), then in base_dir."""
+    if os.path.exists(path) or os.path.isabs(path) or base_dir is None:
+        found = path
+    else:
+        found = os.path.join(base_dir, path)
+    if not os.path.exists(found):
+        where = f" (also looked in {base_dir})" if base_dir and not os.path.isabs(path) else ""
+        raise DataError(f"data file not found: {path}{where}")
+    if not os.path.isfile(found):
+        raise DataError(f"data path is not a file: {path}")
+    return found
+
+
+def load_npy(path: str) -> np.ndarray:
+    """Read a ``.npy`` file; pickled (object) arrays are refused, never loaded."""
+    try:
+        with open(path, "rb") as f:
+            array = np.load(f, allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc).lower():
+            raise DataError(f"{path}: holds a pickled (object) array, which mgedump never loads", hint="save it with a numeric dtype") from None
+        raise DataError(f"{path}: not a valid .npy file ({exc})") from None
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{path}: cannot read .npy file ({exc})") from None
+    if not isinstance(array, np.ndarray):
+        raise DataError(f"{path}: not a .npy array file")
+    return array
+
+
+def load_npz(path: str, name: str) -> np.ndarray:
+    """Read the array named like the input from a ``.npz`` file, or its only array."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            keys = list(npz.keys())
+            if name in keys:
+                key = name
+            elif len(keys) == 1:
+                key = keys[0]
+            else:
+                raise DataError(f"{path}: has no array named {name!r} and holds several: {', '.join(map(repr, keys))}")
+            return npz[key]
+    except DataError:
+        raise
+    except ValueError as exc:
+        if "pickle" in str(exc).lower():
+            raise DataError(f"{path}: holds a pickled (object) array, which mgedump never loads") from None
+        raise DataError(f"{path}: not a valid .npz file ({exc})") from None
+    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        raise DataError(f"{path}: cannot read .npz file ({exc})") from None
+
+
+def load_pb(path: str) -> np.ndarray:
+    """Read an ONNX ``TensorProto`` file."""
+    from onnx import TensorProto, numpy_helper
+    from google.protobuf.message import DecodeError
+
+    size = os.path.getsize(path)
+    if size > MAX_PB_BYTES:
+        raise DataError(f"{path}: tensor file is larger than 2 GiB")
+    tensor = TensorProto()
+    try:
+        with open(path, "rb") as f:
+            tensor.ParseFromString(f.read())
+        if tensor.data_location == TensorProto.EXTERNAL:
+            raise DataError(f"{path}: tensors with external data are not supported in .pb files")
+        return numpy_helper.to_array(tensor)
+    except DataError:
+        raise
+    except (DecodeError, ValueError, TypeError, RuntimeError, AssertionError) as exc:
+        raise DataError(f"{path}: not a valid ONNX TensorProto file ({type(exc).__name__}: {exc})") from None
+
+
+def _decode_image(path: str, channels: int) -> np.ndarray | None:
+    """Decode an image to HxW (gray) or HxWx3 (BGR) uint8; None if it is not an image."""
+    import cv2
+
+    raw = np.fromfile(path, dtype=np.uint8)
+    flags = cv2.IMREAD_GRAYSCALE if channels == 1 else cv2.IMREAD_COLOR
+    image = cv2.imdecode(raw, flags) if raw.size else None
+    if image is not None:
+        return image
+    try:
+        from PIL import Image, UnidentifiedImageError
+
+        with Image.open(path) as img:
+            img = img.convert("L" if channels == 1 else "RGB")
+            array = np.asarray(img)
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        return None
+    return array if channels == 1 else array[:, :, ::-1]
+
+
+def image_layout(info: TensorInfo) -> tuple[str, int, int | str | None, int | str | None]:
+    """Where an image goes in an input: (layout, channels, H, W).
+
+    The layout is ``NCHW``, ``NHWC``, ``CHW`` or ``HWC``, chosen by where a fixed
+    dim of 1 or 3 sits.
+    """
+    shape = info.shape
+    if shape is not None and len(shape) == 4:
+        if shape[1] in (1, 3):
+            return "NCHW", int(shape[1]), shape[2], shape[3]
+        if shape[3] in (1, 3):
+            return "NHWC", int(shape[3]), shape[1], shape[2]
+    if shape is not None and len(shape) == 3:
+        if shape[0] in (1, 3):
+            return "CHW", int(shape[0]), shape[1], shape[2]
+        if shape[2] in (1, 3):
+            return "HWC", int(shape[2]), shape[0], shape[1]
+    raise DataError(
+        f"cannot lay out an image for input {info.name!r} (shape {info.shape_text()}): it needs a fixed channel dim "
+        "of 1 or 3 at axis 1 (NCHW) or axis 3 (NHWC)",
+        hint="give the data as .npy instead",
+    )
+
+
+def load_image(path: str, info: TensorInfo, resize: bool) -> np.ndarray:
+    """Read an image as BGR (or gray) uint8 laid out for the input."""
+    layout, channels, height, width = image_layout(info)
+    image = _decode_image(path, channels)
+    if image is None:
+        raise DataError(
+            f"{path}: neither an image (any format OpenCV or Pillow reads) nor an array file (.npy, .npz, .pb)"
+        )
+    if resize:
+        if not (isinstance(height, int) and isinstance(width, int)):
+            raise DataError(
+                f"--resize-input needs input {info.name!r} to fix H and W, but its shape is {info.shape_text()}"
+            )
+        import cv2
+
+        image = cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR)
+    got_h, got_w = image.shape[:2]
+    for want, got, dim in ((height, got_h, "height"), (width, got_w, "width")):
+        if isinstance(want, int) and want != got:
+            raise DataError(
+                f"{path}: image is {got_w}x{got_h} (WxH), but input {info.name!r} takes "
+                f"{width}x{height} ({info.shape_text()})",
+                hint="pass --resize-input",
+            )
+    if image.ndim == 2:
+        image = image[:, :, None]
+    if layout in ("NCHW", "CHW"):
+        image = image.transpose(2, 0, 1)
+    if layout in ("NCHW", "NHWC"):
+        image = image[None]
+    return np.ascontiguousarray(image)
+
+
+def load_file(path: str, info: TensorInfo, options: DataOptions) -> tuple[np.ndarray, bool]:
+    """Read a data file for an input. Returns the array and whether it was an image."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".npy":
+        return load_npy(path), False
+    if suffix == ".npz":
+        return load_npz(path, info.name), False
+    if suffix == ".pb":
+        return load_pb(path), False
+    return load_image(path, info, options.resize_input), True
+
+
+def _check_shape(array: np.ndarray, info: TensorInfo, what: str, repeat: int) -> None:
+    model = info.shape
+    if model is None:
+        return
+    if array.ndim != len(model):
+        raise DataError(
+            f"input {info.name!r} has rank {len(model)} (shape {info.shape_text()}), but {what} has shape "
+            f"{list(array.shape)} (rank {array.ndim})"
+        )
+    for axis, (want, got) in enumerate(zip(model, array.shape)):
+        if not isinstance(want, int) or want < 0 or want == got:
+            continue
+        if axis == 0 and repeat > 1:
+            warn_once(
+                f"input {info.name!r}: batch dim is {got} after --repeat {repeat}, but the model fixes it to {want}"
+            )
+            continue
+        raise DataError(
+            f"input {info.name!r} fixes dim {axis} to {want} (shape {info.shape_text()}), but {what} has shape "
+            f"{list(array.shape)}"
+        )
+
+
+def _transform(array: np.ndarray, options: DataOptions, info: TensorInfo, what: str) -> np.ndarray:
+    try:
+        result = eval(options._compiled, {"__builtins__": {}}, {"data": array, "np": np})  # noqa: S307 - the user's own CLI code
+    except Exception as exc:
+        raise SpecError(
+            f"--input-transform {options.input_transform!r} failed on {what} for input {info.name!r}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    try:
+        result = np.asarray(result)
+    except Exception:
+        result = None
+    if result is None or result.dtype.kind not in "biufcUS":
+        raise SpecError(f"--input-transform {options.input_transform!r} did not give a numeric array for input {info.name!r}")
+    return result
+
+
+def file_data(source: FileSource, info: TensorInfo, options: DataOptions, base_dir: str | None) -> tuple[np.ndarray, bool]:
+    """Read, repeat, transform, check and cast one file for one input."""
+    path = resolve_path(source.path, base_dir)
+    array, is_image = load_file(path, info, options)
+    what = f"{source.path!r}"
+    if options.repeat > 1:
+        if array.ndim == 0:
+            raise DataError(f"--repeat cannot repeat the scalar in {what} for input {info.name!r}")
+        array = np.repeat(array, options.repeat, axis=0)
+    if options._compiled is not None:
+        array = _transform(array, options, info, what)
+    _check_shape(array, info, what, options.repeat)
+    return cast_to(array, info, what), is_image
+
+
+# ---------------------------------------------------------------- test cases
+
+
+def build_cases(case_specs: Sequence[CaseSpec], inputs: Sequence[TensorInfo], options: DataOptions) -> list[TestCase]:
+    """Parse every test case and build its input arrays.
+
+    Raises:
+        SpecError: a spec is malformed or does not fit the model, or a flag
+            (--resize-input, --input-transform) applies to no data.
+        DataError: a data file is missing, unreadable or does not fit.
+    """
+    from .spec import parse_case
+
+    names = [info.name for info in inputs]
+    cases = []
+    saw_file = saw_image = False
+    for case_index, spec in enumerate(case_specs):
+        try:
+            items = parse_case(spec.text, names)
+        except SpecError as exc:
+            raise SpecError(f"{spec.origin}: {exc.message}", hint=exc.hint) from None
+        arrays = []
+        for input_index, info in enumerate(inputs):
+            item: Item = items[0] if items[0].name is None else items[input_index]
+            if isinstance(item.source, Generator):
+                rng = np.random.default_rng([options.seed, case_index, input_index])
+                array = generate(item.source, info, rng)
+            else:
+                array, is_image = file_data(item.source, info, options, spec.base_dir)
+                saw_file = True
+                saw_image = saw_image or is_image
+            arrays.append((info.name, array))
+        cases.append(TestCase(spec, arrays))
+    if options.resize_input and not saw_image:
+        raise SpecError("--resize-input applies to image files, and no test case has one (it cannot apply to generators)")
+    if options.input_transform is not None and not saw_file:
+        raise SpecError("--input-transform applies to file data, and no test case has any (it cannot apply to generators)")
+    return cases

@@ -1,0 +1,58 @@
+"""The project's exception types and the exit codes they map to.
+
+A :class:`MgeError` is a user error: bad usage or bad input. The command line
+prints its message as one line on stderr and exits with :attr:`MgeError.exit_code`
+(2), with no traceback unless ``-v`` is given. Any other exception is a bug and
+surfaces with its traceback.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class MgeError(Exception):
+    """A user error: bad usage or bad input (exit code 2)."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        text = self.message if not self.hint else f"{self.message} (hint: {self.hint})"
+        return " ".join(text.split())
+
+
+class SpecError(MgeError):
+    """A ``-d`` data spec that cannot be parsed or does not fit the model."""
+
+
+class DataError(MgeError):
+    """A data file that cannot be read, or data that does not fit the model."""
+
+
+class ModelError(MgeError):
+    """A model file that is missing, unreadable or not a usable ONNX model."""
+
+
+class BundleError(MgeError):
+    """A bundle that is malformed, of an unknown version, or tampered with."""
+
+
+class OutputError(MgeError):
+    """An output path that cannot be written."""
+
+
+class RunError(MgeError):
+    """The model failed to run on the data (exit code 1 at verify time).
+
+    At pack time the data is the user's spec, so the packer re-raises it as a
+    :class:`SpecError` (exit 2).
+    """
+
+    exit_code = EXIT_FAILED

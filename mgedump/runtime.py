@@ -1,0 +1,199 @@
+"""onnxruntime sessions: opening a model, describing its inputs and outputs, running it.
+
+Every onnxruntime error is turned into one readable line here, so no C++ text
+reaches the user as a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import ModelError, RunError
+
+# onnxruntime's type strings for tensors, and the numpy dtype of each.
+_ORT_DTYPES = {
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(int8)": "int8",
+    "tensor(int16)": "int16",
+    "tensor(int32)": "int32",
+    "tensor(int64)": "int64",
+    "tensor(uint8)": "uint8",
+    "tensor(uint16)": "uint16",
+    "tensor(uint32)": "uint32",
+    "tensor(uint64)": "uint64",
+    "tensor(bool)": "bool",
+    "tensor(string)": "str",
+}
+
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A model input or output.
+
+    Attributes:
+        name: the graph name.
+        dtype: the numpy dtype name (``float32``, ``int64``, ``bool``, ``str``).
+        shape: one entry per dim: an int when fixed, a str for a named
+            symbolic dim, None for an unnamed one; None when the rank is unknown.
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int | str | None, ...] | None
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(object) if self.dtype == "str" else np.dtype(self.dtype)
+
+    def shape_text(self) -> str:
+        if self.shape is None:
+            return "unknown"
+        return "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": self.dtype, "shape": None if self.shape is None else list(self.shape)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "TensorInfo":
+        shape = data.get("shape")
+        return cls(str(data["name"]), str(data["dtype"]), None if shape is None else tuple(shape))
+
+
+def clean_ort_message(exc: BaseException) -> str:
+    """onnxruntime's exception text as one short line, without its status prefix."""
+    text = str(exc)
+    text = re.sub(r"^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*[A-Z_]+\s*:\s*", "", text)
+    text = " ".join(text.split())
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+def _import_ort():
+    import onnxruntime
+
+    return onnxruntime
+
+
+def session_options(*, threads: int | None = None, graph_opt: str | None = None, profile: str | None = None):
+    """onnxruntime ``SessionOptions`` with quiet logging and the given settings."""
+    ort = _import_ort()
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    if threads:
+        opts.intra_op_num_threads = threads
+    if graph_opt is not None:
+        levels = {
+            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+        }
+        opts.graph_optimization_level = levels[graph_opt]
+    if profile is not None:
+        opts.enable_profiling = True
+        opts.profile_file_prefix = profile
+    return opts
+
+
+def open_session(model: str | bytes, *, label: str | None = None, providers: Sequence[str] | None = None, options=None):
+    """Open an onnxruntime session on a model file or serialized model.
+
+    Args:
+        model: a path, or the model's bytes.
+        label: how to name the model in messages. Defaults to the path.
+        providers: execution providers. Defaults to the CPU provider.
+        options: ``SessionOptions``. Defaults to :func:`session_options`.
+
+    Raises:
+        ModelError: the model is missing, not ONNX, or onnxruntime cannot load it.
+    """
+    if label is None:
+        label = model if isinstance(model, str) else "model"
+    if isinstance(model, str):
+        if not os.path.exists(model):
+            raise ModelError(f"model file not found: {model}")
+        if not os.path.isfile(model):
+            raise ModelError(f"model path is not a file: {model}")
+        if os.path.getsize(model) == 0:
+            raise ModelError(f"model file is empty: {model}")
+    ort = _import_ort()
+    try:
+        return ort.InferenceSession(
+            model,
+            sess_options=options if options is not None else session_options(),
+            providers=list(providers) if providers else ["CPUExecutionProvider"],
+        )
+    except Exception as exc:  # onnxruntime raises its own pybind11 types
+        raise ModelError(describe_load_error(label, exc)) from None
+
+
+def describe_load_error(label: str, exc: BaseException) -> str:
+    """One line that says why onnxruntime refused a model, and what to do."""
+    message = clean_ort_message(exc)
+    kind = type(exc).__name__
+    ir = re.search(r"Unsupported model IR version: (\d+), max supported IR version: (\d+)", message)
+    if ir:
+        return (
+            f"{label}: the model's IR version {ir.group(1)} is newer than this onnxruntime supports "
+            f"(at most {ir.group(2)}); re-save it with ir_version <= {ir.group(2)} "
+            f"(onnx.helper.make_model(..., ir_version={ir.group(2)}))"
+        )
+    if kind == "InvalidProtobuf" or "Protobuf parsing failed" in message:
+        return f"{label}: not a valid ONNX model (protobuf parsing failed: the file is truncated or not ONNX)"
+    opset = re.search(r"(Opset \d+ is under development|onnx(?:runtime)? .*?opset.*)", message, re.IGNORECASE)
+    if opset and "opset" in message.lower() and "support" in message.lower():
+        return f"{label}: onnxruntime does not support the model's opset: {message}"
+    return f"{label}: onnxruntime cannot load the model: {message}"
+
+
+def tensor_infos(args: Sequence[Any], what: str) -> list[TensorInfo]:
+    """Describe onnxruntime ``NodeArg`` s; non-tensor types are refused."""
+    infos = []
+    for arg in args:
+        dtype = _ORT_DTYPES.get(arg.type)
+        if dtype is None:
+            raise ModelError(f"{what} {arg.name!r} has type {arg.type}, which mgedump cannot feed or check")
+        shape = arg.shape
+        dims = None if shape is None else tuple(d if isinstance(d, (int, str)) or d is None else None for d in shape)
+        infos.append(TensorInfo(arg.name, dtype, dims))
+    return infos
+
+
+def model_io(session) -> tuple[list[TensorInfo], list[TensorInfo]]:
+    """The model's inputs (graph inputs that are not initializers) and outputs."""
+    return tensor_infos(session.get_inputs(), "input"), tensor_infos(session.get_outputs(), "output")
+
+
+def run(session, feeds: dict[str, np.ndarray], *, output_names: Sequence[str] | None = None) -> list[np.ndarray]:
+    """Run the model once.
+
+    Raises:
+        RunError: onnxruntime failed; the message names the inputs whose data
+            is the likely cause when it can tell.
+    """
+    try:
+        return session.run(output_names, feeds)
+    except Exception as exc:
+        message = clean_ort_message(exc)
+        hint = None
+        integer_inputs = [n for n, a in feeds.items() if a.dtype.kind in "iu"]
+        if integer_inputs and re.search(r"out of (data )?bounds|out of range|idx", message, re.IGNORECASE):
+            hint = "check the values given for integer input(s) " + ", ".join(repr(n) for n in integer_inputs)
+        raise RunError(f"the model failed to run: {message}", hint=hint) from None
+
+
+def to_numpy_outputs(values: Sequence[Any], infos: Sequence[TensorInfo]) -> list[np.ndarray]:
+    """Check that every output is a numpy array (not a sequence or map)."""
+    arrays = []
+    for value, info in zip(values, infos):
+        if not isinstance(value, np.ndarray):
+            raise ModelError(f"output {info.name!r} is not a tensor ({type(value).__name__}); mgedump checks tensors only")
+        arrays.append(value)
+    return arrays

@@ -1,0 +1,272 @@
+"""Parse ``-d`` data specs (DESIGN section 2) into items bound to model inputs.
+
+A test case is ``item(;item)*``; an item is ``[INPUT_NAME:]SOURCE``; a source is
+a generator (``#rand``, ``#randn``, ``#const``) or a file path. ``-d @FILE``
+makes one test case of every non-empty line of FILE.
+
+This module only parses and binds names: it never reads data files, so any
+text can be fed to :func:`parse_case` and the only exception it raises is
+:class:`~mgedump.errors.SpecError`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+from .errors import SpecError
+
+GENERATORS = {
+    # name: (parameter names, how many are required)
+    "rand": ("MIN,MAX", 2),
+    "randn": ("MEAN,STD", 2),
+    "const": ("VALUE", 1),
+}
+
+_GEN_RE = re.compile(r"^#\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$", re.DOTALL)
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+MAX_DIM = 1 << 31
+MAX_LIST_CASES = 100_000
+
+
+@dataclass(frozen=True)
+class Generator:
+    """A ``#kind(params[,dims][,...])`` source.
+
+    Attributes:
+        kind: ``rand``, ``randn`` or ``const``.
+        params: MIN, MAX / MEAN, STD / VALUE (ints stay ints, so large int64
+            constants are exact).
+        dims: the dims given, or None when the shape comes from the model.
+        rest: True when the dims end with ``...``: the rest of the shape comes
+            from the model.
+        text: the source as written.
+    """
+
+    kind: str
+    params: tuple[int | float, ...]
+    dims: tuple[int, ...] | None
+    rest: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """A path to an image, ``.npy``, ``.npz`` or ``.pb`` file, as written."""
+
+    path: str
+
+
+Source = Union[Generator, FileSource]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item of a test case: a source bound to an input name.
+
+    ``name`` is None for a lone unnamed generator that applies to every input.
+    """
+
+    name: str | None
+    source: Source
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One test case as written: its text and where relative paths may be.
+
+    Attributes:
+        text: the test case (a ``-d`` value or a line of a list file).
+        origin: where it came from, for messages (``-d #2``, ``list.txt:3``).
+        base_dir: the list file's folder, searched after the current directory.
+    """
+
+    text: str
+    origin: str
+    base_dir: str | None = None
+
+
+def _number(token: str, what: str, text: str) -> int | float:
+    token = token.strip()
+    if _INT_RE.match(token):
+        return int(token)
+    if _FLOAT_RE.match(token):
+        value = float(token)
+        if math.isfinite(value):
+            return value
+    raise SpecError(f"bad {what} {token!r} in {text!r}: expected a finite number")
+
+
+def _dim(token: str, text: str) -> int:
+    token = token.strip()
+    if not _INT_RE.match(token) or int(token) < 0 or int(token) >= MAX_DIM:
+        raise SpecError(f"bad dim {token!r} in {text!r}: dims are whole numbers >= 0")
+    return int(token)
+
+
+def parse_generator(text: str) -> Generator:
+    """Parse ``#rand(MIN,MAX[,d0,...][,...])``, ``#randn(...)`` or ``#const(...)``.
+
+    Raises:
+        SpecError: the text is not a well-formed generator.
+    """
+    text = text.strip()
+    match = _GEN_RE.match(text)
+    if not match:
+        raise SpecError(
+            f"bad generator {text!r}",
+            hint="write #rand(MIN,MAX), #rand(MIN,MAX,d0,d1,...), #randn(MEAN,STD) or #const(VALUE)",
+        )
+    kind, body = match.group(1), match.group(2)
+    if kind not in GENERATORS:
+        raise SpecError(f"unknown generator #{kind} in {text!r}", hint="use #rand, #randn or #const")
+    names, required = GENERATORS[kind]
+    tokens = [t.strip() for t in body.split(",")] if body.strip() else []
+    if len(tokens) < required:
+        raise SpecError(f"#{kind} needs {names} in {text!r}")
+    params = tuple(_number(tok, "parameter", text) for tok in tokens[:required])
+    rest_tokens = tokens[required:]
+    rest = bool(rest_tokens) and rest_tokens[-1] == "..."
+    if rest:
+        rest_tokens = rest_tokens[:-1]
+    if "..." in rest_tokens:
+        raise SpecError(f"'...' may only end the dims in {text!r}")
+    dims = tuple(_dim(tok, text) for tok in rest_tokens)
+    if kind == "rand" and params[0] > params[1]:
+        raise SpecError(f"#rand MIN > MAX in {text!r}")
+    if kind == "randn" and params[1] < 0:
+        raise SpecError(f"#randn STD < 0 in {text!r}")
+    return Generator(kind, params, dims if len(tokens) > required else None, rest, text)
+
+
+def parse_source(text: str) -> Source:
+    """Parse one source: a generator when it starts with ``#``, else a path."""
+    text = text.strip()
+    if not text:
+        raise SpecError("empty data source", hint="give a #generator or a file path")
+    if text.startswith("#"):
+        return parse_generator(text)
+    return FileSource(text)
+
+
+def _inputs_text(names: Sequence[str]) -> str:
+    return ", ".join(repr(n) for n in names) if names else "(none)"
+
+
+def _source_text(source: Source) -> str:
+    return source.text if isinstance(source, Generator) else source.path
+
+
+def bind_item(item: str, input_names: Sequence[str]) -> Item:
+    """Bind one item to the longest input name ``N`` such that it starts with ``N:``."""
+    bound = [n for n in input_names if item.startswith(n + ":")]
+    if bound:
+        name = max(bound, key=len)
+        return Item(name, parse_source(item[len(name) + 1 :]))
+    head, sep, tail = item.partition(":")
+    named_generator = bool(sep) and tail.strip().startswith("#")
+    if len(input_names) == 1 and not named_generator:
+        return Item(input_names[0], parse_source(item))
+    if item.startswith("#") or (not sep and item.lower().endswith(".npz")):
+        return Item(None, parse_source(item))
+    if sep and (named_generator or len(input_names) != 1):
+        raise SpecError(f"unknown input name {head!r} in {item!r}; the model's inputs are: {_inputs_text(input_names)}")
+    raise SpecError(
+        f"{item!r} names no input, and the model has {len(input_names)} inputs: {_inputs_text(input_names)}",
+        hint="write NAME:SOURCE items joined by ';'",
+    )
+
+
+def parse_case(text: str, input_names: Sequence[str]) -> list[Item]:
+    """Parse a test case ``item(;item)*`` and check that it gives every input once.
+
+    A lone unnamed generator, or a lone unnamed ``.npz`` file, applies to every
+    input (a ``.npz`` gives each input the array of its name).
+
+    Args:
+        text: the test case as written.
+        input_names: the model's inputs, in order.
+
+    Returns:
+        The items, one per input in model order, or a single item with name
+        None for a generator that applies to every input.
+
+    Raises:
+        SpecError: the text is malformed, names an unknown input, gives an input
+            twice or leaves one out.
+    """
+    if not isinstance(text, str):
+        raise SpecError(f"a test case must be text, not {type(text).__name__}")
+    if "\x00" in text:
+        raise SpecError("a test case must not contain NUL characters")
+    raw_items = [part.strip() for part in text.split(";")]
+    if not any(raw_items):
+        raise SpecError("empty test case", hint="give a -d spec such as '#rand(0,255)'")
+    if not all(raw_items):
+        raise SpecError(f"empty item in test case {text!r}", hint="items are joined by single ';'")
+    items = [bind_item(raw, input_names) for raw in raw_items]
+    if len(items) == 1 and items[0].name is None:
+        return items  # a generator or .npz file for every input
+    by_name: dict[str, Item] = {}
+    for item in items:
+        if item.name is None:
+            raise SpecError(
+                f"item {_source_text(item.source)!r} has no input name, in a test case with several items; "
+                f"the model's inputs are: {_inputs_text(input_names)}"
+            )
+        if item.name in by_name:
+            raise SpecError(f"input {item.name!r} is given twice in {text!r}")
+        by_name[item.name] = item
+    missing = [n for n in input_names if n not in by_name]
+    if missing:
+        raise SpecError(
+            f"test case {text!r} gives no data for input(s) {_inputs_text(missing)}",
+            hint="every model input needs NAME:SOURCE once per test case",
+        )
+    return [by_name[n] for n in input_names]
+
+
+def expand_specs(specs: Sequence[str]) -> list[CaseSpec]:
+    """Turn ``-d`` values into test cases, reading ``@FILE`` list files.
+
+    Raises:
+        SpecError: no spec, or a list file that is missing, unreadable or empty.
+    """
+    cases: list[CaseSpec] = []
+    for index, spec in enumerate(specs):
+        if not spec.startswith("@"):
+            cases.append(CaseSpec(spec, f"-d #{index + 1}"))
+            continue
+        list_path = spec[1:]
+        try:
+            with open(list_path, "rb") as f:
+                raw = f.read(64 << 20)
+        except OSError as exc:
+            raise SpecError(f"cannot read list file {list_path!r}: {exc.strerror or exc}") from None
+        if b"\x00" in raw:
+            raise SpecError(f"list file {list_path!r} is not a text file")
+        try:
+            content = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise SpecError(f"list file {list_path!r} is not UTF-8 text") from None
+        base_dir = os.path.dirname(os.path.abspath(list_path))
+        found = 0
+        for line_no, line in enumerate(content.splitlines(), 1):
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("@"):
+                raise SpecError(f"{list_path}:{line_no}: list files cannot include other list files")
+            cases.append(CaseSpec(line, f"{list_path}:{line_no}", base_dir))
+            found += 1
+        if not found:
+            raise SpecError(f"list file {list_path!r} has no test cases", hint="one test case per non-empty line")
+        if len(cases) > MAX_LIST_CASES:
+            raise SpecError(f"more than {MAX_LIST_CASES} test cases")
+    if not cases:
+        raise SpecError("no test data given", hint="pass -d '#rand(0,255)' or -d IMAGE / -d @list.txt")
+    return cases
