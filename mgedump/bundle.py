@@ -293,9 +293,12 @@ class Bundle:
             if info.file_size != entry["size"]:
                 raise BundleError(f"{self.path}: member {entry['name']!r} is {info.file_size} bytes, manifest says {entry['size']}")
             digest = hashlib.sha256()
-            with self._open(entry["name"]) as f:
-                while chunk := f.read(CHUNK):
-                    digest.update(chunk)
+            try:
+                with self._open(entry["name"]) as f:
+                    while chunk := f.read(CHUNK):
+                        digest.update(chunk)
+            except (zipfile.BadZipFile, OSError) as exc:
+                raise BundleError(f"{self.path}: member {entry['name']!r} is corrupt or tampered with ({exc})") from None
             if digest.hexdigest() != entry["sha256"]:
                 raise BundleError(f"{self.path}: member {entry['name']!r} does not match its sha256 in the manifest (tampered or corrupt)")
         return manifest

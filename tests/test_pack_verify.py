@@ -1,0 +1,212 @@
+"""End to end: mgedump packs, mgerun verifies, on every sample model and the onnx package's reference models."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+
+import numpy as np
+import pytest
+from onnx import TensorProto, numpy_helper
+
+from conftest import SAMPLE_MODELS, light_models
+
+
+@pytest.mark.parametrize("model", sorted(SAMPLE_MODELS))
+def test_every_sample_packs_and_verifies(model, samples, tmp_path, mgedump, mgerun):
+    out = tmp_path / "out.mgetest"
+    packed = mgedump(samples / model, "-d", "#rand(0,255)", "-o", out)
+    assert packed.code == 0, packed.err
+    checked = mgerun(out, "--iter", "2")
+    assert checked.code == 0, checked.out + checked.err
+    assert "AssertEqual: err=0 (name=" in checked.out
+
+
+@pytest.mark.parametrize("model", light_models(), ids=os.path.basename)
+def test_reference_models_pack_and_verify(model, tmp_path, mgedump, mgerun):
+    out = tmp_path / "out.mgetest"
+    packed = mgedump(model, "-d", "#rand(0,255)", "-o", out)
+    assert packed.code == 0, packed.err
+    with zipfile.ZipFile(out) as zf:
+        manifest = json.loads(zf.read("mgedump.json"))
+    assert len(manifest["inputs"]) == 1  # the weights listed as graph inputs are not inputs
+    checked = mgerun(out, "--iter", "1", "--warmup-iter", "0")
+    assert checked.code == 0, checked.out + checked.err
+
+
+def test_multi_input_binding_and_several_cases(samples, tmp_path, mgedump, mgerun):
+    out = tmp_path / "multi.mgetest"
+    packed = mgedump(samples / "multi_input.onnx", "-d", "input:0:#rand(0,1);len:#const(7)",
+                     "-d", "len:#const(2);input:0:#const(1)", "-d", samples / "data" / "multi_input.npz", "-o", out)
+    assert packed.code == 0, packed.err
+    with zipfile.ZipFile(out) as zf:
+        lens = [int(numpy_helper.to_array(_tensor(zf, f"test_data_set_{i}/input_1.pb"))) for i in range(3)]
+        names = {_tensor(zf, f"test_data_set_{i}/input_{k}.pb").name for i in range(3) for k in range(2)}
+        len_out = [int(numpy_helper.to_array(_tensor(zf, f"test_data_set_{i}/output_1.pb"))) for i in range(3)]
+        first = numpy_helper.to_array(_tensor(zf, "test_data_set_1/input_0.pb"))
+    assert lens == [7, 2, 3] and len_out == [8, 3, 4]
+    assert names == {"input:0", "len"}
+    assert np.all(first == 1)
+    assert mgerun(out, "--iter", "1").code == 0
+
+
+def test_list_file_gives_a_case_per_line(samples, tmp_path, mgedump, mgerun):
+    out = tmp_path / "list.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", f"@{samples / 'testcases.txt'}", "-d", "#rand(0,1)", "-o", out).code == 0
+    with zipfile.ZipFile(out) as zf:
+        manifest = json.loads(zf.read("mgedump.json"))
+        names = zf.namelist()
+    assert [c["spec"] for c in manifest["test_cases"]] == ["#rand(0,1)", "images/cat.png", "data/cnn_input.npy", "data:data/cnn_input.pb", "#rand(0,1)"]
+    assert names[:2] == ["mgedump.json", "model.onnx"]
+    assert names[2:] == [f"test_data_set_{i}/{kind}_0.pb" for i in range(5) for kind in ("input", "output")]
+    result = mgerun(out, "--iter", "1")
+    assert result.code == 0 and result.out.count("AssertEqual: err=") == 5
+
+
+def test_same_command_twice_is_byte_identical(samples, tmp_path, mgedump):
+    args = [samples / "cnn.onnx", "-d", f"@{samples / 'testcases.txt'}", "-d", "#randn(0,1)", "--seed", "7"]
+    assert mgedump(*args, "-o", tmp_path / "a.mgetest").code == 0
+    assert mgedump(*args, "-o", tmp_path / "b.mgetest").code == 0
+    assert (tmp_path / "a.mgetest").read_bytes() == (tmp_path / "b.mgetest").read_bytes()
+    assert str(tmp_path).encode() not in (tmp_path / "a.mgetest").read_bytes()
+
+
+def test_model_member_is_the_source_file_and_manifest_hashes(samples, tmp_path, mgedump):
+    out = tmp_path / "o.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "-o", out).code == 0
+    import hashlib
+
+    with zipfile.ZipFile(out) as zf:
+        manifest = json.loads(zf.read("mgedump.json"))
+        assert zf.read("model.onnx") == (samples / "cnn.onnx").read_bytes()
+        assert all(info.compress_type == zipfile.ZIP_STORED and info.date_time == (1980, 1, 1, 0, 0, 0) for info in zf.infolist())
+        for entry in manifest["members"]:
+            assert hashlib.sha256(zf.read(entry["name"])).hexdigest() == entry["sha256"]
+    assert manifest["format"] == "mgedump-bundle" and manifest["format_version"] == 1
+    assert manifest["model"]["source_sha256"] == hashlib.sha256((samples / "cnn.onnx").read_bytes()).hexdigest()
+    assert manifest["inputs"] == [{"name": "data", "dtype": "float32", "shape": [1, 3, 32, 32]}]
+    assert manifest["assertion"] == {"enabled": True, "maxerr": 0.0001, "verbose": True}
+    assert manifest["test_cases"][0]["spec"] == "#rand(0,1)" and manifest["seed"] == 0
+
+
+def test_bundle_passes_onnx_backend_test_runner(samples, tmp_path, mgedump):
+    import unittest
+
+    import onnxruntime.backend
+    from onnx.backend.test.case.test_case import TestCase
+    from onnx.backend.test.runner import Runner
+
+    out = tmp_path / "b.mgetest"
+    assert mgedump(samples / "multi_input.onnx", "-d", "input:0:#rand(0,1);len:#const(3)", "-d", "#rand(0,4)", "-o", out).code == 0
+    folder = tmp_path / "unzipped"
+    with zipfile.ZipFile(out) as zf:
+        zf.extractall(folder)
+
+    class BundleRunner(Runner):
+        def __init__(self, backend):  # only our model, not onnx's own test catalogue
+            self.backend = backend
+            self._parent_module = __name__
+            self._include_patterns, self._exclude_patterns, self._xfail_patterns = set(), set(), set()
+            self._test_kwargs = {}
+            from collections import defaultdict
+
+            self._test_items = defaultdict(dict)
+
+    runner = BundleRunner(onnxruntime.backend)
+    runner._add_model_test(
+        TestCase(name="test_mgedump_bundle", model_name="bundle", url=None, model_dir=str(folder), model=None,
+                 data_sets=None, kind="real", rtol=1e-3, atol=1e-7),
+        "Bundle",
+    )
+    result = unittest.TextTestRunner(verbosity=0, stream=open(os.devnull, "w")).run(runner.test_suite)
+    assert result.testsRun >= 1 and result.wasSuccessful(), result.failures + result.errors
+    assert len(result.skipped) < result.testsRun  # the CPU test ran
+
+
+def _tensor(zf: zipfile.ZipFile, name: str) -> TensorProto:
+    proto = TensorProto()
+    proto.ParseFromString(zf.read(name))
+    return proto
+
+
+def test_no_assert_and_silent(samples, tmp_path, mgedump, mgerun):
+    out = tmp_path / "n.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "--no-assert", "-o", out).code == 0
+    with zipfile.ZipFile(out) as zf:
+        assert not [n for n in zf.namelist() if "output_" in n]
+    result = mgerun(out, "--iter", "1")
+    assert result.code == 0 and "AssertEqual" not in result.out and "no assertions" in result.out
+    silent = tmp_path / "s.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "--silent", "-o", silent).code == 0
+    result = mgerun(silent, "--iter", "1")
+    assert result.code == 0 and result.out == ""
+
+
+def test_plain_model_mode_and_report_json(samples, tmp_path, mgerun, mgedump):
+    result = mgerun(samples / "cnn.onnx", "-d", "#rand(0,1)", "--iter", "3")
+    assert result.code == 0 and "3 iter(s)" in result.out
+    out = tmp_path / "r.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "-d", "#rand(0,2)", "-o", out).code == 0
+    report_path = tmp_path / "report.json"
+    assert mgerun(out, "--iter", "4", "--report-json", report_path).code == 0
+    report = json.loads(report_path.read_text())
+    assert report["passed"] is True and report["exit_code"] == 0 and len(report["test_cases"]) == 2
+    case = report["test_cases"][0]
+    assert case["outputs"][0]["name"] == "prob" and case["outputs"][0]["passed"] is True
+    lat = case["latency_ms"]
+    assert lat["count"] == 4 and lat["min"] <= lat["median"] <= lat["max"]
+
+
+def _repack(bundle, target, replace):
+    """Rewrite a bundle with some members replaced and the manifest hashes fixed up."""
+    import hashlib
+
+    with zipfile.ZipFile(bundle) as zf:
+        manifest = json.loads(zf.read("mgedump.json"))
+        members = {entry["name"]: zf.read(entry["name"]) for entry in manifest["members"]}
+    members.update(replace)
+    for entry in manifest["members"]:
+        entry["sha256"] = hashlib.sha256(members[entry["name"]]).hexdigest()
+        entry["size"] = len(members[entry["name"]])
+    with zipfile.ZipFile(target, "w") as zf:
+        zf.writestr("mgedump.json", json.dumps(manifest))
+        for entry in manifest["members"]:
+            zf.writestr(entry["name"], members[entry["name"]])
+
+
+def test_changed_byte_in_expected_output_names_the_member(samples, tmp_path, mgedump, mgerun):
+    out = tmp_path / "t.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "-o", out).code == 0
+    data = bytearray(out.read_bytes())
+    with zipfile.ZipFile(out) as zf:
+        info = zf.getinfo("test_data_set_0/output_0.pb")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    data[start + info.file_size - 1] ^= 0x01
+    tampered = tmp_path / "tampered.mgetest"
+    tampered.write_bytes(bytes(data))
+    result = mgerun(tampered)
+    assert result.code == 2
+    assert "test_data_set_0/output_0.pb" in result.err and "Traceback" not in result.err
+
+
+def test_changed_weight_fails_the_assertion_with_location_and_values(samples, tmp_path, mgedump, mgerun):
+    import onnx
+
+    out = tmp_path / "w.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "-o", out).code == 0
+    model = onnx.load(str(samples / "cnn.onnx"))
+    gemm_bias = next(init for init in model.graph.initializer if init.dims == [10])
+    changed = numpy_helper.to_array(gemm_bias).copy()
+    changed[3] += 2.0
+    gemm_bias.CopyFrom(numpy_helper.from_array(changed, gemm_bias.name))
+    bad = tmp_path / "bad.mgetest"
+    _repack(out, bad, {"model.onnx": model.SerializeToString()})
+    result = mgerun(bad, "--iter", "1")
+    assert result.code == 1, result.out + result.err
+    assert "AssertEqual: err=" in result.out and "(name=prob) FAILED" in result.out
+    assert "worst element at [0, " in result.out and "expect=" in result.out and "get=" in result.out
+    report = tmp_path / "r.json"
+    assert mgerun(bad, "--iter", "1", "--silent", "--report-json", report).code == 1
+    check = json.loads(report.read_text())["test_cases"][0]["outputs"][0]
+    assert check["passed"] is False and check["err"] > 1e-4 and len(check["worst_index"]) == 2
