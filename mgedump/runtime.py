@@ -67,17 +67,26 @@ class TensorInfo:
         return cls(str(data["name"]), str(data["dtype"]), None if shape is None else tuple(shape))
 
 
-def clean_ort_message(exc: BaseException) -> str:
+def clean_ort_message(exc: BaseException, limit: int = 400) -> str:
     """onnxruntime's exception text as one short line, without its status prefix."""
     text = str(exc)
     text = re.sub(r"^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*[A-Z_]+\s*:\s*", "", text)
+    # drop C++ source locations and signatures: "/src/x.cc:256 ns::F(const A&, B) "
+    text = _CPP_LOCATION.sub("", text)
     text = " ".join(text.split())
-    return text if len(text) <= 400 else text[:397] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_CPP_LOCATION = re.compile(r"\S+\.(?:cc|cpp|h):\d+\s+(?:[\w:~<>*&,\s]+?\((?:[^()]|\([^()]*\))*\)\s*(?:const\s*)?)?")
 
 
 def _import_ort():
     import onnxruntime
 
+    if not getattr(onnxruntime, "_mgedump_quiet", False):
+        # onnxruntime logs failures from C++ straight to stderr; mgedump reports them itself, in one line
+        onnxruntime.set_default_logger_severity(4)
+        onnxruntime._mgedump_quiet = True
     return onnxruntime
 
 
@@ -85,7 +94,7 @@ def session_options(*, threads: int | None = None, graph_opt: str | None = None,
     """onnxruntime ``SessionOptions`` with quiet logging and the given settings."""
     ort = _import_ort()
     opts = ort.SessionOptions()
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4
     if threads:
         opts.intra_op_num_threads = threads
     if graph_opt is not None:
@@ -136,7 +145,7 @@ def open_session(model: str | bytes, *, label: str | None = None, providers: Seq
 
 def describe_load_error(label: str, exc: BaseException) -> str:
     """One line that says why onnxruntime refused a model, and what to do."""
-    message = clean_ort_message(exc)
+    message = clean_ort_message(exc, limit=4000)
     kind = type(exc).__name__
     ir = re.search(r"Unsupported model IR version: (\d+), max supported IR version: (\d+)", message)
     if ir:
@@ -150,6 +159,8 @@ def describe_load_error(label: str, exc: BaseException) -> str:
     opset = re.search(r"(Opset \d+ is under development|onnx(?:runtime)? .*?opset.*)", message, re.IGNORECASE)
     if opset and "opset" in message.lower() and "support" in message.lower():
         return f"{label}: onnxruntime does not support the model's opset: {message}"
+    if len(message) > 400:
+        message = message[:397] + "..."
     return f"{label}: onnxruntime cannot load the model: {message}"
 
 

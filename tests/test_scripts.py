@@ -1,0 +1,53 @@
+"""The installed console scripts as a user runs them: help, imports, python -m, stderr at the fd level."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SAMPLES, run_script
+from test_errors import _gather_model
+
+
+@pytest.mark.parametrize("prog", ["mgedump", "mgerun"])
+def test_help_imports_no_heavy_module(prog):
+    code = (
+        "import sys\n"
+        f"from mgedump.cli import {prog}_main\n"
+        "try:\n"
+        f"    {prog}_main(['--help'])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        "heavy = sorted(m for m in ('onnx', 'onnxruntime', 'cv2', 'numpy', 'PIL') if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout
+    assert "Usage:" in result.stdout
+
+
+def test_console_scripts_and_python_m(tmp_path):
+    out = tmp_path / "cnn.mgetest"
+    packed = run_script("mgedump", SAMPLES / "cnn.onnx", "-d", f"@{SAMPLES / 'testcases.txt'}", "-o", out)
+    assert packed.returncode == 0, packed.stderr
+    checked = run_script("mgerun", out, "--iter", "2")
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.count("AssertEqual: err=") == 4
+    module = subprocess.run([sys.executable, "-m", "mgedump", "--version"], capture_output=True, text=True, timeout=120)
+    assert module.returncode == 0 and "mgedump" in module.stdout
+
+
+@pytest.mark.parametrize("prog, args", [
+    ("mgedump", ["{tmp}/g.onnx", "-d", "#rand(0,100)", "-o", "{tmp}/g.mgetest"]),
+    ("mgedump", ["{samples}/ir3_mlp.onnx", "-d", "#rand(0,1,2,...)", "-o", "{tmp}/x.mgetest"]),
+    ("mgerun", ["{samples}/cnn.onnx"]),
+])
+def test_process_stderr_is_one_line(prog, args, tmp_path):
+    _gather_model(tmp_path / "g.onnx")
+    result = run_script(prog, *[a.format(tmp=tmp_path, samples=SAMPLES) for a in args])
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr
