@@ -53,29 +53,39 @@ import math
 import os
 import shutil
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import IO, Any, Sequence
 
 import numpy as np
 
 from .errors import BundleError
-from .fileio import CHUNK, atomic_output
+from .fileio import CHUNK, FileDigest, atomic_output, hash_files
+from .zipwrite import StoredZipWriter
 
 FORMAT = "mgedump-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "mgedump.json"
 MODEL_MEMBER = "model.onnx"
 MAX_MANIFEST_BYTES = 16 << 20
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)
 class Member:
-    """A member to write: bytes in memory, or a file streamed from disk."""
+    """A member to write: bytes in memory, or files' bytes streamed from disk.
+
+    ``digest`` may carry the files' hash when it was computed beforehand.
+    """
 
     name: str
     data: bytes | None = None
-    path: str | None = None
+    paths: tuple[str, ...] = ()
+    digest: FileDigest | None = None
+
+    def hashed(self) -> FileDigest:
+        if self.data is not None:
+            return FileDigest(hashlib.sha256(self.data).hexdigest(), len(self.data), zlib.crc32(self.data))
+        return self.digest or hash_files(self.paths)
 
 
 def tensor_bytes(array: np.ndarray, name: str) -> bytes:
@@ -83,24 +93,6 @@ def tensor_bytes(array: np.ndarray, name: str) -> bytes:
     from onnx import numpy_helper
 
     return numpy_helper.from_array(np.asarray(array), name).SerializeToString()
-
-
-def _zipinfo(name: str, size: int) -> zipfile.ZipInfo:
-    info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
-    info.compress_type = zipfile.ZIP_STORED
-    info.create_system = 3
-    info.external_attr = 0o100644 << 16
-    info.file_size = size
-    return info
-
-
-def _hash_member(member: Member) -> tuple[str, int]:
-    if member.data is not None:
-        return hashlib.sha256(member.data).hexdigest(), len(member.data)
-    from .fileio import sha256_file
-
-    assert member.path is not None
-    return sha256_file(member.path)
 
 
 def write_bundle(path: str, manifest: dict[str, Any], members: Sequence[Member]) -> dict[str, Any]:
@@ -117,24 +109,22 @@ def write_bundle(path: str, manifest: dict[str, Any], members: Sequence[Member])
     Raises:
         OutputError: the file cannot be written.
     """
-    listed = []
+    digests = []
     for member in members:
         check_member_name(member.name)
-        digest, size = _hash_member(member)
-        listed.append({"name": member.name, "size": size, "sha256": digest})
+        digests.append(member.hashed())
+    listed = [{"name": m.name, "size": d.size, "sha256": d.sha256} for m, d in zip(members, digests)]
     manifest = dict(manifest, members=listed)
     manifest_bytes = (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n").encode()
     with atomic_output(path) as f:
-        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-            zf.writestr(_zipinfo(MANIFEST, len(manifest_bytes)), manifest_bytes)
-            for member, entry in zip(members, listed):
-                info = _zipinfo(member.name, entry["size"])
-                if member.data is not None:
-                    zf.writestr(info, member.data)
-                    continue
-                assert member.path is not None
-                with open(member.path, "rb") as src, zf.open(info, "w", force_zip64=entry["size"] >= (1 << 31)) as dst:
-                    shutil.copyfileobj(src, dst, CHUNK)
+        writer = StoredZipWriter(f)
+        writer.add_bytes(MANIFEST, manifest_bytes)
+        for member, digest in zip(members, digests):
+            if member.data is not None:
+                writer.add_bytes(member.name, member.data)
+            else:
+                writer.add_files(member.name, member.paths, digest.size, digest.crc32)
+        writer.close()
     return manifest
 
 

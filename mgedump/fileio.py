@@ -6,11 +6,13 @@ import contextlib
 import hashlib
 import os
 import tempfile
-from typing import IO, Iterator
+import zlib
+from dataclasses import dataclass
+from typing import IO, Iterator, Sequence
 
 from .errors import OutputError
 
-CHUNK = 1 << 20
+CHUNK = 8 << 20
 
 
 def check_target(path: str) -> str:
@@ -76,12 +78,31 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
         f.write(data)
 
 
-def sha256_file(path: str) -> tuple[str, int]:
-    """The sha256 hex digest and size of a file, read in chunks."""
+@dataclass(frozen=True)
+class FileDigest:
+    """The sha256, size and CRC-32 of a file's bytes (or several files' bytes, in order)."""
+
+    sha256: str
+    size: int
+    crc32: int
+
+
+def hash_files(paths: Sequence[str]) -> FileDigest:
+    """Hash files in one read: sha256 and CRC-32 of their concatenated bytes.
+
+    Both hash functions release the GIL on large buffers, so this runs well in
+    a thread beside onnxruntime's session creation.
+    """
     digest = hashlib.sha256()
+    crc = 0
     size = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
+    buffer = bytearray(CHUNK)
+    view = memoryview(buffer)
+    for path in paths:
+        with open(path, "rb", buffering=0) as f:
+            while n := f.readinto(buffer):
+                chunk = view[:n]
+                digest.update(chunk)
+                crc = zlib.crc32(chunk, crc)
+                size += n
+    return FileDigest(digest.hexdigest(), size, crc)

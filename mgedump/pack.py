@@ -11,7 +11,7 @@ from . import __version__
 from .bundle import FORMAT, FORMAT_VERSION, MODEL_MEMBER, Member, tensor_bytes, write_bundle
 from .data import DataOptions, build_cases
 from .errors import RunError, SpecError
-from .fileio import check_target, sha256_file
+from .fileio import check_target, hash_files
 from .log import logger
 from .runtime import model_io, open_session, run, to_numpy_outputs
 from .spec import expand_specs
@@ -73,9 +73,10 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
     inputs, outputs = model_io(session)
     case_specs = expand_specs(list(options.specs))
     cases = build_cases(case_specs, inputs, options.data)
-    source_sha256, _ = sha256_file(model_path)
+    digest = hash_files([model_path])
+    source_sha256 = digest.sha256
 
-    members = [Member(MODEL_MEMBER, path=model_path)]
+    members = [Member(MODEL_MEMBER, paths=(model_path,), digest=digest)]
     manifest_cases = []
     for index, case in enumerate(cases):
         folder = f"test_data_set_{index}"
