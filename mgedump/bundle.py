@@ -51,7 +51,7 @@ import hashlib
 import json
 import math
 import os
-import shutil
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -61,7 +61,7 @@ import numpy as np
 
 from .errors import BundleError
 from .fileio import CHUNK, FileDigest, atomic_output, hash_files
-from .zipwrite import StoredZipWriter
+from .zipwrite import StoredZipWriter, copy_range
 
 FORMAT = "mgedump-bundle"
 FORMAT_VERSION = 1
@@ -311,10 +311,21 @@ class Bundle:
         return self._read(name)
 
     def extract(self, name: str, folder: str) -> str:
-        """Copy one member into folder (under its base name); return the path."""
+        """Copy one member into folder (under its base name), in the kernel; return the path.
+
+        Members are stored, so their bytes are one range of the bundle file.
+        """
+        info = self._zip.getinfo(name)
         target = os.path.join(folder, os.path.basename(name))
-        with self._open(name) as src, open(target, "wb") as dst:
-            shutil.copyfileobj(src, dst, CHUNK)
+        with open(self.path, "rb", buffering=0) as src, open(target, "wb") as dst:
+            header = os.pread(src.fileno(), 30, info.header_offset)
+            if len(header) != 30 or header[:4] != b"PK\x03\x04":
+                raise BundleError(f"{self.path}: member {name!r} has no valid local header")
+            name_len, extra_len = struct.unpack("<HH", header[26:30])
+            os.lseek(src.fileno(), info.header_offset + 30 + name_len + extra_len, os.SEEK_SET)
+            copied = copy_range(src.fileno(), dst.fileno(), info.file_size)
+        if copied != info.file_size:
+            raise BundleError(f"{self.path}: member {name!r} is truncated")
         return target
 
     def tensor(self, name: str, expect_name: str) -> np.ndarray:

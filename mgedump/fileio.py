@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import threading
 import zlib
 from dataclasses import dataclass
 from typing import IO, Iterator, Sequence
@@ -87,11 +88,12 @@ class FileDigest:
     crc32: int
 
 
-def hash_files(paths: Sequence[str]) -> FileDigest:
+def hash_files(paths: Sequence[str], cancel: threading.Event | None = None) -> FileDigest:
     """Hash files in one read: sha256 and CRC-32 of their concatenated bytes.
 
     Both hash functions release the GIL on large buffers, so this runs well in
-    a thread beside onnxruntime's session creation.
+    a thread beside onnxruntime's session creation; setting ``cancel`` stops it
+    early (the result is then meaningless).
     """
     digest = hashlib.sha256()
     crc = 0
@@ -100,7 +102,7 @@ def hash_files(paths: Sequence[str]) -> FileDigest:
     view = memoryview(buffer)
     for path in paths:
         with open(path, "rb", buffering=0) as f:
-            while n := f.readinto(buffer):
+            while (n := f.readinto(buffer)) and not (cancel is not None and cancel.is_set()):
                 chunk = view[:n]
                 digest.update(chunk)
                 crc = zlib.crc32(chunk, crc)

@@ -111,6 +111,20 @@ def session_options(*, threads: int | None = None, graph_opt: str | None = None,
     return opts
 
 
+def check_model_path(path: str) -> None:
+    """Refuse a model path that is missing, not a file, or empty.
+
+    Raises:
+        ModelError: with what is wrong.
+    """
+    if not os.path.exists(path):
+        raise ModelError(f"model file not found: {path}")
+    if not os.path.isfile(path):
+        raise ModelError(f"model path is not a file: {path}")
+    if os.path.getsize(path) == 0:
+        raise ModelError(f"model file is empty: {path}")
+
+
 def open_session(model: str | bytes, *, label: str | None = None, providers: Sequence[str] | None = None, options=None):
     """Open an onnxruntime session on a model file or serialized model.
 
@@ -126,12 +140,7 @@ def open_session(model: str | bytes, *, label: str | None = None, providers: Seq
     if label is None:
         label = model if isinstance(model, str) else "model"
     if isinstance(model, str):
-        if not os.path.exists(model):
-            raise ModelError(f"model file not found: {model}")
-        if not os.path.isfile(model):
-            raise ModelError(f"model path is not a file: {model}")
-        if os.path.getsize(model) == 0:
-            raise ModelError(f"model file is empty: {model}")
+        check_model_path(model)
     ort = _import_ort()
     try:
         return ort.InferenceSession(

@@ -85,7 +85,7 @@ class StoredZipWriter:
         copied = 0
         for path in paths:
             with open(path, "rb") as src:
-                copied += _copy_fd(src.fileno(), out_fd, os.fstat(src.fileno()).st_size)
+                copied += copy_range(src.fileno(), out_fd, os.fstat(src.fileno()).st_size)
         if copied != size:
             raise OSError(f"{paths[0]} changed while it was being packed ({copied} bytes, expected {size})")
         self._pos += copied
@@ -127,8 +127,8 @@ class StoredZipWriter:
         self._f.flush()
 
 
-def _copy_fd(src: int, dst: int, size: int) -> int:
-    """Copy size bytes from src's position to dst's, in the kernel where it can."""
+def copy_range(src: int, dst: int, size: int) -> int:
+    """Copy up to size bytes from src's position to dst's, in the kernel where it can; return the count."""
     copied = 0
     copy = getattr(os, "copy_file_range", None)
     while copied < size:

@@ -1,0 +1,796 @@
+"""Benchmarks of mgedump: measured against baselines taken in the same invocation.
+
+Every figure is a median over several runs, and every target is a ratio (or a
+difference) against a baseline measured in the same invocation, with the runs
+of the things compared alternated (A, B, C, then B, C, A, ...), so a shared or
+noisy machine skews both sides alike. Lone absolute times are given for context
+only.
+
+Sections (``--sections``, a comma list; default: all, in this order):
+
+``overhead``
+    Timing-loop overhead of ``mgerun``. A bundle is packed from
+    ``samples/cnn.onnx``; then one worker process alternates, for ``--runs``
+    rounds, (a) ``mgedump.verify.verify(bundle, VerifyOptions(iters=300,
+    warmup=10))``, taking the median latency of test case 0, and (b) a bare
+    loop: an onnxruntime session on the same model bytes with the same session
+    options and provider, the same feeds, 10 untimed and 300 timed
+    ``session.run`` calls, median. Target: median of mgerun / bare <= 1.02.
+``pack``
+    Wall time to pack a model with test data. Models: ResNet-50 from the onnx
+    package, and a ~1 GiB model (4 MatMul + Tanh layers with [8192, 8192]
+    float32 weights in one external data file) that the script generates.
+    Commands, alternated per run after one untimed warm-up each: (A)
+    ``mgedump M -d "#rand(0,255)" -o OUT``, (B) ``polygraphy run M --onnxrt
+    --save-inputs IN.json --save-outputs OUT.json`` (skipped with a note when
+    polygraphy, the project's optional ``bench`` extra, is not installed), (C)
+    the floor: a minimal script that only loads the model in onnxruntime, makes
+    random inputs, runs once and saves inputs and outputs with ``np.save``.
+    Targets: ResNet-50 A/C <= 1.15 and A < B; 1 GiB A/C <= 1.1. After the
+    warm-up, ``mgerun`` checks A's bundle once (untimed) to show that what was
+    timed is a usable bundle.
+``rss``
+    Peak resident memory of those same pack runs (they are not run twice), as
+    a ratio to the model's size on disk (model file plus external data).
+    Target: 1 GiB model, A <= 1.3x.
+``startup``
+    Wall time of ``mgedump --help`` and ``mgerun --help`` against ``python -c
+    pass`` with the same interpreter, alternated, 3 x ``--runs`` runs each
+    (they are short). Target: at most 0.25 s more.
+
+Measuring child processes: each is spawned with ``subprocess.Popen`` and reaped
+with ``os.wait4(pid, 0)``, which gives that child's own ``ru_maxrss`` (KiB on
+Linux); wall time is ``time.perf_counter`` around spawn..reap. On Linux a child
+spawned by vfork (what ``Popen`` uses) starts its ``ru_maxrss`` at the parent's
+peak RSS, so this process imports nothing heavy: in-process measurements and
+the model generator run in worker processes (``--worker``, internal), and the
+report states the floor this leaves.
+
+Running (from the repository root, in the project's venv)::
+
+    python scripts/bench.py                          # everything; writes docs/benchmarks.md (minutes)
+    python scripts/bench.py --runs 7                 # more runs per measurement
+    python scripts/bench.py --sections pack,rss      # some sections only
+    python scripts/bench.py --quick --out /tmp/b.md  # smoke test: tiny sizes, few runs
+    pip install -e ".[bench]"                        # polygraphy, for command B of `pack`
+
+The Markdown goes to ``--out`` (written atomically) and to stdout; progress
+goes to stderr. ``--keep-tmp`` keeps the temporary folder (models, bundles).
+
+Adding a section: write ``def section_NAME(ctx: Context) -> Table`` and add it
+to :data:`SECTIONS`. Use :func:`run_process` for commands, :func:`run_worker`
+for anything measured inside a Python process, and :func:`alternate` to
+interleave the things compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "docs" / "benchmarks.md"
+MIB = 1 << 20
+
+
+def log(message: str) -> None:
+    """Progress on stderr (stdout carries the Markdown)."""
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- results
+
+
+@dataclass
+class Check:
+    """One target: what it is about, the target, what was measured, whether it was met (None: not measured)."""
+
+    what: str
+    target: str
+    measured: str
+    met: bool | None
+
+
+@dataclass
+class Table:
+    """What a section returns: one Markdown table plus its targets and notes."""
+
+    title: str
+    about: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    """Settings and shared state of one invocation, handed to every section."""
+
+    quick: bool
+    runs: int
+    tmp: Path
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def once(self, key: str, make: Callable[[], Any]) -> Any:
+        """make() the first time key is asked for; its result (or exception) after that, e.g. the pack runs that
+        sections pack and rss share."""
+        if key not in self.cache:
+            try:
+                self.cache[key] = (True, make())
+            except Exception as exc:
+                self.cache[key] = (False, exc)
+        done, value = self.cache[key]
+        if not done:
+            raise value
+        return value
+
+
+# ---------------------------------------------------------------- processes
+
+
+@dataclass
+class ProcResult:
+    """A finished child process: wall time, its own peak RSS, exit code, and the end of its stderr."""
+
+    wall_s: float
+    maxrss_kib: int
+    returncode: int
+    stderr_tail: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def failure(self) -> str:
+        lines = [line for line in self.stderr_tail.splitlines() if line.strip()]
+        return f"exit code {self.returncode}: {lines[-1] if lines else '(no stderr)'}"
+
+
+def run_process(argv: Sequence[str | Path], *, cwd: Path | None = None, stdout: Path | None = None) -> ProcResult:
+    """Run a command; time it from spawn to reap and read its own peak RSS with os.wait4."""
+    with tempfile.TemporaryFile() as err:
+        out = open(stdout, "wb") if stdout else subprocess.DEVNULL
+        try:
+            start = time.perf_counter()
+            proc = subprocess.Popen([str(a) for a in argv], cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - start
+        finally:
+            if stdout:
+                out.close()
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait again
+        err.seek(0)
+        tail = err.read()[-4000:].decode("utf-8", "replace")
+    return ProcResult(wall, usage.ru_maxrss, proc.returncode, tail)
+
+
+def console_script(name: str) -> list[str]:
+    """The installed console script next to this interpreter (as a user runs it), else an equivalent python -c."""
+    here = Path(sys.executable).parent / name
+    if here.exists():
+        return [str(here)]
+    found = shutil.which(name)
+    if found:
+        return [found]
+    return [sys.executable, "-c", f"import sys; from mgedump.cli import {name}_main; sys.exit({name}_main())"]
+
+
+def polygraphy_command() -> list[str] | None:
+    """The polygraphy console script, or None when it is not installed."""
+    here = Path(sys.executable).parent / "polygraphy"
+    if here.exists():
+        return [str(here)]
+    found = shutil.which("polygraphy")
+    return [found] if found else None
+
+
+def run_worker(name: str, tmp: Path, **kwargs: Any) -> Any:
+    """Run WORKERS[name](**kwargs) in a fresh interpreter and return its JSON result.
+
+    Anything heavy (numpy, onnx, onnxruntime) is imported there, never here:
+    this process's peak RSS is the floor of every child's ru_maxrss.
+    """
+    result = tmp / f"worker-{name}-{time.monotonic_ns()}.json"
+    proc = run_process([sys.executable, Path(__file__).resolve(), "--worker", name, json.dumps(kwargs), result], cwd=ROOT)
+    if not proc.ok:
+        raise RuntimeError(f"worker {name} failed ({proc.failure()})\n{proc.stderr_tail}")
+    value = json.loads(result.read_text())
+    result.unlink()
+    return value
+
+
+def alternate(names: Sequence[str], runs: int) -> Iterator[tuple[int, str]]:
+    """(run, name) in rotated order: A B C, B C A, C A B, ... so no one always goes first."""
+    for run in range(runs):
+        shift = run % len(names)
+        for name in list(names[shift:]) + list(names[:shift]):
+            yield run, name
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def verdict(met: bool | None) -> str:
+    return {True: "met", False: "**missed**", None: "not measured"}[met]
+
+
+def at_most(value: float | None, limit: float) -> bool | None:
+    return None if value is None else value <= limit
+
+
+def mib(n_bytes: float) -> str:
+    if n_bytes >= 1 << 30:
+        return f"{n_bytes / (1 << 30):.2f} GiB"
+    if n_bytes >= MIB:
+        return f"{n_bytes / MIB:.1f} MiB"
+    return f"{n_bytes / 1024:.0f} KiB"
+
+
+# ---------------------------------------------------------------- section: overhead
+
+
+def overhead_worker(bundle: str, iters: int, warmup: int, rounds: int) -> list[dict[str, float]]:
+    """In one process, alternate mgedump.verify and a bare onnxruntime loop; per-round medians in ms."""
+    import onnxruntime as ort
+
+    from mgedump.bundle import Bundle
+    from mgedump.runtime import session_options
+    from mgedump.verify import VerifyOptions, verify
+
+    with Bundle(bundle) as opened:
+        manifest = opened.manifest
+        model_bytes = opened.read(manifest["model"]["member"])
+        case = manifest["test_cases"][0]
+        feeds = {info["name"]: opened.tensor(member, info["name"]) for info, member in zip(manifest["inputs"], case["inputs"])}
+
+    def with_mgerun() -> float:
+        report = verify(bundle, VerifyOptions(iters=iters, warmup=warmup))
+        if not report.passed:
+            raise RuntimeError(f"mgerun failed on {bundle}: {json.dumps(report.to_json())[:2000]}")
+        return float(report.cases[0].latency()["median"])
+
+    def bare() -> float:
+        session = ort.InferenceSession(model_bytes, sess_options=session_options(), providers=["CPUExecutionProvider"])
+        for _ in range(warmup):
+            session.run(None, feeds)
+        clock = time.perf_counter
+        samples = []
+        for _ in range(iters):
+            start = clock()
+            session.run(None, feeds)
+            samples.append((clock() - start) * 1e3)
+        return statistics.median(samples)
+
+    measure = {"mgerun": with_mgerun, "bare": bare}
+    results: list[dict[str, float]] = [{} for _ in range(rounds)]
+    for run, name in alternate(list(measure), rounds):
+        results[run][name] = measure[name]()
+    return results
+
+
+def section_overhead(ctx: Context) -> Table:
+    iters, warmup = (50, 5) if ctx.quick else (300, 10)
+    bundle = ctx.tmp / "cnn.mgetest"
+    packed = run_process([*console_script("mgedump"), ROOT / "samples" / "cnn.onnx", "-d", "#rand(0,1)", "-o", bundle])
+    if not packed.ok:
+        raise RuntimeError(f"mgedump could not pack samples/cnn.onnx ({packed.failure()})")
+    log(f"overhead: {ctx.runs} rounds of {iters} runs")
+    rounds = run_worker("overhead", ctx.tmp, bundle=str(bundle), iters=iters, warmup=warmup, rounds=ctx.runs)
+    table = Table(
+        "Timing-loop overhead",
+        f"Median latency per iteration of `samples/cnn.onnx` as `mgerun` times it (`verify()`, {iters} timed runs after "
+        f"{warmup} warm-up) against a bare `session.run` loop with the same session options, provider and feeds, "
+        "alternated in one process. Target: median ratio mgerun / bare <= 1.02.",
+        ["round", "mgerun median (ms)", "bare loop median (ms)", "mgerun / bare"],
+    )
+    ratios = []
+    for index, entry in enumerate(rounds, 1):
+        ratios.append(entry["mgerun"] / entry["bare"])
+        table.rows.append([str(index), fmt(entry["mgerun"], 4), fmt(entry["bare"], 4), fmt_ratio(ratios[-1])])
+    overall = median(ratios)
+    table.rows.append(["**median**", fmt(median([e["mgerun"] for e in rounds]), 4),
+                       fmt(median([e["bare"] for e in rounds]), 4), f"**{fmt_ratio(overall)}**"])
+    table.checks.append(Check("overhead: mgerun / bare loop", "<= 1.02", fmt_ratio(overall), at_most(overall, 1.02)))
+    return table
+
+
+# ---------------------------------------------------------------- section: pack (and rss)
+
+
+FLOOR_SCRIPT = '''"""The floor of packing: load the model, make random inputs, run once, save inputs and outputs."""
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+DTYPES = {"float": "float32", "double": "float64", "float16": "float16", "bool": "bool", "int8": "int8",
+          "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8", "uint16": "uint16",
+          "uint32": "uint32", "uint64": "uint64"}
+
+
+def random_input(arg, rng):
+    shape = [d if isinstance(d, int) else 1 for d in arg.shape]
+    dtype = np.dtype(DTYPES[arg.type[len("tensor("):-1]])
+    if dtype.kind == "f":
+        return rng.uniform(0, 255, size=shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(dtype)
+    return rng.integers(0, 256, size=shape).astype(dtype)
+
+
+def main(model, out):
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feeds = {arg.name: random_input(arg, rng) for arg in session.get_inputs()}
+    outputs = session.run(None, feeds)
+    for k, array in enumerate(feeds.values()):
+        np.save(f"{out}/input_{k}.npy", array)
+    for k, array in enumerate(outputs):
+        np.save(f"{out}/output_{k}.npy", array)
+
+
+main(sys.argv[1], sys.argv[2])
+'''
+
+
+@dataclass
+class Model:
+    """A model to pack: its label, the .onnx file, every file it occupies on disk, and its targets."""
+
+    label: str
+    path: Path
+    files: list[Path]
+    max_a_over_c: float
+    a_below_b: bool = False
+    max_rss_a: float | None = None
+
+    @property
+    def disk_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.files)
+
+
+def big_model_worker(path: str, dim: int, layers: int) -> list[str]:
+    """Write a MatMul + Tanh chain with [dim, dim] float32 weights in one external data file; return its files."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    target = Path(path)
+    data = target.with_name(target.name + ".data")
+    for stale in (target, data):
+        stale.unlink(missing_ok=True)  # onnx appends to an existing data file
+    rng = np.random.default_rng(0)
+    scale = np.float32(1.0 / np.sqrt(dim))
+    weights, nodes, current = [], [], "x"
+    for i in range(layers):
+        w = rng.standard_normal((dim, dim), dtype=np.float32)
+        w *= scale
+        weights.append(numpy_helper.from_array(w, f"w{i}"))
+        del w
+        out = "y" if i == layers - 1 else f"t{i}"
+        nodes += [helper.make_node("MatMul", [current, f"w{i}"], [f"m{i}"]), helper.make_node("Tanh", [f"m{i}"], [out])]
+        current = out
+    graph = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, dim])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, dim])], initializer=weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    del weights, graph
+    onnx.save_model(model, str(target), save_as_external_data=True, all_tensors_to_one_file=True, location=data.name)
+    return [str(target), str(data)]
+
+
+def pack_models(ctx: Context) -> list[Model]:
+    resnet = Path(run_worker("onnx_data", ctx.tmp, relpath="backend/test/data/light/light_resnet50.onnx"))
+    dim = 1024 if ctx.quick else 8192
+    log(f"pack: generating the [{dim},{dim}] x 4 model")
+    files = [Path(f) for f in run_worker("big_model", ctx.tmp, path=str(ctx.tmp / "big.onnx"), dim=dim, layers=4)]
+    big_label = f"MatMul chain 4 x [{dim},{dim}] ({mib(sum(f.stat().st_size for f in files))}, external data)"
+    return [
+        Model("ResNet-50 (onnx `light_resnet50.onnx`)", resnet, [resnet], max_a_over_c=1.15, a_below_b=True),
+        Model(big_label, files[0], files, max_a_over_c=1.1, max_rss_a=1.3),
+    ]
+
+
+def onnx_data_worker(relpath: str) -> str:
+    """The path of a file that the onnx package ships."""
+    import onnx
+
+    return os.path.join(os.path.dirname(onnx.__file__), relpath)
+
+
+def pack_commands(model: Model, tmp: Path) -> dict[str, tuple[list[str | Path], Path]]:
+    """name -> (argv, output folder) of the commands compared; B only when polygraphy is installed."""
+    floor = tmp / "floor.py"
+    if not floor.exists():
+        floor.write_text(FLOOR_SCRIPT)
+    out = {name: tmp / f"out-{name}" for name in "ABC"}
+    commands: dict[str, tuple[list[str | Path], Path]] = {
+        "A": ([*console_script("mgedump"), model.path, "-d", "#rand(0,255)", "-o", out["A"] / "OUT.mgetest"], out["A"]),
+        "C": ([sys.executable, floor, model.path, out["C"]], out["C"]),
+    }
+    poly = polygraphy_command()
+    if poly:
+        commands["B"] = ([*poly, "run", model.path, "--onnxrt", "--save-inputs", out["B"] / "IN.json",
+                          "--save-outputs", out["B"] / "OUT.json"], out["B"])
+    return dict(sorted(commands.items()))
+
+
+def run_fresh(argv: Sequence[str | Path], out: Path) -> ProcResult:
+    """Run a pack command into an empty output folder, then delete what it wrote."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    try:
+        return run_process(argv, cwd=out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def check_bundle(argv: Sequence[str | Path], out: Path) -> str:
+    """Pack once more and check the bundle with mgerun (untimed): 'yes' or why not."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    try:
+        packed = run_process(argv, cwd=out)
+        if not packed.ok:
+            return f"no: mgedump {packed.failure()}"
+        checked = run_process([*console_script("mgerun"), out / "OUT.mgetest", "--iter", "1", "--silent"])
+        return "yes" if checked.ok else f"no: mgerun {checked.failure()}"
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def measure_pack(ctx: Context) -> list[tuple[Model, dict[str, list[ProcResult]], str]]:
+    """Per model: warm up each command once, check A's bundle, then ctx.runs alternated timed runs of each."""
+    measured = []
+    for model in pack_models(ctx):
+        commands = pack_commands(model, ctx.tmp)
+        log(f"pack: {model.label}: warm-up of {', '.join(commands)}")
+        for name, (argv, out) in commands.items():
+            warm = run_fresh(argv, out)
+            if not warm.ok:
+                log(f"pack: {name} failed in warm-up: {warm.failure()}")
+        usable = check_bundle(*commands["A"])
+        results: dict[str, list[ProcResult]] = {name: [] for name in commands}
+        for run, name in alternate(list(commands), ctx.runs):
+            log(f"pack: {model.label}: run {run + 1}/{ctx.runs} {name}")
+            results[name].append(run_fresh(*commands[name]))
+        measured.append((model, results, usable))
+    return measured
+
+
+def ok_values(results: list[ProcResult], key: Callable[[ProcResult], float]) -> list[float]:
+    return [key(r) for r in results if r.ok]
+
+
+def failure_notes(label: str, results: dict[str, list[ProcResult]]) -> list[str]:
+    notes = []
+    for name, runs in results.items():
+        failed = [r for r in runs if not r.ok]
+        if failed:
+            notes.append(f"{label}: {name} failed in {len(failed)} of {len(runs)} runs ({failed[0].failure()}); medians use the runs that passed.")
+    return notes
+
+
+def section_pack(ctx: Context) -> Table:
+    table = Table(
+        "Pack wall time",
+        "Wall time (spawn to exit) of packing a model with random test data: (A) `mgedump M -d \"#rand(0,255)\" -o OUT`, "
+        "(B) `polygraphy run M --onnxrt --save-inputs IN.json --save-outputs OUT.json`, (C) the floor, a minimal "
+        "onnxruntime script that loads, makes inputs, runs once and saves with `np.save`. Medians of alternated runs "
+        "after one warm-up each. Targets: ResNet-50 A/C <= 1.15 and A < B; 1 GiB model A/C <= 1.1.",
+        ["model", "size on disk", "A mgedump (s)", "B polygraphy (s)", "C floor (s)", "A / C", "A / B", "A's bundle verifies"],
+    )
+    for model, results, usable in ctx.once("pack", lambda: measure_pack(ctx)):
+        wall = {name: median(ok_values(results.get(name, []), lambda r: r.wall_s)) for name in "ABC"}
+        a_c, a_b = ratio(wall["A"], wall["C"]), ratio(wall["A"], wall["B"])
+        table.rows.append([model.label, mib(model.disk_bytes), fmt(wall["A"]), fmt(wall["B"]) if "B" in results else "skipped",
+                           fmt(wall["C"]), fmt_ratio(a_c), fmt_ratio(a_b), usable])
+        short = model.label.split(" (")[0]
+        table.checks.append(Check(f"pack {short}: A / C", f"<= {model.max_a_over_c}", fmt_ratio(a_c), at_most(a_c, model.max_a_over_c)))
+        if model.a_below_b:
+            table.checks.append(Check(f"pack {short}: A < B", "A / B < 1", fmt_ratio(a_b), None if a_b is None else a_b < 1))
+        for name, runs in results.items():
+            table.notes.append(f"{short}, {name} per run (s): " + " ".join(fmt(r.wall_s) if r.ok else "failed" for r in runs))
+        table.notes += failure_notes(short, results)
+    if polygraphy_command() is None:
+        table.notes.append("B skipped: polygraphy is not installed (it is in the project's optional `bench` extra: `pip install -e \".[bench]\"`).")
+    return table
+
+
+def section_rss(ctx: Context) -> Table:
+    table = Table(
+        "Pack peak memory",
+        "Peak RSS (`ru_maxrss` from `os.wait4`) of the same pack runs as above (not run again), median over runs, as a "
+        "ratio to the model's size on disk (model file plus external data). Target: 1 GiB model, A <= 1.3x.",
+        ["model", "size on disk", "A mgedump", "B polygraphy", "C floor", "A / size", "B / size", "C / size", "A / C"],
+    )
+    for model, results, _ in ctx.once("pack", lambda: measure_pack(ctx)):
+        rss = {name: median(ok_values(results.get(name, []), lambda r: r.maxrss_kib * 1024.0)) for name in "ABC"}
+        size = model.disk_bytes
+        table.rows.append([model.label, mib(size)] + [mib(rss[n]) if rss[n] else ("skipped" if n not in results else "n/a") for n in "ABC"]
+                          + [fmt_ratio(ratio(rss[n], size)) for n in "ABC"] + [fmt_ratio(ratio(rss["A"], rss["C"]))])
+        if model.max_rss_a is not None:
+            a_size = ratio(rss["A"], size)
+            table.checks.append(Check(f"rss {model.label.split(' (')[0]}: A / size on disk", f"<= {model.max_rss_a}",
+                                      fmt_ratio(a_size), at_most(a_size, model.max_rss_a)))
+    table.notes.append("ResNet-50 here makes its weights at run time (`ConstantOfShape`), so its file is small and its ratios to "
+                       "size on disk are large by construction; it has no memory target.")
+    return table
+
+
+# ---------------------------------------------------------------- section: startup
+
+
+def section_startup(ctx: Context) -> Table:
+    runs = 3 * ctx.runs
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "mgedump --help": [*console_script("mgedump"), "--help"],
+        "mgerun --help": [*console_script("mgerun"), "--help"],
+    }
+    for argv in commands.values():
+        run_process(argv)  # warm-up (page cache, .pyc)
+    log(f"startup: {runs} alternated runs of {len(commands)} commands")
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    for _, name in alternate(list(commands), runs):
+        result = run_process(commands[name])
+        if not result.ok:
+            raise RuntimeError(f"{name} failed ({result.failure()})")
+        walls[name].append(result.wall_s)
+    base = median(walls["python -c pass"])
+    table = Table(
+        "Startup",
+        f"Wall time of `--help` against `python -c pass` with the same interpreter, {runs} alternated runs each, "
+        "medians. Target: at most 0.25 s more than `python -c pass`.",
+        ["command", "median (s)", "`python -c pass` median (s)", "difference (s)", "ratio"],
+    )
+    for name in ("mgedump --help", "mgerun --help"):
+        value = median(walls[name])
+        diff = None if value is None or base is None else value - base
+        table.rows.append([f"`{name}`", fmt(value), fmt(base), fmt(diff), fmt_ratio(ratio(value, base))])
+        table.checks.append(Check(f"startup: `{name}` - `python -c pass`", "<= 0.25 s", f"{fmt(diff)} s", at_most(diff, 0.25)))
+    return table
+
+
+# ---------------------------------------------------------------- registry
+
+# Section name -> function; the order here is the order in the document. Add new sections here.
+SECTIONS: dict[str, Callable[[Context], Table]] = {
+    "overhead": section_overhead,
+    "pack": section_pack,
+    "rss": section_rss,
+    "startup": section_startup,
+}
+
+# Functions that run in a worker process (python scripts/bench.py --worker NAME JSON_KWARGS RESULT_FILE).
+WORKERS: dict[str, Callable[..., Any]] = {
+    "overhead": overhead_worker,
+    "big_model": big_model_worker,
+    "onnx_data": onnx_data_worker,
+}
+
+
+# ---------------------------------------------------------------- document
+
+
+def read_first(path: str, prefix: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(prefix):
+                    return line.split(":", 1)[1].strip() if ":" in line else line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return None
+
+
+def version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def git_state() -> str:
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--", "mgedump")
+    except (OSError, subprocess.SubprocessError):
+        return "no git"
+    if not head:
+        return "no git"
+    return f"git {head}" + (", uncommitted changes in mgedump/" if dirty else "")
+
+
+def machine() -> list[tuple[str, str]]:
+    """The header rows: what this ran on."""
+    mem_kib = read_first("/proc/meminfo", "MemTotal")
+    ram = mib(int(mem_kib.split()[0]) * 1024) if mem_kib else "unknown"
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    distro = read_first("/etc/os-release", "PRETTY_NAME=") or platform.system()
+    try:
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        load = "unknown"
+    return [
+        ("CPU", read_first("/proc/cpuinfo", "model name") or platform.processor() or "unknown"),
+        ("cores", f"{os.cpu_count()} ({usable} usable by this process)"),
+        ("RAM", ram),
+        ("OS", f"{distro}, {platform.system()} {platform.release()} {platform.machine()}"),
+        ("Python", f"{platform.python_version()} ({platform.python_implementation()}, `{sys.executable}`)"),
+        ("numpy / onnx / onnxruntime", f"{version('numpy')} / {version('onnx')} / {version('onnxruntime')}"),
+        ("polygraphy", version("polygraphy")),
+        ("mgedump", f"{version('mgedump')} ({git_state()})"),
+        ("load average at start", load),
+    ]
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return [line(columns), "|" + "|".join("---" for _ in columns) + "|", *(line(r) for r in rows)]
+
+
+def render(header: list[tuple[str, str]], tables: dict[str, Table], errors: dict[str, str], meta: dict[str, str]) -> str:
+    """The whole document: machine, summary of targets, one table per section, notes."""
+    out = ["# mgedump benchmarks", "",
+           f"Generated by `python scripts/bench.py {meta['args']}` on {meta['date']}; the run took {meta['duration']}.",
+           "Figures are medians of alternated runs; every target compares against a baseline measured in the same run.",
+           "", "## Machine", "", *markdown_table(["", ""], header), ""]
+    checks = [c for t in tables.values() for c in t.checks]
+    if checks:
+        out += ["## Targets", "", *markdown_table(["target", "wanted", "measured", "result"],
+                                                  [[c.what, c.target, c.measured, verdict(c.met)] for c in checks]), ""]
+    for name, table in tables.items():
+        out += [f"## {table.title} (`{name}`)", "", table.about, "", *markdown_table(table.columns, table.rows), ""]
+        if table.notes:
+            out += [*(f"- {n}" for n in table.notes), ""]
+    for name, error in errors.items():
+        out += [f"## `{name}`: failed", "", "```", error.strip(), "```", ""]
+    out += ["## Notes", "", *(f"- {n}" for n in meta["notes"]), ""]
+    return "\n".join(out)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write beside path, then rename into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def general_notes(ctx: Context) -> list[str]:
+    floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    notes = [
+        "Child processes are spawned with `subprocess.Popen` and reaped with `os.wait4`; wall time is `time.perf_counter` "
+        "from spawn to reap, peak RSS is that child's own `ru_maxrss`.",
+        f"A child spawned by vfork starts its `ru_maxrss` at its parent's peak RSS, so the benchmark process imports "
+        f"nothing heavy; its peak was {mib(floor * 1024)}, the lowest peak RSS any child here can report.",
+        "The machine is shared and noisy: compare the ratios, not the absolute times, across runs of this script.",
+    ]
+    if ctx.quick:
+        notes.insert(0, "**--quick**: tiny sizes and few runs, a smoke test. These numbers mean nothing; targets are for full runs.")
+    return notes
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Benchmark mgedump against baselines measured in the same run.")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, few runs: a smoke test")
+    parser.add_argument("--runs", type=int, default=None, help="timed runs (rounds) per measurement (default 5, or 2 with --quick)")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma list of sections (default all: {','.join(SECTIONS)})")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Markdown file to write (default docs/benchmarks.md)")
+    parser.add_argument("--keep-tmp", action="store_true", help="keep the temporary folder (models, bundles)")
+    parser.add_argument("--worker", nargs=3, metavar=("NAME", "KWARGS", "RESULT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return args
+    args.sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = [s for s in args.sections if s not in SECTIONS]
+    if unknown or not args.sections:
+        parser.error(f"unknown section(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(SECTIONS)}")
+    if args.runs is None:
+        args.runs = 2 if args.quick else 5
+    if args.runs < 1:
+        parser.error("--runs must be >= 1")
+    return args
+
+
+def worker_main(name: str, kwargs: str, result: str) -> int:
+    value = WORKERS[name](**json.loads(kwargs))
+    Path(result).write_text(json.dumps(value))
+    return 0
+
+
+def run_sections(ctx: Context, names: Sequence[str]) -> tuple[dict[str, Table], dict[str, str]]:
+    """Run each section; a section that raises is reported in the document, and the others still run."""
+    tables: dict[str, Table] = {}
+    errors: dict[str, str] = {}
+    for name in SECTIONS:
+        if name not in names:
+            continue
+        log(f"section {name}")
+        try:
+            tables[name] = SECTIONS[name](ctx)
+        except Exception as exc:  # keep the other sections' results
+            errors[name] = f"{type(exc).__name__}: {exc}"
+            log(f"section {name} failed: {errors[name]}")
+    return tables, errors
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.worker:
+        return worker_main(*args.worker)
+    started = time.perf_counter()
+    header = machine()
+    tmp = Path(tempfile.mkdtemp(prefix="mgedump-bench-"))
+    ctx = Context(quick=args.quick, runs=args.runs, tmp=tmp)
+    try:
+        tables, errors = run_sections(ctx, args.sections)
+    finally:
+        if args.keep_tmp:
+            log(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    elapsed = time.perf_counter() - started
+    meta = {
+        "args": " ".join(argv if argv is not None else sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "duration": f"{int(elapsed // 60)} min {elapsed % 60:.0f} s",
+        "notes": general_notes(ctx),
+    }
+    text = render(header, tables, errors, meta)
+    write_atomic(args.out, text)
+    sys.stdout.write(text)
+    log(f"wrote {args.out}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
