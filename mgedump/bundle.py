@@ -52,6 +52,8 @@ import json
 import math
 import os
 import struct
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -68,6 +70,7 @@ FORMAT_VERSION = 1
 MANIFEST = "mgedump.json"
 MODEL_MEMBER = "model.onnx"
 MAX_MANIFEST_BYTES = 16 << 20
+DEFER_HASH_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -223,11 +226,16 @@ def validate_manifest(manifest: Any) -> None:
 class Bundle:
     """A bundle opened for reading, its structure and every member hash checked.
 
-    Use as a context manager, or call :meth:`close`.
+    Members up to ``DEFER_HASH_BYTES`` are checked on opening; larger ones in a
+    background thread, and :meth:`verified` waits for that (call it before
+    trusting any result). Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._cancel = threading.Event()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future | None = None
         if not os.path.exists(path):
             raise BundleError(f"bundle not found: {path}")
         if not os.path.isfile(path):
@@ -239,7 +247,7 @@ class Bundle:
         try:
             self.manifest = self._check()
         except BaseException:
-            self._zip.close()
+            self.close()
             raise
 
     def __enter__(self) -> "Bundle":
@@ -249,6 +257,9 @@ class Bundle:
         self.close()
 
     def close(self) -> None:
+        self._cancel.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         self._zip.close()
 
     def _check(self) -> dict[str, Any]:
@@ -279,19 +290,44 @@ class Bundle:
             if missing:
                 raise BundleError(f"{self.path}: member {missing[0]!r} is listed in the manifest but missing")
             raise BundleError(f"{self.path}: members are not in the manifest's order")
+        large = []
         for entry, info in zip(manifest["members"], infos[1:]):
             if info.file_size != entry["size"]:
                 raise BundleError(f"{self.path}: member {entry['name']!r} is {info.file_size} bytes, manifest says {entry['size']}")
-            digest = hashlib.sha256()
-            try:
-                with self._open(entry["name"]) as f:
-                    while chunk := f.read(CHUNK):
-                        digest.update(chunk)
-            except (zipfile.BadZipFile, OSError) as exc:
-                raise BundleError(f"{self.path}: member {entry['name']!r} is corrupt or tampered with ({exc})") from None
-            if digest.hexdigest() != entry["sha256"]:
-                raise BundleError(f"{self.path}: member {entry['name']!r} does not match its sha256 in the manifest (tampered or corrupt)")
+            if info.file_size > DEFER_HASH_BYTES:
+                large.append(entry)
+            else:
+                self._check_hash(self._zip, entry)
+        if large:
+            # Large members (the weights) are hashed in a thread while the caller loads the model.
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="mgerun-hash")
+            self._pending = self._pool.submit(self._check_large, large)
         return manifest
+
+    def _check_hash(self, zf: zipfile.ZipFile, entry: dict[str, Any]) -> None:
+        digest = hashlib.sha256()
+        try:
+            with zf.open(entry["name"]) as f:
+                while (chunk := f.read(CHUNK)) and not self._cancel.is_set():
+                    digest.update(chunk)
+        except (zipfile.BadZipFile, OSError, KeyError) as exc:
+            raise BundleError(f"{self.path}: member {entry['name']!r} is corrupt or tampered with ({exc})") from None
+        if not self._cancel.is_set() and digest.hexdigest() != entry["sha256"]:
+            raise BundleError(f"{self.path}: member {entry['name']!r} does not match its sha256 in the manifest (tampered or corrupt)")
+
+    def _check_large(self, entries: list[dict[str, Any]]) -> None:
+        with zipfile.ZipFile(self.path) as zf:
+            for entry in entries:
+                self._check_hash(zf, entry)
+
+    def verified(self) -> None:
+        """Wait for the hashes of large members, checked in the background.
+
+        Raises:
+            BundleError: a member does not match its hash.
+        """
+        if self._pending is not None:
+            self._pending.result()
 
     def _open(self, name: str) -> IO[bytes]:
         try:

@@ -92,15 +92,9 @@ def mgedump_command(model: str, output: str, specs: Sequence[str], seed: int, re
     return 0
 
 
-def _fmt_ms(value: float) -> str:
-    return f"{value:.3f} ms" if value < 100 else f"{value:.1f} ms"
-
-
 def _print_case(case: Any, report: Any) -> None:
     """Print one test case: verbose prints every output, silent only failures."""
     lines = []
-    if case.error:
-        lines.append(f"test case {case.index} ({case.origin}: {case.spec}): FAILED: {case.error}")
     for check in case.checks:
         if not check.passed:
             err = "n/a" if check.err is None else f"{check.err:g}"
@@ -117,17 +111,80 @@ def _print_case(case: Any, report: Any) -> None:
                 )
         elif report.verbose:
             lines.append(f"AssertEqual: err={check.err:g} (name={check.name})")
-    if report.verbose:
-        lat = case.latency()
-        head = f"test case {case.index} ({case.origin}: {case.spec})"
-        if lat.get("count"):
-            head += f": {lat['count']} iter(s), median {_fmt_ms(lat['median'])}, min {_fmt_ms(lat['min'])}, max {_fmt_ms(lat['max'])}"
-        if not case.error:
-            lines.insert(0, head)
-    elif lines and not case.error:
-        lines.insert(0, f"test case {case.index} ({case.origin}: {case.spec})")
+    head = f"test case {case.index} ({case.origin}: {case.spec})"
+    if case.error:
+        lines.insert(0, f"{head}: FAILED: {case.error}")
+    elif lines or report.verbose:
+        lines.insert(0, head)
+    if _state["verbose"] > 0 and case.timing.latencies_ms:
+        lines.append("  iterations (ms): " + " ".join(f"{ms:.3f}" for ms in case.timing.latencies_ms))
     for line in lines:
         click.echo(line)
+
+
+_STAT_COLUMNS = ("min", "median", "mean", "p90", "p99", "max", "stddev")
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.rjust(width) if i else cell.ljust(width) for i, (cell, width) in enumerate(zip(row, widths))).rstrip()
+            for row in rows]
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _print_timing(report: Any) -> None:
+    """The latency table (ms) of every test case, then the batch sweep if any."""
+    rows = [["latency (ms)", "batch", "iters", *_STAT_COLUMNS, "inf/s", "samples/s"]]
+    for case in report.cases:
+        stats = case.timing.stats()
+        if not stats.get("count"):
+            continue
+        rate = case.timing.throughput()
+        rows.append([f"test case {case.index}", str(case.timing.batch), str(stats["count"]),
+                     *(f"{stats[c]:.3f}" for c in _STAT_COLUMNS), _rate(rate["inferences_per_s"]), _rate(rate["samples_per_s"])])
+    if len(rows) > 1:
+        for line in _table(rows):
+            click.echo(line)
+    sweep = [["batch sweep (ms)", "batch", "median", "min", "p90", "ms/sample", "inf/s", "samples/s"]]
+    for case in report.cases:
+        for timing in case.sweep:
+            stats, rate = timing.stats(), timing.throughput()
+            sweep.append([f"test case {case.index}", str(timing.batch), f"{stats['median']:.3f}", f"{stats['min']:.3f}",
+                          f"{stats['p90']:.3f}", f"{stats['median'] / timing.batch:.3f}",
+                          _rate(rate["inferences_per_s"]), _rate(rate["inferences_per_s"] * timing.batch)])
+    if len(sweep) > 1:
+        for line in _table(sweep):
+            click.echo(line)
+
+
+class _ProgressBar:
+    """A one-line progress bar on a terminal's stderr; nothing elsewhere (CI logs get the result lines)."""
+
+    def __init__(self) -> None:
+        self.active = False
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        sys.stderr.write(f"\r{label}: [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\r" + " " * (len(label) + width + 2 * len(str(total)) + 8) + "\r")
+        sys.stderr.flush()
+
+
+def _parse_sweep(value: str | None) -> tuple[int, ...]:
+    if not value:
+        return ()
+    try:
+        sizes = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of batch sizes, e.g. 1,2,4,8", param_hint="'--repeat-sweep'") from None
+    if not sizes:
+        raise click.BadParameter("give at least one batch size", param_hint="'--repeat-sweep'")
+    return sizes
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -138,11 +195,19 @@ def _print_case(case: Any, report: Any) -> None:
 @click.option("--no-assert", is_flag=True, help="Run and time only; check nothing.")
 @click.option("--iter", "iters", type=int, default=10, show_default=True, help="Timed runs per test case.")
 @click.option("--warmup-iter", "warmup", type=int, default=1, show_default=True, help="Untimed runs before timing.")
+@click.option("--thread", "threads", type=int, default=None, help="onnxruntime intra-op threads (default: onnxruntime's choice).")
+@click.option("--provider", metavar="NAME", help="Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU).")
+@click.option("--graph-opt", type=click.Choice(["disable", "basic", "extended", "all"]), default=None,
+              help="onnxruntime graph optimisation level (default all).")
+@click.option("--profile", metavar="FILE", help="Write onnxruntime's profile (JSON) to FILE.")
+@click.option("--bin-out-dump", metavar="DIR", help="Write every output as DIR/test_data_set_N/NAME.npy.")
+@click.option("--repeat-sweep", metavar="N,N,...", help="Also time each test case with its inputs repeated N times along axis 0.")
 @click.option("--report-json", metavar="FILE", help="Write a machine-readable report (schema in the README).")
 @_common
 def mgerun_command(path: str, specs: Sequence[str], seed: int, repeat: int, resize_input: bool, input_transform: str | None,
                    maxerr: float | None, silent: bool | None, no_assert: bool, iters: int, warmup: int,
-                   report_json: str | None, verbose: int, quiet: bool) -> int:
+                   threads: int | None, provider: str | None, graph_opt: str | None, profile: str | None,
+                   bin_out_dump: str | None, repeat_sweep: str | None, report_json: str | None, verbose: int, quiet: bool) -> int:
     """Verify every test case of BUNDLE and time it; exit 1 on any mismatch.
 
     With -d, BUNDLE_OR_MODEL is a plain ONNX model: run and time it on that data.
@@ -151,19 +216,25 @@ def mgerun_command(path: str, specs: Sequence[str], seed: int, repeat: int, resi
     Examples:
       mgerun model.mgetest
       mgerun model.mgetest --iter 100 --warmup-iter 5 --report-json report.json
-      mgerun model.onnx -d "#rand(0,255)"
+      mgerun model.onnx -d "#rand(0,255)" --thread 1
+      mgerun --repeat-sweep 1,2,4,8 model.onnx -d cat.jpg
     """
     _setup(verbose, quiet, "mgerun")
     from .fileio import check_target, write_bytes_atomic
     from .verify import VerifyOptions, is_plain_model, verify
 
     options = VerifyOptions(maxerr=maxerr, silent=silent or None, no_assert=no_assert, iters=iters, warmup=warmup,
+                            threads=threads, provider=provider, graph_opt=graph_opt, profile=profile,
+                            bin_out_dump=bin_out_dump, repeat_sweep=_parse_sweep(repeat_sweep),
                             specs=specs, data=_make_data_options(seed, repeat, resize_input, input_transform))
     if not is_plain_model(path, options) and (seed != 0 or repeat != 1 or resize_input or input_transform):
         raise _usage("--seed, --repeat, --resize-input and --input-transform apply to a plain model with -d, not a bundle")
     if report_json:
         check_target(report_json)
-    report = verify(path, options, on_case=_print_case)
+    progress = _ProgressBar() if sys.stderr.isatty() and not quiet else None
+    report = verify(path, options, on_case=_print_case, progress=progress)
+    if report.verbose:
+        _print_timing(report)
     if report_json:
         write_bytes_atomic(report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode())
     failed = [case for case in report.cases if not case.passed]

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import ModelError, RunError
+from .errors import ModelError, RunError, SpecError
 
 # onnxruntime's type strings for tensors, and the numpy dtype of each.
 _ORT_DTYPES = {
@@ -125,6 +125,22 @@ def check_model_path(path: str) -> None:
         raise ModelError(f"model file is empty: {path}")
 
 
+def resolve_providers(name: str | None) -> list[str]:
+    """The execution providers for a ``--provider`` name (``CUDA`` or ``CUDAExecutionProvider``).
+
+    Raises:
+        SpecError: onnxruntime here has no such provider; the message lists those it has.
+    """
+    if name is None:
+        return ["CPUExecutionProvider"]
+    available = _import_ort().get_available_providers()
+    wanted = name.strip().lower()
+    for provider in available:
+        if wanted in (provider.lower(), provider.lower().removesuffix("executionprovider")):
+            return [provider] if provider == "CPUExecutionProvider" else [provider, "CPUExecutionProvider"]
+    raise SpecError(f"unknown execution provider {name!r}; this onnxruntime offers: {', '.join(available)}")
+
+
 def open_session(model: str | bytes, *, label: str | None = None, providers: Sequence[str] | None = None, options=None):
     """Open an onnxruntime session on a model file or serialized model.
 
@@ -195,18 +211,22 @@ def run(session, feeds: dict[str, np.ndarray], *, output_names: Sequence[str] | 
     """Run the model once.
 
     Raises:
-        RunError: onnxruntime failed; the message names the inputs whose data
-            is the likely cause when it can tell.
+        RunError: onnxruntime failed; see :func:`run_error`.
     """
     try:
         return session.run(output_names, feeds)
     except Exception as exc:
-        message = clean_ort_message(exc)
-        hint = None
-        integer_inputs = [n for n, a in feeds.items() if a.dtype.kind in "iu"]
-        if integer_inputs and re.search(r"out of (data )?bounds|out of range|idx", message, re.IGNORECASE):
-            hint = "check the values given for integer input(s) " + ", ".join(repr(n) for n in integer_inputs)
-        raise RunError(f"the model failed to run: {message}", hint=hint) from None
+        raise run_error(exc, feeds) from None
+
+
+def run_error(exc: BaseException, feeds: dict[str, np.ndarray]) -> RunError:
+    """onnxruntime's run failure as one line, naming the integer inputs when an index is out of range."""
+    message = clean_ort_message(exc)
+    hint = None
+    integer_inputs = [n for n, a in feeds.items() if a.dtype.kind in "iu"]
+    if integer_inputs and re.search(r"out of (data )?bounds|out of range|idx", message, re.IGNORECASE):
+        hint = "check the values given for integer input(s) " + ", ".join(repr(n) for n in integer_inputs)
+    return RunError(f"the model failed to run: {message}", hint=hint)
 
 
 def to_numpy_outputs(values: Sequence[Any], infos: Sequence[TensorInfo]) -> list[np.ndarray]:

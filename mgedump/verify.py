@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import statistics
+import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -17,8 +16,13 @@ from .bundle import Bundle
 from .data import DataOptions, build_cases
 from .errors import EXIT_FAILED, EXIT_OK, ModelError, RunError, SpecError
 from .pack import check_maxerr
-from .runtime import TensorInfo, model_io, open_session, run, to_numpy_outputs
+from .runtime import TensorInfo, model_io, open_session, resolve_providers, run, run_error, session_options, to_numpy_outputs
 from .spec import expand_specs
+
+GRAPH_OPT_LEVELS = ("disable", "basic", "extended", "all")
+PROGRESS_AFTER_S = 1.0
+
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,15 @@ class VerifyOptions:
         no_assert: run and time only.
         iters: timed runs per test case. Defaults to 10.
         warmup: untimed runs first. Defaults to 1.
+        threads: onnxruntime intra-op threads. Defaults to onnxruntime's choice.
+        provider: execution provider (``CPU``, ``CUDAExecutionProvider``, ...).
+            Defaults to the CPU provider.
+        graph_opt: onnxruntime graph optimisation level, one of
+            ``GRAPH_OPT_LEVELS``. Defaults to onnxruntime's (all).
+        profile: write onnxruntime's profile JSON to this file.
+        bin_out_dump: write each test case's outputs as ``.npy`` into this folder.
+        repeat_sweep: batch sizes: after verifying, time every test case with
+            its inputs repeated N times along axis 0, for each N.
         specs: ``-d`` values, for a plain model only.
         data: data options, for a plain model only.
     """
@@ -40,73 +53,14 @@ class VerifyOptions:
     no_assert: bool = False
     iters: int = 10
     warmup: int = 1
+    threads: int | None = None
+    provider: str | None = None
+    graph_opt: str | None = None
+    profile: str | None = None
+    bin_out_dump: str | None = None
+    repeat_sweep: Sequence[int] = ()
     specs: Sequence[str] = ()
     data: DataOptions = field(default_factory=DataOptions)
-
-
-@dataclass
-class CaseReport:
-    """One test case's checks and timings."""
-
-    index: int
-    spec: str
-    origin: str
-    checks: list[OutputCheck]
-    latencies_ms: list[float]
-    error: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.error is None and all(check.passed for check in self.checks)
-
-    def latency(self) -> dict[str, float | int]:
-        return latency_stats(self.latencies_ms)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "spec": self.spec,
-            "origin": self.origin,
-            "passed": self.passed,
-            "error": self.error,
-            "outputs": [check.to_json() for check in self.checks],
-            "latency_ms": self.latency(),
-        }
-
-
-@dataclass
-class Report:
-    """The result of :func:`verify`; :attr:`exit_code` is the command's exit code."""
-
-    source: str
-    kind: str
-    inputs: list[TensorInfo]
-    outputs: list[TensorInfo]
-    assertion: bool
-    maxerr: float
-    verbose: bool
-    cases: list[CaseReport] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return all(case.passed for case in self.cases)
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_OK if self.passed else EXIT_FAILED
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "report_version": 1,
-            "source": self.source,
-            "kind": self.kind,
-            "passed": self.passed,
-            "exit_code": self.exit_code,
-            "assertion": {"enabled": self.assertion, "maxerr": self.maxerr},
-            "inputs": [info.to_json() for info in self.inputs],
-            "outputs": [info.to_json() for info in self.outputs],
-            "test_cases": [case.to_json() for case in self.cases],
-        }
 
 
 def latency_stats(samples: Sequence[float]) -> dict[str, float | int]:
@@ -127,15 +81,127 @@ def latency_stats(samples: Sequence[float]) -> dict[str, float | int]:
 
 
 @dataclass
+class Timing:
+    """Per-iteration times of one test case at one batch size."""
+
+    batch: int
+    latencies_ms: list[float]
+
+    def stats(self) -> dict[str, float | int]:
+        return latency_stats(self.latencies_ms)
+
+    def throughput(self) -> dict[str, float | None]:
+        """Inferences per second (from the mean latency) and, with batch > 1, samples per second."""
+        if not self.latencies_ms:
+            return {"inferences_per_s": None, "samples_per_s": None}
+        per_s = 1e3 / float(np.mean(self.latencies_ms))
+        return {"inferences_per_s": per_s, "samples_per_s": per_s * self.batch if self.batch > 1 else None}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"batch": self.batch, "latency_ms": self.stats(), **self.throughput(), "latencies_ms": self.latencies_ms}
+
+
+@dataclass
+class CaseReport:
+    """One test case's checks and timings."""
+
+    index: int
+    spec: str
+    origin: str
+    checks: list[OutputCheck]
+    timing: Timing
+    error: str | None = None
+    sweep: list[Timing] = field(default_factory=list)
+    outputs: list[np.ndarray] = field(default_factory=list, repr=False)
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and all(check.passed for check in self.checks)
+
+    def latency(self) -> dict[str, float | int]:
+        return self.timing.stats()
+
+    def to_json(self) -> dict[str, Any]:
+        timing = self.timing.to_json()
+        return {
+            "index": self.index,
+            "spec": self.spec,
+            "origin": self.origin,
+            "passed": self.passed,
+            "error": self.error,
+            "outputs": [check.to_json() for check in self.checks],
+            "batch": timing["batch"],
+            "latency_ms": timing["latency_ms"],
+            "latencies_ms": timing["latencies_ms"],
+            "inferences_per_s": timing["inferences_per_s"],
+            "samples_per_s": timing["samples_per_s"],
+            "sweep": [t.to_json() for t in self.sweep],
+        }
+
+
+@dataclass
+class Report:
+    """The result of :func:`verify`; :attr:`exit_code` is the command's exit code."""
+
+    source: str
+    kind: str
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    assertion: bool
+    maxerr: float
+    verbose: bool
+    session: dict[str, Any] = field(default_factory=dict)
+    cases: list[CaseReport] = field(default_factory=list)
+    profile: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return all(case.passed for case in self.cases)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.passed else EXIT_FAILED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "report_version": 1,
+            "source": self.source,
+            "kind": self.kind,
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "assertion": {"enabled": self.assertion, "maxerr": self.maxerr},
+            "session": self.session,
+            "inputs": [info.to_json() for info in self.inputs],
+            "outputs": [info.to_json() for info in self.outputs],
+            "test_cases": [case.to_json() for case in self.cases],
+            "profile": self.profile,
+        }
+
+
+@dataclass
+class _Case:
+    spec: str
+    origin: str
+    feeds: dict[str, np.ndarray]
+    expected: list[np.ndarray] | None
+
+
+@dataclass
 class _Prepared:
     kind: str
     session: Any
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
-    cases: list[tuple[str, str, dict[str, np.ndarray], list[np.ndarray] | None]]
+    cases: list[_Case]
     assertion: bool
     maxerr: float
     verbose: bool
+
+
+def _open(model: str | bytes, label: str, options: VerifyOptions, tmp: str):
+    profile_prefix = os.path.join(tmp, "profile") if options.profile else None
+    opts = session_options(threads=options.threads, graph_opt=options.graph_opt, profile=profile_prefix)
+    return open_session(model, label=label, providers=resolve_providers(options.provider), options=opts)
 
 
 def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
@@ -148,9 +214,9 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         if model.get("external_data"):
             model_path = bundle.extract(model["member"], tmp)
             bundle.extract(model["external_data"], tmp)
-            session = open_session(model_path, label=label)
+            session = _open(model_path, label, options, tmp)
         else:
-            session = open_session(bundle.read(model["member"]), label=label)
+            session = _open(bundle.read(model["member"]), label, options, tmp)
         inputs = [TensorInfo.from_json(d) for d in manifest["inputs"]]
         outputs = [TensorInfo.from_json(d) for d in manifest["outputs"]]
         got_in, got_out = model_io(session)
@@ -161,17 +227,18 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         for case in manifest["test_cases"]:
             feeds = {info.name: bundle.tensor(member, info.name) for info, member in zip(inputs, case["inputs"])}
             expected = [bundle.tensor(member, info.name) for info, member in zip(outputs, case["outputs"])]
-            cases.append((case["spec"], case.get("origin", ""), feeds, expected if assertion["enabled"] else None))
+            cases.append(_Case(case["spec"], case.get("origin", ""), feeds, expected if assertion["enabled"] else None))
+        bundle.verified()
     return _Prepared("bundle", session, inputs, outputs, cases, assertion["enabled"], float(assertion["maxerr"]), assertion["verbose"])
 
 
-def _from_model(path: str, options: VerifyOptions) -> _Prepared:
+def _from_model(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
     if not options.specs:
         raise SpecError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
-    session = open_session(path)
+    session = _open(path, path, options, tmp)
     inputs, outputs = model_io(session)
     built = build_cases(expand_specs(list(options.specs)), inputs, options.data)
-    cases = [(case.spec.text, case.spec.origin, dict(case.inputs), None) for case in built]
+    cases = [_Case(case.spec.text, case.spec.origin, dict(case.inputs), None) for case in built]
     return _Prepared("model", session, inputs, outputs, cases, False, 0.0, True)
 
 
@@ -180,13 +247,40 @@ def is_plain_model(path: str, options: VerifyOptions) -> bool:
     return bool(options.specs) or path.lower().endswith(".onnx")
 
 
-def verify(path: str, options: VerifyOptions | None = None, *, on_case: Callable[[CaseReport, Report], None] | None = None) -> Report:
+def _check_options(options: VerifyOptions) -> None:
+    from .fileio import check_target
+
+    if options.iters < 1:
+        raise SpecError(f"--iter must be >= 1, got {options.iters}")
+    if options.warmup < 0:
+        raise SpecError(f"--warmup-iter must be >= 0, got {options.warmup}")
+    if options.threads is not None and options.threads < 1:
+        raise SpecError(f"--thread must be >= 1, got {options.threads}")
+    if options.graph_opt is not None and options.graph_opt not in GRAPH_OPT_LEVELS:
+        raise SpecError(f"--graph-opt must be one of {', '.join(GRAPH_OPT_LEVELS)}, got {options.graph_opt!r}")
+    if any(n < 1 for n in options.repeat_sweep):
+        raise SpecError(f"--repeat-sweep batch sizes must be >= 1, got {list(options.repeat_sweep)}")
+    if options.profile:
+        check_target(options.profile)
+    if options.bin_out_dump:
+        parent = os.path.dirname(os.path.abspath(options.bin_out_dump))
+        if os.path.exists(options.bin_out_dump) and not os.path.isdir(options.bin_out_dump):
+            raise SpecError(f"--bin-out-dump {options.bin_out_dump} is a file; give a folder")
+        if not os.path.isdir(parent):
+            raise SpecError(f"--bin-out-dump: folder {parent} does not exist")
+    resolve_providers(options.provider)
+
+
+def verify(path: str, options: VerifyOptions | None = None, *, on_case: Callable[[CaseReport, Report], None] | None = None,
+           progress: Progress | None = None) -> Report:
     """Verify every test case of a bundle (or run a plain model on ``-d`` data) and time it.
 
     Args:
         path: a bundle, or an ONNX model when ``options.specs`` is given.
         options: defaults to ``VerifyOptions()``.
-        on_case: called after each test case, for printing progress.
+        on_case: called after each test case, for printing results as they come.
+        progress: called as ``progress(label, done, total)`` during timing runs
+            expected to last over a second, for a progress bar.
 
     Returns:
         The report; ``report.exit_code`` is 1 when an assertion failed or the
@@ -196,48 +290,135 @@ def verify(path: str, options: VerifyOptions | None = None, *, on_case: Callable
         MgeError: a bad bundle, model, spec or option (exit code 2).
     """
     options = options or VerifyOptions()
-    if options.iters < 1:
-        raise SpecError(f"--iter must be >= 1, got {options.iters}")
-    if options.warmup < 0:
-        raise SpecError(f"--warmup-iter must be >= 0, got {options.warmup}")
+    _check_options(options)
     with tempfile.TemporaryDirectory(prefix="mgerun-") as tmp:
-        if is_plain_model(path, options):
-            prepared = _from_model(path, options)
-        else:
-            prepared = _from_bundle(path, options, tmp)
+        prepared = (_from_model if is_plain_model(path, options) else _from_bundle)(path, options, tmp)
+        if options.repeat_sweep:
+            _check_sweep(prepared, options.repeat_sweep)
         maxerr = prepared.maxerr if options.maxerr is None else check_maxerr(options.maxerr)
         verbose = prepared.verbose if options.silent is None else not options.silent
         assertion = prepared.assertion and not options.no_assert
-        report = Report(path, prepared.kind, prepared.inputs, prepared.outputs, assertion, maxerr, verbose)
-        for index, (spec, origin, feeds, expected) in enumerate(prepared.cases):
-            case = _run_case(prepared, index, spec, origin, feeds, expected if assertion else None, maxerr, options)
-            report.cases.append(case)
+        session_info = {
+            "providers": list(prepared.session.get_providers()),
+            "threads": options.threads,
+            "graph_opt": options.graph_opt or "all",
+            "iters": options.iters,
+            "warmup": options.warmup,
+        }
+        report = Report(path, prepared.kind, prepared.inputs, prepared.outputs, assertion, maxerr, verbose, session_info)
+        for index, case in enumerate(prepared.cases):
+            result = _run_case(prepared, index, case, maxerr if assertion else None, options, progress)
+            report.cases.append(result)
+            if options.bin_out_dump and result.error is None:
+                _dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs)
             if on_case is not None:
-                on_case(case, report)
+                on_case(result, report)
+        if options.profile:
+            report.profile = _save_profile(prepared.session, options.profile)
     return report
 
 
-def _run_case(prepared: _Prepared, index: int, spec: str, origin: str, feeds: dict[str, np.ndarray],
-              expected: list[np.ndarray] | None, maxerr: float, options: VerifyOptions) -> CaseReport:
-    session = prepared.session
-    first: list[np.ndarray] | None = None
-    latencies: list[float] = []
+def _batch_of(feeds: dict[str, np.ndarray]) -> int:
+    first = next(iter(feeds.values()), None)
+    return int(first.shape[0]) if first is not None and first.ndim >= 1 else 1
+
+
+def time_runs(session: Any, feeds: dict[str, np.ndarray], iters: int, warmup: int,
+              progress: Progress | None = None, label: str = "") -> tuple[list[float], list[Any] | None]:
+    """Run warmup untimed, then iters timed runs; return each timed run's ms and the first outputs.
+
+    The timed loop does nothing but call ``session.run`` between two clock reads
+    (and, rarely, the progress callback), so it adds nothing measurable to what
+    onnxruntime spends.
+
+    Raises:
+        RunError: onnxruntime failed.
+    """
+    first = None
+    for _ in range(warmup):
+        values = run(session, feeds)
+        first = first if first is not None else values
+    latencies = [0.0] * iters
+    clock = time.perf_counter
+    run_once = session.run
+    next_tick, step = iters, iters
     try:
-        for _ in range(options.warmup):
-            values = run(session, feeds)
-            if first is None:
-                first = values
-        clock = time.perf_counter
-        for _ in range(options.iters):
+        for i in range(iters):
             start = clock()
-            values = run(session, feeds)
-            latencies.append((clock() - start) * 1e3)
-            if first is None:
-                first = values
+            values = run_once(None, feeds)
+            latencies[i] = (clock() - start) * 1e3
+            if i == next_tick:
+                progress(label, i + 1, iters)  # type: ignore[misc]
+                next_tick += step
+            elif i == 0:
+                first = first if first is not None else values
+                if progress is not None and latencies[0] * iters > PROGRESS_AFTER_S * 1e3:
+                    step = max(1, int(100 / max(latencies[0], 1e-3)))  # about ten updates a second
+                    next_tick = step
+                    progress(label, 1, iters)
+    except Exception as exc:
+        raise run_error(exc, feeds) from None
+    if progress is not None and next_tick < iters:
+        progress(label, iters, iters)
+    return latencies, first
+
+
+def _run_case(prepared: _Prepared, index: int, case: _Case, maxerr: float | None, options: VerifyOptions,
+              progress: Progress | None) -> CaseReport:
+    batch = _batch_of(case.feeds)
+    try:
+        latencies, first = time_runs(prepared.session, case.feeds, options.iters, options.warmup, progress, f"test case {index}")
         got = to_numpy_outputs(first or [], prepared.outputs)
+        sweep = []
+        for n in options.repeat_sweep:
+            feeds = {k: (np.repeat(v, n, axis=0) if v.ndim else v) for k, v in case.feeds.items()}
+            sweep_ms, _ = time_runs(prepared.session, feeds, options.iters, options.warmup, progress, f"test case {index}, batch x{n}")
+            sweep.append(Timing(_batch_of(feeds), sweep_ms))
     except (RunError, ModelError) as exc:
-        return CaseReport(index, spec, origin, [], latencies, error=exc.one_line())
+        return CaseReport(index, case.spec, case.origin, [], Timing(batch, []), error=exc.one_line())
     checks = []
-    if expected is not None:
-        checks = [assert_equal(info.name, want, have, maxerr) for info, want, have in zip(prepared.outputs, expected, got)]
-    return CaseReport(index, spec, origin, checks, latencies)
+    if maxerr is not None and case.expected is not None:
+        checks = [assert_equal(info.name, want, have, maxerr) for info, want, have in zip(prepared.outputs, case.expected, got)]
+    return CaseReport(index, case.spec, case.origin, checks, Timing(batch, latencies), sweep=sweep, outputs=got)
+
+
+def _check_sweep(prepared: _Prepared, sizes: Sequence[int]) -> None:
+    if max(sizes) == 1:
+        return
+    for info in prepared.inputs:
+        if info.shape and isinstance(info.shape[0], int):
+            raise SpecError(
+                f"--repeat-sweep needs a batch dim the model leaves free, but input {info.name!r} fixes dim 0 to "
+                f"{info.shape[0]} (shape {info.shape_text()})",
+                hint="export the model with a symbolic batch dim",
+            )
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "output"
+
+
+def _dump_outputs(folder: str, index: int, infos: Sequence[TensorInfo], outputs: Sequence[np.ndarray]) -> None:
+    from .fileio import atomic_output
+
+    case_dir = os.path.join(folder, f"test_data_set_{index}")
+    os.makedirs(case_dir, exist_ok=True)
+    used: set[str] = set()
+    for k, (info, array) in enumerate(zip(infos, outputs)):
+        name = _safe_name(info.name)
+        if name in used:
+            name = f"{name}_{k}"
+        used.add(name)
+        with atomic_output(os.path.join(case_dir, name + ".npy")) as f:
+            np.save(f, array, allow_pickle=False)
+
+
+def _save_profile(session: Any, target: str) -> str:
+    import shutil
+
+    from .fileio import atomic_output
+
+    produced = session.end_profiling()
+    with open(produced, "rb") as src, atomic_output(target) as dst:
+        shutil.copyfileobj(src, dst)
+    return target

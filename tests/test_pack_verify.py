@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zipfile
 
 import numpy as np
@@ -145,7 +146,9 @@ def test_no_assert_and_silent(samples, tmp_path, mgedump, mgerun):
 
 def test_plain_model_mode_and_report_json(samples, tmp_path, mgerun, mgedump):
     result = mgerun(samples / "cnn.onnx", "-d", "#rand(0,1)", "--iter", "3")
-    assert result.code == 0 and "3 iter(s)" in result.out
+    assert result.code == 0 and "ran (no assertions)" in result.out
+    row = next(line for line in result.out.splitlines() if re.match(r"test case 0\s+\d", line))
+    assert row.split()[3:5] == ["1", "3"]  # batch, iters
     out = tmp_path / "r.mgetest"
     assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "-d", "#rand(0,2)", "-o", out).code == 0
     report_path = tmp_path / "report.json"

@@ -1,0 +1,44 @@
+"""scripts/bench.py runs end to end in --quick mode and writes a report with numbers (polygraphy not needed)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from conftest import ROOT
+
+NUMBER = re.compile(r"^\**-?\d+(\.\d+)?\**$")
+
+
+def table_rows(text: str, heading: str) -> list[list[str]]:
+    """The data rows of the first Markdown table after the heading that contains `heading`."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("## ") and heading in line)
+    rows = []
+    for line in lines[start + 1:]:
+        if line.startswith("## "):
+            break
+        if line.startswith("|") and not line.startswith("|---"):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows[1:]  # without the column names
+
+
+def test_quick_run_writes_report(tmp_path):
+    out = tmp_path / "b.md"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--sections", "overhead,startup", "--runs", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=180, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert done.stdout == text
+    for key in ("## Machine", "| CPU |", "| cores |", "| RAM |", "| OS |", "| Python |", "| numpy / onnx / onnxruntime |", "| mgedump |"):
+        assert key in text, key
+    overhead = table_rows(text, "(`overhead`)")
+    assert len(overhead) == 3  # two rounds and the median
+    assert all(NUMBER.match(row[-1]) for row in overhead), overhead
+    startup = table_rows(text, "(`startup`)")
+    assert [row[0] for row in startup] == ["`mgedump --help`", "`mgerun --help`"]
+    assert all(NUMBER.match(row[3]) and NUMBER.match(row[4]) for row in startup), startup
+    assert "(`pack`)" not in text and "`: failed" not in text
