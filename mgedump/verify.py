@@ -341,25 +341,27 @@ def time_runs(session: Any, feeds: dict[str, np.ndarray], iters: int, warmup: in
     latencies = [0.0] * iters
     clock = time.perf_counter
     run_once = session.run
-    next_tick, step = iters, iters
+    ticking = False  # progress calls only when the first run says the loop is long
+    next_tick = step = iters
     try:
         for i in range(iters):
             start = clock()
             values = run_once(None, feeds)
             latencies[i] = (clock() - start) * 1e3
             if i == next_tick:
-                progress(label, i + 1, iters)  # type: ignore[misc]
+                progress(label, i, iters)  # type: ignore[misc]
                 next_tick += step
             elif i == 0:
                 first = first if first is not None else values
                 if progress is not None and latencies[0] * iters > PROGRESS_AFTER_S * 1e3:
+                    ticking = True
                     step = max(1, int(100 / max(latencies[0], 1e-3)))  # about ten updates a second
                     next_tick = step
                     progress(label, 1, iters)
     except Exception as exc:
         raise run_error(exc, feeds) from None
-    if progress is not None and next_tick < iters:
-        progress(label, iters, iters)
+    if ticking:
+        progress(label, iters, iters)  # type: ignore[misc]
     return latencies, first
 
 
