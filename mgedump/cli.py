@@ -37,6 +37,30 @@ def _data_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+_ENABLE_FLAGS = [
+    ("--enable-io16xc32", (), "float16 tensors between operators and at inputs/outputs; float32 arithmetic."),
+    ("--enable-ioc16", (), "float16 storage and arithmetic (ops without float16 kernels stay float32)."),
+    ("--enable-fuse-conv-bias-nonlinearity", (), "Fuse Conv+bias+activation (onnxruntime's FusedConv; onnxruntime only)."),
+    ("--enable-nchw88", (), "onnxruntime's NCHWc layout for x86 AVX2 (onnxruntime's CPU provider only)."),
+    ("--enable-hwcd4", ("--enalbe-hwcd4",), "MegEngine OpenCL layout: refused (no ONNX equivalent)."),
+    ("--enable-nchw4", (), "MegEngine CUDA layout: refused (no ONNX equivalent)."),
+    ("--enable-nchw44", (), "MegEngine ARM layout: refused (no ONNX equivalent)."),
+    ("--enable-nchw44-dot", (), "MegEngine ARM dot-product layout: refused (no ONNX equivalent)."),
+    ("--enable-nchw32", (), "MegEngine CUDA layout: refused (no ONNX equivalent)."),
+    ("--enable-chwn4", (), "MegEngine CUDA layout: refused (no ONNX equivalent)."),
+    ("--enable-fuse-conv-bias-with-z", (), "MegEngine CUDA fusion: refused (no ONNX equivalent)."),
+]
+
+
+def _optimize_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--optimize-for-inference and the --enable-* flags (DESIGN section 5)."""
+    for flag, aliases, text in reversed(_ENABLE_FLAGS):
+        dest = flag.removeprefix("--").replace("-", "_")
+        f = click.option(flag, *aliases, dest, is_flag=True, help=text)(f)
+    return click.option("--optimize-for-inference", is_flag=True,
+                        help="Portable rewrites: constant folding, Identity/Dropout removal, BatchNorm and bias folded into Conv/Gemm.")(f)
+
+
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("-q", "--quiet", is_flag=True, help="Print no warnings.")(f)
     f = click.option("-v", "--verbose", count=True, help="More detail; tracebacks on errors.")(f)
@@ -63,9 +87,13 @@ def _make_data_options(seed: int, repeat: int, resize_input: bool, input_transfo
 @click.option("--maxerr", type=float, default=1e-4, show_default=True, help="AssertEqual threshold recorded in the bundle.")
 @click.option("--no-assert", is_flag=True, help="Store no expected outputs: mgerun only runs and times.")
 @click.option("--silent", is_flag=True, help="Record that mgerun prints failures only.")
+@_optimize_options
+@click.option("--discard-var-name", is_flag=True, help="Rename internal tensors and weights, drop node names and doc strings.")
+@click.option("--output-strip-info", is_flag=True, help="Also write OUT.json (operators, dtypes) and onnxruntime's reduced-build config.")
 @_common
 def mgedump_command(model: str, output: str, specs: Sequence[str], seed: int, repeat: int, resize_input: bool,
-                    input_transform: str | None, maxerr: float, no_assert: bool, silent: bool, verbose: int, quiet: bool) -> int:
+                    input_transform: str | None, maxerr: float, no_assert: bool, silent: bool, optimize_for_inference: bool,
+                    discard_var_name: bool, output_strip_info: bool, verbose: int, quiet: bool, **enable_flags: bool) -> int:
     """Pack MODEL (ONNX) with test cases from -d into one bundle OUT.
 
     \b
@@ -78,8 +106,13 @@ def mgedump_command(model: str, output: str, specs: Sequence[str], seed: int, re
     _setup(verbose, quiet, "mgedump")
     from .pack import PackOptions, pack
 
+    from .optimize import OptimizeOptions
+
+    optimize = OptimizeOptions.from_flags(optimize_for_inference=optimize_for_inference, discard_var_name=discard_var_name,
+                                          **enable_flags)
     options = PackOptions(specs=specs, data=_make_data_options(seed, repeat, resize_input, input_transform),
-                          maxerr=maxerr, no_assert=no_assert, silent=silent)
+                          maxerr=maxerr, no_assert=no_assert, silent=silent, optimize=optimize,
+                          strip_info=f"{output}.json" if output_strip_info else None)
     result = pack(model, output, options)
     manifest = result.manifest
     if not quiet:
@@ -89,6 +122,10 @@ def mgedump_command(model: str, output: str, specs: Sequence[str], seed: int, re
             + (f"maxerr {manifest['assertion']['maxerr']:g}" if manifest["assertion"]["enabled"] else "no assertions"),
             err=True,
         )
+        if manifest["optimizations"]:
+            worst = max((c["err"] for c in result.self_check if c["err"] is not None), default=0.0)
+            needs = f"; needs {', '.join(manifest['requirements'])}" if manifest["requirements"] else ""
+            click.echo(f"mgedump: optimised ({', '.join(manifest['optimizations'])}); self-check worst err={worst:.3g}{needs}", err=True)
     return 0
 
 

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from . import __version__
-from .bundle import FORMAT, FORMAT_VERSION, MODEL_MEMBER, Member, tensor_bytes, write_bundle
 import numpy as np
 
-from .data import DataOptions, TestCase, build_cases
+from . import __version__
+from .assertion import assert_equal
+from .bundle import FORMAT, FORMAT_VERSION, MODEL_MEMBER, Member, tensor_bytes, write_bundle
+from .data import DataOptions, TestCase, build_cases, cast_to
 from .errors import RunError, SpecError
-from .fileio import check_target, hash_files
+from .fileio import FileDigest, check_target, hash_files
 from .log import logger
 from .modelfile import DATA_MEMBER, model_source
+from .optimize import OptimizeOptions
 from .runtime import TensorInfo, check_model_path, model_io, open_session, run, to_numpy_outputs
 from .spec import expand_specs
 
@@ -31,6 +34,11 @@ def check_maxerr(maxerr: float) -> float:
     return float(maxerr)
 
 
+def strip_info_paths(json_path: str) -> tuple[str, str]:
+    """The strip-info JSON and, beside it, onnxruntime's reduced-build config (``X.json`` -> ``X.required_operators.config``)."""
+    return json_path, f"{json_path.removesuffix('.json')}.required_operators.config"
+
+
 @dataclass(frozen=True)
 class PackOptions:
     """What to pack besides the model.
@@ -41,6 +49,9 @@ class PackOptions:
         maxerr: the AssertEqual threshold recorded in the bundle. Defaults to 1e-4.
         no_assert: store no expected outputs; ``mgerun`` then only runs and times.
         silent: record that ``mgerun`` prints failures only.
+        optimize: rewrites for inference. Defaults to none (the model as given).
+        strip_info: write strip info (JSON) to this path, and onnxruntime's
+            reduced-build config beside it. Defaults to none.
     """
 
     specs: Sequence[str]
@@ -48,6 +59,8 @@ class PackOptions:
     maxerr: float = DEFAULT_MAXERR
     no_assert: bool = False
     silent: bool = False
+    optimize: OptimizeOptions = field(default_factory=OptimizeOptions)
+    strip_info: str | None = None
 
 
 @dataclass
@@ -56,98 +69,198 @@ class PackResult:
 
     output: str
     manifest: dict[str, Any]
+    self_check: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def test_cases(self) -> int:
         return len(self.manifest["test_cases"])
 
 
+@dataclass
+class _Case:
+    """A test case as stored: inputs in the bundled model's dtypes, expected outputs from the model as given."""
+
+    case: TestCase
+    inputs: list[tuple[str, np.ndarray]]
+    expected: list[np.ndarray]
+
+
 def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
     """Run the model on every test case and write the bundle.
 
-    Expected outputs come from the model as given. The bundle is written
+    Expected outputs come from the model as given. With ``options.optimize``,
+    the optimised model is bundled, and it must meet ``maxerr`` on every test
+    case against those outputs, or nothing is written. The bundle is written
     beside ``output_path`` and renamed into place, so an existing file is
     replaced whole or not at all.
 
     Raises:
-        MgeError: bad model, spec, data or output path (nothing is written).
+        MgeError: bad model, spec, data or output path, or an optimised model
+            that misses ``maxerr`` (nothing is written).
     """
     maxerr = check_maxerr(options.maxerr)
     check_target(output_path)
+    if options.strip_info:
+        for path in strip_info_paths(options.strip_info):
+            check_target(path)
     check_model_path(model_path)
     source = model_source(model_path)
     # Hash the weights in a thread while onnxruntime loads and runs the model: one read, on the other core.
     cancel = threading.Event()
-    with ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool:
+    with ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool, \
+            tempfile.TemporaryDirectory(prefix=".mgedump-", dir=os.path.dirname(os.path.abspath(output_path))) as tmp:
         hashing = pool.submit(hash_files, source.data_paths or (model_path,), cancel)
         try:
-            inputs, outputs, cases, expected = _run_cases(model_path, options)
+            session = open_session(model_path)
+            inputs, outputs = model_io(session)
+            cases = build_cases(expand_specs(list(options.specs)), inputs, options.data)
+            if options.optimize.any:
+                from .optimize import optimize_file
+
+                optimized = optimize_file(model_path, os.path.join(tmp, MODEL_MEMBER), options.optimize)
+                bundled = open_session(optimized.path, label="the optimised model")
+                b_inputs, b_outputs = model_io(bundled)
+            else:
+                optimized, bundled, b_inputs, b_outputs = None, None, inputs, outputs
+            stored = _expected_outputs(session, cases, inputs, b_inputs, b_outputs)
+            checks = _self_check(bundled, stored, b_outputs, maxerr) if bundled is not None else []
             digest = hashing.result()
         except BaseException:
             cancel.set()
             raise
-    if source.model_bytes is None:
-        source_sha256 = digest.sha256
-        members = [Member(MODEL_MEMBER, paths=(model_path,), digest=digest)]
-    else:
-        source_sha256 = hash_files([model_path]).sha256
-        members = [Member(MODEL_MEMBER, source.model_bytes), Member(DATA_MEMBER, paths=source.data_paths, digest=digest)]
-    model_sha256 = members[0].hashed().sha256
+        if optimized is None:
+            members, model_sha256 = _model_members(model_path, source, digest)
+            optimizations, requirements = [], []
+        else:
+            members, model_sha256 = _model_members(optimized.path, model_source(optimized.path), None)
+            optimizations, requirements = optimized.optimizations, optimized.requirements
+        source_sha256 = digest.sha256 if source.model_bytes is None else hash_files([model_path]).sha256
+        manifest_cases = _case_members(stored, b_outputs, members, options.no_assert)
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "generator": {"name": "mgedump", "version": __version__},
+            "model": {
+                "member": MODEL_MEMBER,
+                "sha256": model_sha256,
+                "source_sha256": source_sha256,
+                "external_data": DATA_MEMBER if any(m.name == DATA_MEMBER for m in members) else None,
+            },
+            "optimizations": optimizations,
+            "requirements": requirements,
+            "inputs": [info.to_json() for info in b_inputs],
+            "outputs": [info.to_json() for info in b_outputs],
+            "assertion": {"enabled": not options.no_assert, "maxerr": maxerr, "verbose": not options.silent},
+            "seed": options.data.seed,
+            "data_options": {
+                "repeat": options.data.repeat,
+                "resize_input": options.data.resize_input,
+                "input_transform": options.data.input_transform,
+            },
+            "test_cases": manifest_cases,
+        }
+        written = write_bundle(output_path, manifest, members)
+        if options.strip_info:
+            from .stripinfo import write_strip_info
 
+            write_strip_info(optimized.path if optimized else model_path, options.strip_info, model_sha256=model_sha256)
+    return PackResult(os.fspath(output_path), written, checks)
+
+
+def _model_members(path: str, source: Any, digest: FileDigest | None) -> tuple[list[Member], str]:
+    """The model member (the file as it is, or rewritten for external data) and its sha256."""
+    if source.model_bytes is None:
+        member = Member(MODEL_MEMBER, paths=(path,), digest=digest)
+        return [member], member.hashed().sha256
+    data_digest = digest if digest is not None else hash_files(source.data_paths)
+    members = [Member(MODEL_MEMBER, source.model_bytes), Member(DATA_MEMBER, paths=source.data_paths, digest=data_digest)]
+    return members, members[0].hashed().sha256
+
+
+def _expected_outputs(session: Any, cases: Sequence[TestCase], inputs: Sequence[TensorInfo],
+                      b_inputs: Sequence[TensorInfo], b_outputs: Sequence[TensorInfo]) -> list[_Case]:
+    """Run the model as given on each case's inputs as the bundled model takes them (e.g. float16).
+
+    The expected outputs are stored in the bundled model's output dtypes, so
+    the unzipped bundle is a standard ONNX test case for the bundled model.
+    """
+    by_name = {info.name: info for info in b_inputs}
+    stored = []
+    for index, case in enumerate(cases):
+        feeds = []
+        for (name, array), info in zip(case.inputs, inputs):
+            target = by_name.get(name, info)
+            feeds.append((name, cast_to(array, target, "the test data") if target.dtype != info.dtype else array))
+        original = {name: (array.astype(info.np_dtype) if array.dtype != info.np_dtype else array)
+                    for (name, array), info in zip(feeds, inputs)}
+        try:
+            values = run(session, original)
+        except RunError as exc:
+            raise SpecError(f"test case {index} ({case.spec.origin}: {case.spec.text!r}): {exc.message}", hint=exc.hint) from None
+        expected = [
+            value.astype(info.np_dtype) if info.dtype != "str" and value.dtype != info.np_dtype else value
+            for value, info in zip(to_numpy_outputs(values, b_outputs), b_outputs)
+        ]
+        stored.append(_Case(case, feeds, expected))
+        logger.debug("test case %d (%s): ran", index, case.spec.origin)
+    return stored
+
+
+def suggest_maxerr(err: float) -> float:
+    """A round --maxerr a little above a measured error: 1, 2 or 5 times a power of ten."""
+    if err <= 0:
+        return 0.0
+    exponent = math.floor(math.log10(err * 1.2))
+    for step in (1, 2, 5, 10):
+        candidate = step * 10.0**exponent
+        if candidate >= err * 1.2:
+            return float(f"{candidate:.1g}")
+    return float(f"{10.0 ** (exponent + 1):.1g}")
+
+
+def _self_check(bundled: Any, stored: Sequence[_Case], b_outputs: Sequence[TensorInfo], maxerr: float) -> list[dict[str, Any]]:
+    """Run the optimised model on every test case; refuse a model that misses maxerr.
+
+    Raises:
+        SpecError: with the measured error per output and a --maxerr that would pass.
+    """
+    results, failures, worst = [], [], 0.0
+    for index, case in enumerate(stored):
+        try:
+            got = to_numpy_outputs(run(bundled, dict(case.inputs)), b_outputs)
+        except RunError as exc:
+            raise SpecError(f"the optimised model fails to run on test case {index}: {exc.message}") from None
+        for info, want, have in zip(b_outputs, case.expected, got):
+            check = assert_equal(info.name, want, have, maxerr)
+            results.append({"case": index, "output": info.name, "err": check.err, "passed": check.passed})
+            if not check.passed:
+                if check.err is None:
+                    raise SpecError(f"the optimised model's output {info.name!r} on test case {index}: {check.reason}")
+                failures.append(f"err={check.err:.3g} (name={info.name}, test case {index})")
+                worst = max(worst, check.err)
+    if failures:
+        raise SpecError(
+            f"the optimised model misses --maxerr {maxerr:g}: " + ", ".join(failures[:4])
+            + (f" and {len(failures) - 4} more" if len(failures) > 4 else ""),
+            hint=f"--maxerr {suggest_maxerr(worst):g} would pass",
+        )
+    return results
+
+
+def _case_members(stored: Sequence[_Case], outputs: Sequence[TensorInfo], members: list[Member], no_assert: bool) -> list[dict[str, Any]]:
+    """Add every test case's tensors to members; return the manifest's test cases."""
     manifest_cases = []
-    for index, (case, values) in enumerate(zip(cases, expected)):
+    for index, case in enumerate(stored):
         folder = f"test_data_set_{index}"
         input_members = []
         for k, (name, array) in enumerate(case.inputs):
             input_members.append(f"{folder}/input_{k}.pb")
             members.append(Member(input_members[-1], tensor_bytes(array, name)))
         output_members = []
-        if not options.no_assert:
-            for k, (info, array) in enumerate(zip(outputs, values)):
+        if not no_assert:
+            for k, (info, array) in enumerate(zip(outputs, case.expected)):
                 output_members.append(f"{folder}/output_{k}.pb")
                 members.append(Member(output_members[-1], tensor_bytes(array, info.name)))
-        manifest_cases.append(
-            {"dir": folder, "spec": case.spec.text, "origin": case.spec.origin, "inputs": input_members, "outputs": output_members}
-        )
-
-    manifest = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "generator": {"name": "mgedump", "version": __version__},
-        "model": {
-            "member": MODEL_MEMBER,
-            "sha256": model_sha256,
-            "source_sha256": source_sha256,
-            "external_data": DATA_MEMBER if source.data_paths else None,
-        },
-        "optimizations": [],
-        "requirements": [],
-        "inputs": [info.to_json() for info in inputs],
-        "outputs": [info.to_json() for info in outputs],
-        "assertion": {"enabled": not options.no_assert, "maxerr": maxerr, "verbose": not options.silent},
-        "seed": options.data.seed,
-        "data_options": {
-            "repeat": options.data.repeat,
-            "resize_input": options.data.resize_input,
-            "input_transform": options.data.input_transform,
-        },
-        "test_cases": manifest_cases,
-    }
-    written = write_bundle(output_path, manifest, members)
-    return PackResult(os.fspath(output_path), written)
-
-
-def _run_cases(model_path: str, options: PackOptions) -> tuple[list[TensorInfo], list[TensorInfo], list[TestCase], list[list[np.ndarray]]]:
-    """Open the model, build every test case and run the model on it (expected outputs)."""
-    session = open_session(model_path)
-    inputs, outputs = model_io(session)
-    cases = build_cases(expand_specs(list(options.specs)), inputs, options.data)
-    expected = []
-    for index, case in enumerate(cases):
-        try:
-            values = run(session, dict(case.inputs))
-        except RunError as exc:
-            raise SpecError(f"test case {index} ({case.spec.origin}: {case.spec.text!r}): {exc.message}", hint=exc.hint) from None
-        expected.append(to_numpy_outputs(values, outputs))
-        logger.debug("test case %d (%s): ran", index, case.spec.origin)
-    return inputs, outputs, cases, expected
+        spec = case.case.spec
+        manifest_cases.append({"dir": folder, "spec": spec.text, "origin": spec.origin, "inputs": input_members, "outputs": output_members})
+    return manifest_cases

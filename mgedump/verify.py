@@ -15,6 +15,7 @@ from .assertion import OutputCheck, assert_equal
 from .bundle import Bundle
 from .data import DataOptions, build_cases
 from .errors import EXIT_FAILED, EXIT_OK, ModelError, RunError, SpecError
+from .optimize import check_requirements
 from .pack import check_maxerr
 from .runtime import TensorInfo, model_io, open_session, resolve_providers, run, run_error, session_options, to_numpy_outputs
 from .spec import expand_specs
@@ -211,6 +212,7 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         manifest = bundle.manifest
         model = manifest["model"]
         label = f"{path}:{model['member']}"
+        check_requirements(manifest["requirements"], resolve_providers(options.provider)[0])
         if model.get("external_data"):
             model_path = bundle.extract(model["member"], tmp)
             bundle.extract(model["external_data"], tmp)

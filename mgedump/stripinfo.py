@@ -1,0 +1,120 @@
+"""Strip info (DESIGN section 6): what a runtime must contain to run a model.
+
+``write_strip_info`` writes a JSON file (format ``mgedump-strip-info``, version
+1) with the model's sha256, the operators it uses (domain, op type, opset of
+that domain, subgraphs included) and the tensor dtypes it computes with; and,
+beside it, an onnxruntime reduced-build operator config in the format of
+onnxruntime's ``create_reduced_build_config.py`` (lines ``domain;opset;Op1,Op2``,
+the default domain written ``ai.onnx``), from which a minimal onnxruntime with
+only those kernels can be built (``build.sh --include_ops_by_config FILE``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .errors import OutputError
+from .fileio import hash_files, write_bytes_atomic
+
+FORMAT = "mgedump-strip-info"
+VERSION = 1
+
+_DTYPE_NAMES = {
+    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 8: "string", 9: "bool",
+    10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 14: "complex64", 15: "complex128", 16: "bfloat16",
+}
+
+
+def _walk(graph: Any, opsets: dict[str, int], ops: set[tuple[str, int, str]], dtypes: set[str]) -> None:
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if value.type.HasField("tensor_type"):
+            dtypes.add(_DTYPE_NAMES.get(value.type.tensor_type.elem_type, str(value.type.tensor_type.elem_type)))
+    for init in graph.initializer:
+        dtypes.add(_DTYPE_NAMES.get(init.data_type, str(init.data_type)))
+    for node in graph.node:
+        domain = node.domain or "ai.onnx"
+        ops.add((domain, opsets.get(domain, 0), node.op_type))
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                dtypes.add(_DTYPE_NAMES.get(attr.t.data_type, str(attr.t.data_type)))
+            if attr.HasField("g"):
+                _walk(attr.g, opsets, ops, dtypes)
+            for sub in attr.graphs:
+                _walk(sub, opsets, ops, dtypes)
+
+
+def model_strip_info(model_path: str, *, model_sha256: str | None = None) -> dict[str, Any]:
+    """The operators and dtypes of one model (weights are not loaded)."""
+    import onnx
+
+    model = onnx.load(model_path, load_external_data=False)
+    try:
+        model = onnx.shape_inference.infer_shapes(model)  # dtypes of intermediate tensors
+    except Exception:  # shape inference is best effort: the ops do not depend on it
+        pass
+    opsets = {(op.domain or "ai.onnx"): op.version for op in model.opset_import}
+    ops: set[tuple[str, int, str]] = set()
+    dtypes: set[str] = set()
+    _walk(model.graph, opsets, ops, dtypes)
+    return {
+        "sha256": model_sha256 or hash_files([model_path]).sha256,
+        "operators": [{"domain": d, "opset": v, "op_type": t} for d, v, t in sorted(ops)],
+        "dtypes": sorted(dtypes),
+    }
+
+
+def reduced_build_config(operators: list[dict[str, Any]], model_names: list[str]) -> str:
+    """onnxruntime's reduced-build config text for these operators."""
+    by_domain: dict[tuple[str, int], set[str]] = {}
+    for op in operators:
+        by_domain.setdefault((op["domain"], op["opset"]), set()).add(op["op_type"])
+    lines = ["# Generated from ONNX model/s:"] + [f"# - {name}" for name in model_names]
+    lines += [f"{domain};{opset};{','.join(sorted(names))}" for (domain, opset), names in sorted(by_domain.items())]
+    return "\n".join(lines) + "\n"
+
+
+def write_strip_info(model_path: str, json_path: str, *, append: bool = False, model_sha256: str | None = None) -> dict[str, Any]:
+    """Write the strip-info JSON and the reduced-build config beside it.
+
+    Args:
+        model_path: the model (as it will run).
+        json_path: the JSON to write; the config goes to ``X.required_operators.config``.
+        append: merge into an existing strip-info JSON (its models, operators
+            and dtypes are kept), as MegEngine's ``append_json`` does.
+        model_sha256: the model's hash, when the caller has it.
+
+    Returns:
+        The JSON written.
+
+    Raises:
+        OutputError: the JSON to append to is not a strip-info file, or a file cannot be written.
+    """
+    from .pack import strip_info_paths
+
+    info = model_strip_info(model_path, model_sha256=model_sha256)
+    info["model"] = os.path.basename(model_path)
+    models = []
+    if append and os.path.exists(json_path):
+        try:
+            with open(json_path, encoding="utf-8") as f:
+                previous = json.load(f)
+            if previous.get("format") != FORMAT:
+                raise ValueError("not a strip-info file")
+            models = [m for m in previous["models"] if m.get("sha256") != info["sha256"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise OutputError(f"cannot append strip info to {json_path}: {exc}") from None
+    models.append(info)
+    operators = sorted({(op["domain"], op["opset"], op["op_type"]) for m in models for op in m["operators"]})
+    document = {
+        "format": FORMAT,
+        "version": VERSION,
+        "models": models,
+        "operators": [{"domain": d, "opset": v, "op_type": t} for d, v, t in operators],
+        "dtypes": sorted({d for m in models for d in m["dtypes"]}),
+    }
+    _, config_path = strip_info_paths(json_path)
+    write_bytes_atomic(json_path, (json.dumps(document, indent=1, sort_keys=True) + "\n").encode())
+    write_bytes_atomic(config_path, reduced_build_config(document["operators"], [m["model"] for m in models]).encode())
+    return document
