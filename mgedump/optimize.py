@@ -183,7 +183,14 @@ def optimize_file(src: str, dst: str, options: OptimizeOptions) -> OptimizeResul
         notes: list[str] = []
         external = _uses_external(src)
         # 1. portable rewrites (standard ONNX); 2. float16; 3. onnxruntime-only fusions and layouts
-        model = _ort_offline(src, os.path.join(tmp, "basic.onnx"), "basic", external) if options.optimize_for_inference else onnx.load(src)
+        if options.optimize_for_inference:
+            model = _ort_offline(src, os.path.join(tmp, "basic.onnx"), "basic", external)
+            if _batchnorm_to_affine(model):  # BatchNorms that follow no Conv: Mul + Add, then fold again
+                staged = os.path.join(tmp, "affine.onnx")
+                _save(model, staged, external)
+                model = _ort_offline(staged, os.path.join(tmp, "basic2.onnx"), "basic", external)
+        else:
+            model = onnx.load(src)
         if options.enable_ioc16:
             model = _ioc16(model, notes)
         elif options.enable_io16xc32:
@@ -240,21 +247,87 @@ def _ort_offline(src: str, out: str, level: str, external: bool) -> Any:
         opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
     open_session(src, options=opts)
     model = onnx.load(out)
-    source = onnx.load(src, load_external_data=False)
-    _restore_ir(model, source)
+    _restore_ir(model, onnx.load(src, load_external_data=False))
     return model
 
 
-def _restore_ir(model: Any, source: Any) -> None:
-    """onnxruntime saves IR v3 models without their weights in graph.input: list them again."""
-    model.ir_version = source.ir_version
-    if source.ir_version < 4:
-        listed = {i.name for i in model.graph.input}
-        from onnx import helper
+def _batchnorm_to_affine(model: Any) -> int:
+    """Rewrite inference BatchNormalization nodes whose parameters are constants as Mul + Add.
 
-        for init in model.graph.initializer:
-            if init.name not in listed:
-                model.graph.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    onnxruntime folds a BatchNorm into the Conv before it; one that follows
+    something else (a Concat, an Add) stays. As ``x * s + b`` with
+    ``s = scale / sqrt(var + eps)`` and ``b = B - mean * s`` it is standard ONNX
+    that any runtime computes, and that later Conv folding can absorb.
+
+    Returns:
+        How many nodes were rewritten.
+    """
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    weights = {init.name: init for init in graph.initializer}
+    count = 0
+    nodes = []
+    for node in graph.node:
+        params = node.input[1:5]
+        if node.op_type != "BatchNormalization" or len(node.output) != 1 or len(params) != 4 or not all(p in weights for p in params):
+            nodes.append(node)
+            continue
+        scale, bias, mean, var = (numpy_helper.to_array(weights[p]).astype(np.float64) for p in params)
+        eps = next((a.f for a in node.attribute if a.name == "epsilon"), 1e-5)
+        mul = scale / np.sqrt(var + eps)
+        add = bias - mean * mul
+        dtype = numpy_helper.to_array(weights[params[0]]).dtype
+        rank = _rank_of(model, node.input[0])
+        shape = (-1,) + (1,) * max(rank - 2, 0)
+        base = node.output[0]
+        mul_name, add_name, mid = f"{base}__bn_scale", f"{base}__bn_bias", f"{base}__bn_mul"
+        graph.initializer.extend([numpy_helper.from_array(mul.astype(dtype).reshape(shape), mul_name),
+                                  numpy_helper.from_array(add.astype(dtype).reshape(shape), add_name)])
+        nodes.append(helper.make_node("Mul", [node.input[0], mul_name], [mid], name=f"{node.name}__mul" if node.name else ""))
+        nodes.append(helper.make_node("Add", [mid, add_name], [base], name=f"{node.name}__add" if node.name else ""))
+        count += 1
+    if count:
+        del graph.node[:]
+        graph.node.extend(nodes)
+    return count
+
+
+def _rank_of(model: Any, name: str) -> int:
+    """A tensor's rank from the model's value infos (shape inference); 4 when unknown."""
+    import onnx
+
+    for value in list(model.graph.input) + list(model.graph.value_info):
+        if value.name == name and value.type.tensor_type.HasField("shape"):
+            return len(value.type.tensor_type.shape.dim)
+    inferred = onnx.shape_inference.infer_shapes(model)
+    for value in inferred.graph.value_info:
+        if value.name == name and value.type.tensor_type.HasField("shape"):
+            return len(value.type.tensor_type.shape.dim)
+    return 4
+
+
+def _restore_ir(model: Any, source: Any) -> None:
+    """Give an IR v3 model back its weights-as-inputs after onnxruntime saved it.
+
+    onnxruntime drops initializers from graph.input (IR v3 requires them there,
+    so onnx.checker fails) and keeps inputs for the initializers it folded away
+    (so the model would ask for them): list exactly the real inputs, then every
+    initializer.
+    """
+    model.ir_version = source.ir_version
+    if source.ir_version >= 4:
+        return
+    from onnx import helper
+
+    source_inits = {init.name for init in source.graph.initializer}
+    real = [value for value in model.graph.input if value.name not in source_inits]
+    current = {value.name: value for value in model.graph.input}
+    weights = [current.get(init.name) or helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
+               for init in model.graph.initializer]
+    del model.graph.input[:]
+    model.graph.input.extend(real + weights)
 
 
 def _used_domains(graph: Any, out: set[str]) -> None:
