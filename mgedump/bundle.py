@@ -93,9 +93,9 @@ class Member:
 
 def tensor_bytes(array: np.ndarray, name: str) -> bytes:
     """Serialize an array as an ONNX TensorProto named ``name``."""
-    from onnx import numpy_helper
+    from .tensorproto import encode
 
-    return numpy_helper.from_array(np.asarray(array), name).SerializeToString()
+    return encode(array, name)
 
 
 def write_bundle(path: str, manifest: dict[str, Any], members: Sequence[Member]) -> dict[str, Any]:
@@ -366,20 +366,12 @@ class Bundle:
 
     def tensor(self, name: str, expect_name: str) -> np.ndarray:
         """Read a TensorProto member; its name must be expect_name or empty."""
-        from google.protobuf.message import DecodeError
-        from onnx import TensorProto, numpy_helper
+        from .tensorproto import decode
 
-        proto = TensorProto()
         try:
-            proto.ParseFromString(self._read(name))
-            if proto.data_location == TensorProto.EXTERNAL:
-                raise BundleError(f"{self.path}: member {name!r} refers to external data")
-            array = numpy_helper.to_array(proto)
-        except BundleError:
-            raise
-        except (DecodeError, ValueError, TypeError, RuntimeError) as exc:
+            array, tensor_name = decode(self._read(name))
+        except ValueError as exc:
             raise BundleError(f"{self.path}: member {name!r} is not a valid TensorProto ({exc})") from None
-        if proto.name and proto.name != expect_name:
-            raise BundleError(f"{self.path}: member {name!r} holds tensor {proto.name!r}, expected {expect_name!r}")
+        if tensor_name and tensor_name != expect_name:
+            raise BundleError(f"{self.path}: member {name!r} holds tensor {tensor_name!r}, expected {expect_name!r}")
         return array
-
