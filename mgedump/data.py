@@ -314,7 +314,7 @@ def load_image(path: str, info: TensorInfo, resize: bool) -> np.ndarray:
 
         image = cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR)
     got_h, got_w = image.shape[:2]
-    for want, got, dim in ((height, got_h, "height"), (width, got_w, "width")):
+    for want, got in ((height, got_h), (width, got_w)):
         if isinstance(want, int) and want != got:
             raise DataError(
                 f"{path}: image is {got_w}x{got_h} (WxH), but input {info.name!r} takes "
