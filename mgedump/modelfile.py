@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .errors import ModelError
+from .tensorproto import read_varint
 
 DATA_MEMBER = "model.onnx.data"
 
@@ -29,33 +30,20 @@ _EXTERNAL = 1
 
 
 class _WireError(ValueError):
-    pass
-
-
-def _varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= end or shift > 63:
-            raise _WireError("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
+    """The bytes are not the protobuf they should be."""
 
 
 def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
     """Yield (field, wire type, value or start, end) for each field of one message."""
     pos = start
     while pos < end:
-        key, pos = _varint(buf, pos, end)
+        key, pos = read_varint(buf, pos, end)
         field, wire = key >> 3, key & 7
         if wire == 0:
-            value, pos = _varint(buf, pos, end)
+            value, pos = read_varint(buf, pos, end)
             yield field, 0, value, pos
         elif wire == 2:
-            length, pos = _varint(buf, pos, end)
+            length, pos = read_varint(buf, pos, end)
             if pos + length > end:
                 raise _WireError("field runs past its message")
             yield field, 2, pos, pos + length
@@ -120,7 +108,7 @@ def uses_external_data(path: str) -> bool:
                     if field == _MODEL_GRAPH and wire == 2 and _graph_is_external(buf, s, e):
                         return True
                 return False
-            except (_WireError, IndexError):
+            except (ValueError, IndexError):
                 return False
             finally:
                 buf.release()

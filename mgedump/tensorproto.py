@@ -67,10 +67,16 @@ def encode(array: np.ndarray, name: str) -> bytes:
     return b"".join(parts)
 
 
-def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
+def read_varint(buf: memoryview, pos: int, end: int | None = None) -> tuple[int, int]:
+    """Read a protobuf varint at pos (before end); return it and the position after it.
+
+    Raises:
+        ValueError: the varint is truncated or longer than 64 bits.
+    """
+    end = len(buf) if end is None else end
     result = shift = 0
     while True:
-        if pos >= len(buf) or shift > 63:
+        if pos >= end or shift > 63:
             raise ValueError("truncated varint")
         byte = buf[pos]
         pos += 1
@@ -95,10 +101,10 @@ def decode(data: bytes) -> tuple[np.ndarray, str]:
     pos = 0
     try:
         while pos < len(buf):
-            key, pos = _read_varint(buf, pos)
+            key, pos = read_varint(buf, pos)
             number, wire = key >> 3, key & 7
             if wire == 0:
-                value, pos = _read_varint(buf, pos)
+                value, pos = read_varint(buf, pos)
                 if number == 1:
                     dims.append(value)
                 elif number == 2:
@@ -106,7 +112,7 @@ def decode(data: bytes) -> tuple[np.ndarray, str]:
                 else:
                     other = True
             elif wire == 2:
-                length, pos = _read_varint(buf, pos)
+                length, pos = read_varint(buf, pos)
                 if pos + length > len(buf):
                     raise ValueError("field runs past the end")
                 payload = buf[pos : pos + length]
