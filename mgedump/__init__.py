@@ -20,6 +20,11 @@ _LAZY = {
     "Report": "mgedump.verify",
     "DataOptions": "mgedump.data",
     "MgeError": "mgedump.errors",
+    "Tensor": "mgedump.tensor",
+    "tensor": "mgedump.tensor",
+    "functional": "mgedump.functional",
+    "module": "mgedump.module",
+    "jit": "mgedump.jit",
 }
 
 __all__ = ["__version__", *_LAZY]

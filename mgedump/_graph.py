@@ -1,0 +1,561 @@
+"""Recording operations, replaying them, and compiling the recorded graph to onnxruntime.
+
+The pieces:
+
+- :func:`apply` is the one dispatch every operation goes through. With no
+  trace running (or inside ``exclude_from_trace``) it computes with numpy. In
+  the first call of a trace a :class:`Recorder` computes (unless symbolic) and
+  appends an :class:`OpRecord`; in later calls a :class:`Replayer` checks each
+  operation against the record and computes nothing.
+- A :class:`Program` holds what the first call recorded: the values (arguments,
+  external tensors, constants, tensors made inside ``exclude_from_trace``, and
+  operation results) and the operations in order. It compiles slices of the
+  graph into onnxruntime sessions on demand and caches them.
+- Values are computed lazily on replay: reading a value (inside
+  ``exclude_from_trace``, or with ``.numpy()``) runs the slice of the graph
+  that produces it, from the values known so far in that call; the function's
+  return values are computed the same way when it returns. A trace without
+  value reads therefore runs one cached session per call.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ._ops import OPS
+from .tensor import ORIGIN_EXCLUDED, Tensor
+
+_local = threading.local()
+
+OPSET = 13
+IR_VERSION = 8
+
+
+class TraceMismatchError(RuntimeError):
+    """A later call of a traced function differs from the first one (the one recorded)."""
+
+
+def current() -> "Call | None":
+    """The traced call running in this thread, if any."""
+    return getattr(_local, "call", None)
+
+
+def apply(op: str, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
+    """Run one operation: eagerly, or recorded/replayed by the traced call in progress.
+
+    Args:
+        op: a key of :data:`mgedump._ops.OPS`.
+        inputs: the operands, already of the dtypes the operation needs.
+        attrs: plain Python attributes (compared between calls).
+    """
+    call = getattr(_local, "call", None)
+    if call is not None and not call.excluded:
+        return call.apply(op, inputs, attrs)
+    out = OPS[op].compute([t._value() for t in inputs], attrs)
+    return Tensor._wrap(np.asarray(out))
+
+
+@dataclass
+class Value:
+    """A value of the recorded graph.
+
+    Attributes:
+        kind: ``arg`` (an argument), ``ext`` (a tensor from outside the
+            function), ``xin`` (made inside ``exclude_from_trace``), ``const``
+            (made in the function from data) or ``op`` (an operation's result).
+        shape, dtype: as recorded.
+        label: how messages name it.
+        op: the index of the producing operation (``op`` values).
+        data: the value of a constant, or of an external tensor when recorded.
+        tensor: the external tensor itself.
+        name: the argument's or external tensor's name.
+    """
+
+    kind: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    label: str
+    op: int = -1
+    data: np.ndarray | None = None
+    tensor: Tensor | None = None
+    name: str | None = None
+
+
+@dataclass
+class OpRecord:
+    name: str
+    attrs: dict[str, Any]
+    inputs: tuple[int, ...]
+    output: int
+
+
+@dataclass
+class Compiled:
+    session: Any
+    inputs: list[int]  # the values fed, in the session's input order
+
+
+@dataclass
+class Program:
+    """What a trace's first call recorded, and the sessions compiled from it.
+
+    Attributes:
+        label: the traced function's name, for messages.
+        capture_as_const: external tensors are constants of the graph.
+        graph_opt: onnxruntime's optimisation level for the sessions.
+        profile_prefix: onnxruntime profiling file prefix, when profiling.
+    """
+
+    label: str
+    capture_as_const: bool
+    graph_opt: str
+    profile_prefix: str | None = None
+    values: list[Value] = field(default_factory=list)
+    ops: list[OpRecord] = field(default_factory=list)
+    inputs: list[tuple[Any, int]] = field(default_factory=list)  # (position or keyword, value id)
+    ext_by_id: dict[int, int] = field(default_factory=dict)
+    used_exclude: bool = False
+    structure: Any = None  # how the first call's outputs were arranged
+    output_vids: list[int | None] = field(default_factory=list)
+    sessions: dict[Any, Compiled] = field(default_factory=dict)
+    retired_sessions: list[Any] = field(default_factory=list)
+
+    def add(self, value: Value) -> int:
+        self.values.append(value)
+        return len(self.values) - 1
+
+    def describe(self, vid: int) -> str:
+        return self.values[vid].label
+
+    # ------------------------------------------------------------ compiling
+
+    def slice(self, need: Sequence[int], cut: frozenset[int] | set[int]) -> tuple[list[int], set[int]]:
+        """The operations that compute ``need`` from the leaves and the ``cut`` values, and those leaves."""
+        ops: set[int] = set()
+        leaves: set[int] = set()
+        seen: set[int] = set()
+        stack = list(need)
+        while stack:
+            vid = stack.pop()
+            if vid in seen:
+                continue
+            seen.add(vid)
+            value = self.values[vid]
+            if vid in cut or value.kind != "op":
+                leaves.add(vid)
+                continue
+            if value.op not in ops:
+                ops.add(value.op)
+                stack.extend(self.ops[value.op].inputs)
+        return sorted(ops), leaves
+
+    def is_fed(self, vid: int, cut: frozenset[int] | set[int]) -> bool:
+        """Whether a leaf is a graph input (else an initializer)."""
+        kind = self.values[vid].kind
+        return vid in cut or kind in ("arg", "xin") or (kind == "ext" and not self.capture_as_const)
+
+    def compiled(self, need: tuple[int, ...], cut: frozenset[int]) -> Compiled:
+        """The session computing ``need`` from the fed values (cached)."""
+        key = (need, cut)
+        found = self.sessions.get(key)
+        if found is not None:
+            return found
+        ops, leaves = self.slice(need, cut)
+        fed = sorted(v for v in leaves if self.is_fed(v, cut))
+        consts = sorted(v for v in leaves if not self.is_fed(v, cut))
+        names = {v: f"v{v}" for v in (*fed, *consts, *need, *(self.ops[k].output for k in ops))}
+        model = build_model(self, ops, fed, consts, [(v, names[v]) for v in need], names, graph_name=self.label)
+        from .runtime import open_session, session_options
+
+        options = session_options(graph_opt=self.graph_opt, profile=self.profile_prefix)
+        session = open_session(model.SerializeToString(), label=f"the trace of {self.label}", options=options)
+        compiled = Compiled(session, fed)
+        self.sessions[key] = compiled
+        return compiled
+
+
+# ---------------------------------------------------------------- calls
+
+
+class Call:
+    """One call of a traced function: the thread's current call while it runs."""
+
+    symbolic = False
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.active = False
+        self.excluded = 0
+        self.known: dict[int, np.ndarray] = {}  # values of this call (fed leaves, materialized results)
+        self.cut: set[int] = set()  # results materialized in this call
+
+    def __enter__(self) -> "Call":
+        if current() is not None:
+            raise RuntimeError(
+                f"nested traces are not supported: {self.program.label} was called while another traced "
+                "function was running; call the inner function's undecorated version instead"
+            )
+        _local.call = self
+        self.active = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _local.call = None
+        self.active = False
+
+    def apply(self, op: str, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
+        raise NotImplementedError
+
+    def read_value(self, t: Tensor) -> np.ndarray:
+        """The value of one of this call's tensors that has none yet."""
+        self.materialize([t._vid])
+        return self.known[t._vid]
+
+    def materialize(self, vids: Sequence[int]) -> None:
+        """Compute these values on onnxruntime from the values known so far."""
+        need = tuple(dict.fromkeys(v for v in vids if v not in self.known))
+        if not need:
+            return
+        compiled = self.program.compiled(need, frozenset(self.cut))
+        from .runtime import run
+
+        outputs = run(compiled.session, {f"v{v}": self.known[v] for v in compiled.inputs})
+        for vid, array in zip(need, outputs):
+            self.known[vid] = array
+            self.cut.add(vid)
+
+    def finish(self, flat: Sequence[Tensor]) -> list[np.ndarray]:
+        """The values of the returned tensors (computed now where needed)."""
+        self.materialize([t._vid for t in flat if t._call is self and t._data is None and t._vid is not None])
+        return [self.known[t._vid] if t._call is self and t._data is None else t._value() for t in flat]
+
+
+class Recorder(Call):
+    """The first call: records every operation (computing it unless symbolic)."""
+
+    def __init__(self, program: Program, symbolic: bool) -> None:
+        super().__init__(program)
+        self.symbolic = symbolic
+        self.local: dict[int, tuple[int, Tensor]] = {}  # id of a tensor made in this call -> (value id, tensor)
+
+    def input(self, key: Any, name: str, t: Tensor) -> Tensor:
+        value = t._value()
+        vid = self.program.add(Value("arg", t.shape, t.dtype, f"argument {name!r}", name=name))
+        self.program.inputs.append((key, vid))
+        self.known[vid] = value
+        return Tensor._traced(None if self.symbolic else value, t.shape, t.dtype, vid, self)
+
+    def read_value(self, t: Tensor) -> np.ndarray:
+        if self.symbolic and not self.excluded:
+            raise RuntimeError(
+                f"cannot read the value of a tensor (shape {t.shape}, {t.dtype}) while tracing "
+                f"{self.program.label} with symbolic=True: the first call runs on placeholders with no "
+                "value. Use trace(symbolic=False), or read it inside `with jit.exclude_from_trace():`"
+            )
+        return super().read_value(t)
+
+    def ref(self, t: Tensor) -> int:
+        """The value id of an operand, registering constants, external and excluded tensors."""
+        if t._call is self:
+            if t._vid is not None:
+                return t._vid
+            entry = self.local.get(id(t))
+            if entry is not None:
+                return entry[0]
+            program = self.program
+            if t._origin == ORIGIN_EXCLUDED:
+                n = sum(1 for v in program.values if v.kind == "xin")
+                vid = program.add(Value("xin", t.shape, t.dtype, f"tensor #{n} computed inside exclude_from_trace"))
+                self.known[vid] = t._data
+            else:
+                vid = program.add(Value("const", t.shape, t.dtype, "a constant", data=t._data))
+            self.local[id(t)] = (vid, t)
+            return vid
+        program = self.program
+        vid = program.ext_by_id.get(id(t))
+        if vid is not None:
+            return vid
+        value = t._value()
+        n = sum(1 for v in program.values if v.kind == "ext")
+        label = f"external tensor {t.name!r}" if t.name else f"external tensor #{n} ({t.dtype}{list(t.shape)})"
+        vid = program.add(Value("ext", t.shape, t.dtype, label, data=value, tensor=t, name=t.name))
+        program.ext_by_id[id(t)] = vid
+        self.known[vid] = value
+        return vid
+
+    def apply(self, op: str, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
+        program = self.program
+        refs = tuple(self.ref(t) for t in inputs)
+        placeholder = any(t._data is None for t in inputs)
+        if placeholder:  # symbolic: shapes and dtypes from a run on zeros
+            arrays = [np.zeros(t.shape, t.dtype) if t._data is None else t._data for t in inputs]
+            with np.errstate(all="ignore"):
+                out = np.asarray(OPS[op].compute(arrays, attrs))
+        else:
+            out = np.asarray(OPS[op].compute([t._data for t in inputs], attrs))
+        k = len(program.ops)
+        vid = program.add(Value("op", out.shape, out.dtype, f"the result of op #{k} ({op})", op=k))
+        program.ops.append(OpRecord(op, attrs, refs, vid))
+        return Tensor._traced(None if placeholder else out, out.shape, out.dtype, vid, self)
+
+
+class Replayer(Call):
+    """A later call: checks each operation against the record and computes nothing."""
+
+    def __init__(self, program: Program) -> None:
+        super().__init__(program)
+        self.pos = 0
+
+    def input(self, vid: int, t: Tensor) -> Tensor:
+        value = t._value()
+        self.known[vid] = value
+        return Tensor._traced(value, t.shape, t.dtype, vid, self)
+
+    def _mismatch(self, k: int, message: str) -> TraceMismatchError:
+        return TraceMismatchError(f"{self.program.label}: op #{k} ({self.program.ops[k].name}): {message}")
+
+    def apply(self, op: str, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
+        program = self.program
+        k = self.pos
+        if k >= len(program.ops):
+            raise TraceMismatchError(
+                f"{program.label}: op #{k} ({op}) was not in the trace: the first call issued "
+                f"{len(program.ops)} operation(s) and this one issues more"
+            )
+        rec = program.ops[k]
+        if rec.name != op:
+            raise TraceMismatchError(f"{program.label}: op #{k}: the trace has {rec.name}, this call issues {op}")
+        if rec.attrs != attrs:
+            diff = [key for key in sorted(set(rec.attrs) | set(attrs)) if rec.attrs.get(key) != attrs.get(key)]
+            detail = "; ".join(f"{key}: traced {rec.attrs.get(key)!r}, got {attrs.get(key)!r}" for key in diff)
+            raise self._mismatch(k, f"attributes differ ({detail})")
+        if len(rec.inputs) != len(inputs):
+            raise self._mismatch(k, f"the trace has {len(rec.inputs)} input(s), this call gives {len(inputs)}")
+        for p, (t, vid) in enumerate(zip(inputs, rec.inputs)):
+            if t._call is self and t._vid is not None:
+                if t._vid != vid:
+                    raise self._mismatch(k, f"input {p}: the trace has {program.describe(vid)}, this call gives {program.describe(t._vid)}")
+            else:
+                self._check_operand(k, p, t, vid)
+        self.pos = k + 1
+        value = program.values[rec.output]
+        return Tensor._traced(None, value.shape, value.dtype, rec.output, self)
+
+    def _check_operand(self, k: int, p: int, t: Tensor, vid: int) -> None:
+        program = self.program
+        expected = program.values[vid]
+        if t._call is self:
+            if t._origin == ORIGIN_EXCLUDED:
+                if expected.kind != "xin":
+                    raise self._mismatch(k, f"input {p}: the trace has {expected.label}, this call gives a tensor computed inside exclude_from_trace")
+                if t.shape != expected.shape or t.dtype != expected.dtype:
+                    raise self._mismatch(k, f"input {p} ({expected.label}): traced {expected.dtype}{list(expected.shape)}, got {t.dtype}{list(t.shape)}")
+                self.known[vid] = t._data
+                return
+            if expected.kind != "const":
+                raise self._mismatch(k, f"input {p}: the trace has {expected.label}, this call gives a constant {_short(t._data)}")
+            if not _same(expected.data, t._data):
+                raise self._mismatch(k, f"input {p}: a constant changed: traced {_short(expected.data)}, got {_short(t._data)}")
+            return
+        if expected.kind != "ext":
+            what = f"external tensor {t.name!r}" if t.name else "an external tensor (one made outside the function)"
+            raise self._mismatch(k, f"input {p}: the trace has {expected.label}, this call gives {what}")
+        if t is expected.tensor:
+            value = expected.data
+        else:
+            value = t._value()
+            if program.capture_as_const:
+                if not _same(expected.data, value):
+                    raise self._mismatch(
+                        k, f"input {p}: captured constant {expected.label} changed since the trace was made "
+                        f"(traced {_short(expected.data)}, now {_short(value)}); capture_as_const=True bakes the "
+                        "values of external tensors into the graph: make a new trace, or use capture_as_const=False",
+                    )
+            elif value.shape != expected.shape or value.dtype != expected.dtype:
+                raise self._mismatch(
+                    k, f"input {p}: {expected.label} was {expected.dtype}{list(expected.shape)} when traced, "
+                    f"now {value.dtype}{list(value.shape)}",
+                )
+        if not program.capture_as_const:
+            self.known[vid] = value
+
+    def finish(self, flat: Sequence[Tensor]) -> list[np.ndarray]:
+        program = self.program
+        if self.pos != len(program.ops):
+            rec = program.ops[self.pos]
+            raise TraceMismatchError(
+                f"{program.label}: this call issued {self.pos} operation(s), the trace has {len(program.ops)}: "
+                f"op #{self.pos} ({rec.name}) and after were not issued"
+            )
+        return super().finish(flat)
+
+
+def _same(a: np.ndarray | None, b: np.ndarray) -> bool:
+    return a is b or (a is not None and a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b)))
+
+
+def _short(a: np.ndarray | None) -> str:
+    if a is None:
+        return "nothing"
+    if a.size <= 6:
+        return f"{a.tolist()!r} ({a.dtype})"
+    return f"a {a.dtype}{list(a.shape)} array (min {a.min()}, max {a.max()}, mean {a.astype(np.float64).mean():.6g})"
+
+
+# ---------------------------------------------------------------- ONNX
+
+
+class Builder:
+    """Collects ONNX nodes and initializers with unique names."""
+
+    def __init__(self, reserved: set[str], node_names: bool, descriptive: bool = False) -> None:
+        from onnx import helper, numpy_helper
+
+        self._helper = helper
+        self._numpy_helper = numpy_helper
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+        self.names = set(reserved)
+        self.node_names = node_names
+        self.descriptive = descriptive
+        self.label = ""
+        self._node_names: set[str] = set()
+        self._counts: dict[tuple[int, str], int] = {}
+
+    def unique(self, hint: str, taken: set[str] | None = None) -> str:
+        taken = self.names if taken is None else taken
+        n = self._counts.get((id(taken), hint), 0)
+        name = hint if n == 0 else f"{hint}_{n}"
+        while name in taken:
+            n += 1
+            name = f"{hint}_{n}"
+        self._counts[(id(taken), hint)] = n
+        taken.add(name)
+        return name
+
+    def tmp(self, hint: str) -> str:
+        return self.unique(f"{self.label}/{hint}" if self.label and self.descriptive else f"_{hint}")
+
+    def const(self, array: np.ndarray, hint: str = "const") -> str:
+        name = self.tmp(hint)
+        self.initializers.append(self._numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def node(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str], **attrs: Any) -> None:
+        name = self.unique(self.label or op_type, self._node_names) if self.node_names else None
+        self.nodes.append(self._helper.make_node(op_type, list(inputs), list(outputs), name=name, **attrs))
+
+
+def build_model(
+    program: Program,
+    ops: Sequence[int],
+    fed: Sequence[int],
+    consts: Sequence[int],
+    outputs: Sequence[tuple[int, str]],
+    names: dict[int, str],
+    *,
+    graph_name: str,
+    node_names: bool = False,
+    descriptive: bool = False,
+    extra_inputs: Sequence[tuple[str, tuple[int, ...], np.dtype]] = (),
+) -> Any:
+    """An ONNX model (IR 8, opset 13) of some recorded operations.
+
+    Args:
+        program: the recording.
+        ops: indices of the operations, in recorded order.
+        fed: values that are graph inputs, in order.
+        consts: values that are initializers (constants, captured tensors).
+        outputs: (value id, graph output name) pairs.
+        names: the tensor name of every value used.
+        graph_name: the graph's name.
+        node_names: name the nodes after the operations (``conv2d_3``).
+        descriptive: name helper tensors after their operation too.
+        extra_inputs: unused graph inputs to declare too (name, shape, dtype).
+    """
+    from onnx import helper, numpy_helper
+
+    from . import __version__
+    from ._ops import _onnx_type
+
+    values = program.values
+    b = Builder(set(names.values()) | {name for _, name in outputs} | {n for n, _, _ in extra_inputs}, node_names, descriptive)
+    graph_inputs = [helper.make_tensor_value_info(names[v], _onnx_type(values[v].dtype), values[v].shape) for v in fed]
+    graph_inputs += [helper.make_tensor_value_info(n, _onnx_type(d), s) for n, s, d in extra_inputs]
+    initializers = [numpy_helper.from_array(values[v].data, names[v]) for v in consts]
+    for k in ops:
+        rec = program.ops[k]
+        b.label = f"{rec.name}_{k}"
+        infos = [(values[v].shape, values[v].dtype) for v in rec.inputs]
+        out = values[rec.output]
+        OPS[rec.name].emit(b, [names[v] for v in rec.inputs], names[rec.output], rec.attrs, infos, (out.shape, out.dtype))
+    b.label = ""
+    graph_outputs = []
+    for vid, name in outputs:
+        if names[vid] != name:
+            b.node("Identity", [names[vid]], [name])
+        graph_outputs.append(helper.make_tensor_value_info(name, _onnx_type(values[vid].dtype), values[vid].shape))
+    graph = helper.make_graph(b.nodes, graph_name, graph_inputs, graph_outputs, initializer=initializers + b.initializers)
+    return helper.make_model(
+        graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)],
+        producer_name="mgedump.jit.trace", producer_version=__version__,
+    )
+
+
+def flatten_outputs(result: Any, label: str) -> tuple[Any, list[Tensor]]:
+    """The returned tensors in order, and the structure to rebuild (a Tensor, tuple/list or dict of them, or None).
+
+    Raises:
+        TypeError: something other than tensors was returned.
+    """
+    def bad(what: str) -> TypeError:
+        return TypeError(
+            f"{label} must return a Tensor, a tuple or list of Tensors, a dict of Tensors or None; it returned {what}"
+        )
+
+    if result is None:
+        return ("none", None), []
+    if isinstance(result, Tensor):
+        return ("tensor", None), [result]
+    if isinstance(result, (tuple, list)):
+        for i, t in enumerate(result):
+            if not isinstance(t, Tensor):
+                raise bad(f"a {type(t).__name__} at position {i}")
+        return (type(result).__name__, len(result)), list(result)
+    if isinstance(result, dict):
+        for key, t in result.items():
+            if not isinstance(key, str):
+                raise bad(f"a dict with a {type(key).__name__} key {key!r} (keys must be str)")
+            if not isinstance(t, Tensor):
+                raise bad(f"a {type(t).__name__} under key {key!r}")
+        return ("dict", list(result)), list(result.values())
+    raise bad(f"a {type(result).__name__}")
+
+
+def rebuild_outputs(structure: Any, tensors: list[Tensor]) -> Any:
+    kind, meta = structure
+    if kind == "none":
+        return None
+    if kind == "tensor":
+        return tensors[0]
+    if kind == "tuple":
+        return tuple(tensors)
+    if kind == "list":
+        return list(tensors)
+    return dict(zip(meta, tensors))
+
+
+def run_function(fn: Callable[..., Any], call: Call, args: list[Tensor], kwargs: dict[str, Any], label: str) -> tuple[Any, list[np.ndarray]]:
+    """Run the function in the call; return the output structure and the output values."""
+    with call:
+        result = fn(*args, **kwargs)
+        structure, flat = flatten_outputs(result, label)
+        arrays = call.finish(flat)
+        if isinstance(call, Recorder):
+            call.program.structure = structure
+            call.program.output_vids = [None if (t._call is call and t._origin == ORIGIN_EXCLUDED and t._vid is None) else call.ref(t) for t in flat]
+    return structure, arrays
