@@ -161,18 +161,13 @@ class ProcResult:
         return f"exit code {self.returncode}: {lines[-1] if lines else '(no stderr)'}"
 
 
-def run_process(argv: Sequence[str | Path], *, cwd: Path | None = None, stdout: Path | None = None) -> ProcResult:
-    """Run a command; time it from spawn to reap and read its own peak RSS with os.wait4."""
+def run_process(argv: Sequence[str | Path], *, cwd: Path | None = None) -> ProcResult:
+    """Run a command (stdout discarded); time it from spawn to reap and read its own peak RSS with os.wait4."""
     with tempfile.TemporaryFile() as err:
-        out = open(stdout, "wb") if stdout else subprocess.DEVNULL
-        try:
-            start = time.perf_counter()
-            proc = subprocess.Popen([str(a) for a in argv], cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-            _, status, usage = os.wait4(proc.pid, 0)
-            wall = time.perf_counter() - start
-        finally:
-            if stdout:
-                out.close()
+        start = time.perf_counter()
+        proc = subprocess.Popen([str(a) for a in argv], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait again
         err.seek(0)
         tail = err.read()[-4000:].decode("utf-8", "replace")
@@ -496,7 +491,8 @@ def failure_notes(label: str, results: dict[str, list[ProcResult]]) -> list[str]
     for name, runs in results.items():
         failed = [r for r in runs if not r.ok]
         if failed:
-            notes.append(f"{label}: {name} failed in {len(failed)} of {len(runs)} runs ({failed[0].failure()}); medians use the runs that passed.")
+            notes.append(f"{label}: {name} failed in {len(failed)} of {len(runs)} runs ({failed[0].failure()}); "
+                         "medians use the runs that passed.")
     return notes
 
 
@@ -522,7 +518,8 @@ def section_pack(ctx: Context) -> Table:
             table.notes.append(f"{short}, {name} per run (s): " + " ".join(fmt(r.wall_s) if r.ok else "failed" for r in runs))
         table.notes += failure_notes(short, results)
     if polygraphy_command() is None:
-        table.notes.append("B skipped: polygraphy is not installed (it is in the project's optional `bench` extra: `pip install -e \".[bench]\"`).")
+        table.notes.append("B skipped: polygraphy is not installed (it is in the project's optional `bench` extra: "
+                           "`pip install -e \".[bench]\"`).")
     return table
 
 
@@ -536,8 +533,9 @@ def section_rss(ctx: Context) -> Table:
     for model, results, _ in ctx.once("pack", lambda: measure_pack(ctx)):
         rss = {name: median(ok_values(results.get(name, []), lambda r: r.maxrss_kib * 1024.0)) for name in "ABC"}
         size = model.disk_bytes
-        table.rows.append([model.label, mib(size)] + [mib(rss[n]) if rss[n] else ("skipped" if n not in results else "n/a") for n in "ABC"]
-                          + [fmt_ratio(ratio(rss[n], size)) for n in "ABC"] + [fmt_ratio(ratio(rss["A"], rss["C"]))])
+        peaks = ["skipped" if n not in results else "n/a" if rss[n] is None else mib(rss[n]) for n in "ABC"]
+        ratios = [fmt_ratio(ratio(rss[n], size)) for n in "ABC"] + [fmt_ratio(ratio(rss["A"], rss["C"]))]
+        table.rows.append([model.label, mib(size), *peaks, *ratios])
         if model.max_rss_a is not None:
             a_size = ratio(rss["A"], size)
             table.checks.append(Check(f"rss {model.label.split(' (')[0]}: A / size on disk", f"<= {model.max_rss_a}",
@@ -701,7 +699,16 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def general_notes(ctx: Context) -> list[str]:
+def source_fingerprint() -> dict[str, tuple[int, int]]:
+    """name -> (size, mtime) of every mgedump source file: to tell whether the code changed during the run."""
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in (ROOT / "mgedump").glob("*.py")}
+
+
+def changed_files(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+
+
+def general_notes(ctx: Context, changed: list[str]) -> list[str]:
     floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     notes = [
         "Child processes are spawned with `subprocess.Popen` and reaped with `os.wait4`; wall time is `time.perf_counter` "
@@ -710,6 +717,9 @@ def general_notes(ctx: Context) -> list[str]:
         f"nothing heavy; its peak was {mib(floor * 1024)}, the lowest peak RSS any child here can report.",
         "The machine is shared and noisy: compare the ratios, not the absolute times, across runs of this script.",
     ]
+    if changed:
+        notes.insert(0, f"**mgedump's source changed while this ran** ({', '.join(f'`{n}`' for n in changed)}): "
+                        "the figures may mix two versions.")
     if ctx.quick:
         notes.insert(0, "**--quick**: tiny sizes and few runs, a smoke test. These numbers mean nothing; targets are for full runs.")
     return notes
@@ -768,6 +778,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return worker_main(*args.worker)
     started = time.perf_counter()
     header = machine()
+    fingerprint = source_fingerprint()
     tmp = Path(tempfile.mkdtemp(prefix="mgedump-bench-"))
     ctx = Context(quick=args.quick, runs=args.runs, tmp=tmp)
     try:
@@ -782,7 +793,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "args": " ".join(argv if argv is not None else sys.argv[1:]),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "duration": f"{int(elapsed // 60)} min {elapsed % 60:.0f} s",
-        "notes": general_notes(ctx),
+        "notes": general_notes(ctx, changed_files(fingerprint, source_fingerprint())),
     }
     text = render(header, tables, errors, meta)
     write_atomic(args.out, text)
