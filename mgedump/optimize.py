@@ -413,12 +413,24 @@ def _ioc16(model: Any, notes: list[str]) -> Any:
     from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
     _warn_clamped(model)
+    _name_nodes(model.graph)  # the converter names its Casts after nodes: unnamed nodes would collide
     supported = _cpu_float16_ops()
     present = _all_op_types(model.graph, set())
     block = sorted(set(DEFAULT_OP_BLOCK_LIST) | set(FLOAT32_ONLY_OPS) | {op for op in present if op not in supported})
     converted = convert_float_to_float16(model, keep_io_types=False, op_block_list=block, force_fp16_initializers=True)
     _check_topology(converted)
     return converted
+
+
+def _name_nodes(graph: Any) -> None:
+    """Give every node a unique name (keeping unique ones as they are)."""
+    seen: set[str] = set()
+    for index, node in enumerate(graph.node):
+        if not node.name or node.name in seen:
+            node.name = f"{node.op_type}_{index}"
+            while node.name in seen:
+                node.name += "_"
+        seen.add(node.name)
 
 
 def _io16xc32(model: Any, notes: list[str]) -> Any:
@@ -487,11 +499,21 @@ def _check_topology(model: Any) -> None:
     """
     graph = model.graph
     known = {v.name for v in graph.input} | {i.name for i in graph.initializer} | {""}
-    producer_count: dict[str, int] = {}
+    # The converter names the Cast before a float32-only node after its input, so a tensor read by two such
+    # nodes gets two identical Casts with one output name: keep the first.
+    producers: dict[str, Any] = {}
+    unique = []
     for node in graph.node:
-        for name in node.output:
-            producer_count[name] = producer_count.get(name, 0) + 1
-    pending = list(graph.node)
+        twin = next((producers[o] for o in node.output if o in producers), None)
+        if twin is not None:
+            if node.op_type == "Cast" and twin.op_type == "Cast" and list(node.input) == list(twin.input) \
+                    and list(node.output) == list(twin.output) and node.attribute == twin.attribute:
+                continue
+            raise ModelError(f"float16 conversion broke the graph: two nodes write {node.output[0]!r}")
+        producers.update((o, node) for o in node.output)
+        unique.append(node)
+    producer_count = {name: 1 for name in producers}
+    pending = unique
     ordered = []
     while pending:
         ready = [n for n in pending if all(i in known or i not in producer_count for i in n.input)]
