@@ -228,3 +228,28 @@ def test_strip_info_counts_subgraph_ops_and_appends(tmp_path):
     assert len(merged["models"]) == 2
     assert {o["op_type"] for o in merged["operators"]} >= {"Abs", "If", "Neg", "Conv", "Relu"}
     assert "ai.onnx;13;Abs,Conv,Flatten,GlobalAveragePool,If,Neg,Relu" in (tmp_path / "s.required_operators.config").read_text()
+
+
+def test_ioc16_repairs_the_converters_duplicate_casts(tmp_path, mgedump, mgerun):
+    """A tensor read by two float32-only nodes gets two same-named Casts from the converter; the result must be valid."""
+    from collections import Counter
+
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    rng = np.random.default_rng(0)
+    weight = lambda name, shape: numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(np.float32), name)  # noqa: E731
+    nodes = [helper.make_node("Conv", ["x", "W0"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "W1"], ["a"]), helper.make_node("Conv", ["p", "W2"], ["b"]),
+             helper.make_node("Add", ["a", "b"], ["y"])]
+    graph = helper.make_graph(nodes, "fan", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [weight("W0", (4, 3, 3, 3)), weight("W1", (4, 4, 1, 1)), weight("W2", (4, 4, 1, 1))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    onnx.save(model, tmp_path / "fan.onnx")
+    raw = convert_float_to_float16(model, keep_io_types=False, op_block_list=["Conv", "MaxPool", "Add"], force_fp16_initializers=True)
+    assert any(n > 1 for n in Counter(o for node in raw.graph.node for o in node.output).values())  # the converter's bug
+    out = tmp_path / "o.mgetest"
+    assert mgedump(tmp_path / "fan.onnx", "-d", "#rand(0,1)", "--optimize-for-inference", "--enable-ioc16", "--maxerr", "1e-2", "-o", out).code == 0
+    onnx.checker.check_model(_bundled_model(out))
+    assert mgerun(out, "--iter", "1").code == 0
