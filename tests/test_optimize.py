@@ -135,6 +135,10 @@ def test_nchw88_gives_nchwc_nodes_on_avx2(tmp_path, mgedump, mgerun):
     assert any(domain == "com.microsoft.nchwc" for domain, _ in _ops(_bundled_model(out)))
     assert _manifest(out)["requirements"] == ["onnxruntime", "onnxruntime-cpu", "x86-avx2"]
     assert mgerun(out, "--iter", "1").code == 0
+    other = [p for p in __import__("onnxruntime").get_available_providers() if p != "CPUExecutionProvider"]
+    if other:
+        refused = mgerun(out, "--provider", other[0])
+        assert refused.code == 2 and "CPU-only" in refused.err
 
 
 def test_nchw88_without_avx2_is_a_clear_error_at_pack_and_at_run(tmp_path, mgedump, mgerun, monkeypatch):
