@@ -94,8 +94,17 @@ def _resolve(op: str, dtypes: tuple) -> tuple[np.dtype, ...]:
     return found
 
 
+_WEAK_EXAMPLE = {bool: False, int: 0, float: 0.0}
+_RESULT_DTYPE: dict[tuple, np.dtype] = {}
+
+
 def _result_dtype(*operands: Any) -> np.dtype:
-    return np.result_type(*[x.dtype if isinstance(x, Tensor) else x for x in operands])
+    """numpy's result dtype of the operands (Python scalars are weak: they take the others' dtype)."""
+    key = tuple(_dtype_of(x) for x in operands)
+    found = _RESULT_DTYPE.get(key)
+    if found is None:
+        found = _RESULT_DTYPE[key] = np.result_type(*[_WEAK_EXAMPLE.get(k, k) for k in key])  # type: ignore[arg-type]
+    return found
 
 
 def _float_dtype(*operands: Any) -> np.dtype:

@@ -13,6 +13,7 @@ rules (a Python scalar adopts the tensor's dtype).
 
 from __future__ import annotations
 
+import math
 import sys
 import types
 from typing import Any, Iterator
@@ -162,7 +163,7 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self._shape, dtype=np.int64))
+        return math.prod(self._shape)
 
     def __len__(self) -> int:
         if not self._shape:
