@@ -213,12 +213,11 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         model = manifest["model"]
         label = f"{path}:{model['member']}"
         check_requirements(manifest["requirements"], resolve_providers(options.provider)[0])
+        # onnxruntime loads a file with a third less memory than the same bytes from Python
+        model_path = bundle.extract(model["member"], tmp)
         if model.get("external_data"):
-            model_path = bundle.extract(model["member"], tmp)
             bundle.extract(model["external_data"], tmp)
-            session = _open(model_path, label, options, tmp)
-        else:
-            session = _open(bundle.read(model["member"]), label, options, tmp)
+        session = _open(model_path, label, options, tmp)
         inputs = [TensorInfo.from_json(d) for d in manifest["inputs"]]
         outputs = [TensorInfo.from_json(d) for d in manifest["outputs"]]
         got_in, got_out = model_io(session)
