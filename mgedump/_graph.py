@@ -492,7 +492,7 @@ def build_model(
         b.label = f"{rec.name}_{k}"
         infos = [(values[v].shape, values[v].dtype) for v in rec.inputs]
         out = values[rec.output]
-        OPS[rec.name].emit(b, [names[v] for v in rec.inputs], names[rec.output], rec.attrs, infos, (out.shape, out.dtype))
+        _emit(b, rec, [names[v] for v in rec.inputs], names[rec.output], infos, (out.shape, out.dtype))
     b.label = ""
     graph_outputs = []
     for vid, name in outputs:
@@ -504,6 +504,33 @@ def build_model(
         graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)],
         producer_name="mgedump.jit.trace", producer_version=__version__,
     )
+
+
+def _emit(b: Builder, rec: OpRecord, ins: list[str], out: str, infos: list[tuple], oinfo: tuple) -> None:
+    """Emit one operation, in a wider dtype where onnxruntime has no kernel for its own."""
+    from ._ops import _onnx_type, compute_dtype, widened_inputs
+
+    if 0 in oinfo[0]:  # an empty result is known from its shape (and opset 13's Reshape reads 0 as "keep")
+        b.node("Identity", [b.const(np.zeros(oinfo[0], oinfo[1]), "empty")], [out])
+        return
+    positions = [p for p in widened_inputs(rec.name, len(ins)) if p < len(ins)]
+    dtype = infos[positions[0]][1] if positions else None
+    wide = compute_dtype(rec.name, dtype) if dtype is not None else None
+    if wide is None:
+        OPS[rec.name].emit(b, ins, out, rec.attrs, infos, oinfo)
+        return
+    ins, infos = list(ins), list(infos)
+    for p in positions:
+        if infos[p][1] == dtype:
+            cast = b.tmp("widen")
+            b.node("Cast", [ins[p]], [cast], to=_onnx_type(wide))
+            ins[p], infos[p] = cast, (infos[p][0], wide)
+    if oinfo[1] == dtype:
+        wide_out = b.tmp("wide")
+        OPS[rec.name].emit(b, ins, wide_out, rec.attrs, infos, (oinfo[0], wide))
+        b.node("Cast", [wide_out], [out], to=_onnx_type(dtype))
+    else:
+        OPS[rec.name].emit(b, ins, out, rec.attrs, infos, oinfo)
 
 
 def flatten_outputs(result: Any, label: str) -> tuple[Any, list[Tensor]]:

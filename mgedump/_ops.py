@@ -537,6 +537,42 @@ def _linear_emit(b, ins, out, attrs, infos, oinfo):
 _register("linear", _linear_compute, _linear_emit)
 
 
+# ------------------------------------------------------------------ dtypes onnxruntime's CPU kernels lack
+
+_SMALL_INTS = {np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16)}
+_HALF_INTS = {np.dtype(np.int16), np.dtype(np.uint16)}
+_I32, _I64 = np.dtype(np.int32), np.dtype(np.int64)
+
+
+def compute_dtype(name: str, dtype: np.dtype) -> np.dtype | None:
+    """The dtype to compute ``name`` in on onnxruntime's CPU provider when it has no kernel for ``dtype``.
+
+    numpy computes these dtypes directly; the graph casts to a wider type, runs
+    the operation, and casts back, which gives the same values (integer
+    arithmetic wraps alike modulo 2**n). None: no widening needed.
+    """
+    if name in ("add", "sub", "mul", "div", "matmul"):
+        return _I32 if dtype in _SMALL_INTS else None
+    if name == "pow":
+        return _I32 if dtype in _SMALL_INTS else _I64 if dtype == np.uint32 else None
+    if name == "neg":
+        return _I64 if dtype.kind == "u" and dtype.itemsize < 8 else None
+    if name in ("maximum", "minimum", "relu", "clip"):
+        return _I32 if dtype in _HALF_INTS else None
+    if name in ("greater", "greater_equal", "less", "less_equal"):
+        return _I32 if dtype == np.bool_ else None
+    if name == "where":
+        return _I32 if dtype in _HALF_INTS or dtype == np.bool_ else None
+    if name in ("argmax", "argmin", "reduce"):
+        return _I32 if dtype in _SMALL_INTS else _I64 if dtype.kind == "u" else None
+    return None
+
+
+def widened_inputs(name: str, n: int) -> range:
+    """Which inputs of ``name`` carry the dtype that :func:`compute_dtype` widens."""
+    return range(1, 3) if name == "where" else range(n)
+
+
 def _onnx_type(dtype: Any) -> int:
     from onnx import helper
 

@@ -137,6 +137,8 @@ def unary(op: str, x: Any) -> Tensor:
     in_dtype, out_dtype = _resolve(op, (x.dtype,))
     if op in ("floor", "ceil", "round") and in_dtype.kind != "f":
         return x  # already integral
+    if op == "reciprocal" and in_dtype.kind != "f":
+        raise TypeError(f"reciprocal of an integer tensor ({x.dtype}) is not supported; divide a float instead: 1.0 / x")
     return apply(op, [_operand(x, in_dtype)], {})
 
 
@@ -559,6 +561,8 @@ def conv2d(inp: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: An
         if x.shape[2 + i] + 2 * padding_[i] < span or stride_[i] < 1 or dilation_[i] < 1 or padding_[i] < 0:
             raise ValueError(f"conv2d: kernel {w.shape[2:]} (dilation {dilation_}) does not fit input {x.shape[2:]} with padding {padding_}, stride {stride_}")
     dtype = _float_dtype(x, w, *([] if bias is None else [bias]))
+    if dtype == np.float64:  # onnxruntime has no float64 Conv: compute in float32, eagerly too
+        dtype = np.dtype(np.float32)
     operands = [_operand(x, dtype), _operand(w, dtype)]
     if bias is not None:
         b = as_tensor(bias)
@@ -600,6 +604,8 @@ def avg_pool2d(inp: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
         raise ValueError(f"avg_pool2d mode must be 'average' or 'average_count_exclude_padding', got {mode!r}")
     x = as_tensor(inp)
     attrs = _pool_args(x, kernel_size, stride, padding, "avg_pool2d")
+    if x.dtype == np.float64:  # onnxruntime has no float64 AveragePool: compute in float32, eagerly too
+        x = _operand(x, np.dtype(np.float32))
     attrs["count_include_pad"] = mode == "average"
     return apply("avg_pool2d", [x], attrs)
 

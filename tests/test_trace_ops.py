@@ -216,3 +216,71 @@ def test_functional_argument_errors():
         tensor(A).transpose(0, 0, 1)
     with pytest.raises(ValueError, match="squeeze"):
         F.squeeze(tensor(A), 0)
+
+
+def _dtype_ops(x):
+    outs = [x + 1, x - x, x * 2, x // 2, x % 3, x ** 2, F.maximum(x, 1), F.minimum(x, 1), F.relu(x), x > 1, x <= 2,
+            x == 2, F.where(x > 1, x, x * 0), x.sum(), x.max(axis=0), x.min(), x.argmax(), x.argmin(axis=1), x.mean(),
+            x.prod(axis=1), -x, abs(x), F.clip(x, 1, 3), x @ x.T, x[::-1, 1:], F.concat([x, x]), x.reshape(-1),
+            F.stack([x, x], axis=1).transpose(2, 0, 1), x / 2]
+    if x.dtype.kind == "f":
+        outs += [F.exp(x / 8), F.sqrt(x), F.sigmoid(x), F.softmax(x, axis=1)]
+    return tuple(outs)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "float16", "float32", "float64"])
+def test_every_dtype_compiles_and_matches_numpy(dtype):
+    x = tensor(np.arange(12).reshape(3, 4) % 5, dtype)
+    eager = _dtype_ops(x)
+    f = trace(_dtype_ops)
+    f(x)
+    _check(f(x), eager, f"dtype {dtype}")
+
+
+def test_float64_conv_and_avg_pool_compute_in_float32():
+    x = tensor(IMG.astype(np.float64), np.float64)
+    w = tensor(W[:, :4 // 2].astype(np.float64), np.float64)
+    f = trace(lambda x, w: (F.conv2d(x, w, groups=2), F.avg_pool2d(x, 2), F.max_pool2d(x, 2)))
+    eager = f(x, w)
+    assert [t.dtype for t in eager] == [np.float32, np.float32, np.float64]
+    _check(f(x, w), eager, "float64 conv/pool")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def _shape_and_index(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    items = []
+    for dim in shape:
+        kind = draw(st.sampled_from(["int", "slice", "full"]))
+        if kind == "int":
+            items.append(draw(st.integers(-dim, dim - 1)))
+        elif kind == "slice":
+            bound = st.none() | st.integers(-dim - 2, dim + 2)
+            items.append(slice(draw(bound), draw(bound), draw(st.none() | st.sampled_from([-3, -2, -1, 1, 2, 3]))))
+        else:
+            items.append(slice(None))
+        if draw(st.booleans()) and draw(st.booleans()):
+            items.append(None)
+    if draw(st.booleans()) and items:  # replace a trailing run by an ellipsis
+        cut = draw(st.integers(0, len(items) - 1))
+        items = items[:cut] + [Ellipsis]
+    return shape, tuple(items)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_shape_and_index())
+def test_basic_indexing_matches_numpy(case):
+    shape, key = case
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    expect = a[key]
+    t = tensor(a)
+    np.testing.assert_array_equal(t[key].numpy(), expect)
+    f = trace(lambda x: x[key] + 0)
+    f(t)
+    got = f(t).numpy()
+    assert got.shape == expect.shape
+    np.testing.assert_array_equal(got, expect)
