@@ -363,7 +363,10 @@ def normalize_index(key: Any, shape: tuple[int, ...]) -> tuple:
             if not all(v is None or _is_int(v) for v in (item.start, item.stop, item.step)):
                 raise TypeError(f"slice {item!r} has non-integer bounds; only integer slices can be traced")
             start, stop, step = item.indices(dim)
-            out.append(("slice", start, None if stop < 0 else stop, step))
+            if not len(range(start, stop, step)):
+                out.append(("slice", 0, 0, 1))  # empty (indices() may give a start of -1: "before the first")
+            else:
+                out.append(("slice", start, None if stop < 0 else stop, step))
         else:
             i = int(item)
             if not -dim <= i < dim:

@@ -246,7 +246,7 @@ def test_float64_conv_and_avg_pool_compute_in_float32():
     _check(f(x, w), eager, "float64 conv/pool")
 
 
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 
@@ -273,6 +273,8 @@ def _shape_and_index(draw):
 
 @settings(max_examples=40, deadline=None)
 @given(_shape_and_index())
+@example(((1,), (slice(-2, None, -3),)))
+@example(((3, 2), (slice(None, None, -1), None, 0)))
 def test_basic_indexing_matches_numpy(case):
     shape, key = case
     a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
