@@ -21,8 +21,9 @@ The pieces:
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class TraceMismatchError(RuntimeError):
     """A later call of a traced function differs from the first one (the one recorded)."""
 
 
-def current() -> "Call | None":
+def current() -> Call | None:
     """The traced call running in this thread, if any."""
     return getattr(_local, "call", None)
 
@@ -122,7 +123,6 @@ class Program:
     structure: Any = None  # how the first call's outputs were arranged
     output_vids: list[int | None] = field(default_factory=list)
     sessions: dict[Any, Compiled] = field(default_factory=dict)
-    retired_sessions: list[Any] = field(default_factory=list)
 
     def add(self, value: Value) -> int:
         self.values.append(value)
@@ -193,7 +193,7 @@ class Call:
         self.known: dict[int, np.ndarray] = {}  # values of this call (fed leaves, materialized results)
         self.cut: set[int] = set()  # results materialized in this call
 
-    def __enter__(self) -> "Call":
+    def __enter__(self) -> Call:
         if current() is not None:
             raise RuntimeError(
                 f"nested traces are not supported: {self.program.label} was called while another traced "
@@ -203,7 +203,7 @@ class Call:
         self.active = True
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         _local.call = None
         self.active = False
 
@@ -461,7 +461,6 @@ def build_model(
     graph_name: str,
     node_names: bool = False,
     descriptive: bool = False,
-    extra_inputs: Sequence[tuple[str, tuple[int, ...], np.dtype]] = (),
 ) -> Any:
     """An ONNX model (IR 8, opset 13) of some recorded operations.
 
@@ -475,7 +474,6 @@ def build_model(
         graph_name: the graph's name.
         node_names: name the nodes after the operations (``conv2d_3``).
         descriptive: name helper tensors after their operation too.
-        extra_inputs: unused graph inputs to declare too (name, shape, dtype).
     """
     from onnx import helper, numpy_helper
 
@@ -483,9 +481,8 @@ def build_model(
     from ._ops import _onnx_type
 
     values = program.values
-    b = Builder(set(names.values()) | {name for _, name in outputs} | {n for n, _, _ in extra_inputs}, node_names, descriptive)
+    b = Builder(set(names.values()) | {name for _, name in outputs}, node_names, descriptive)
     graph_inputs = [helper.make_tensor_value_info(names[v], _onnx_type(values[v].dtype), values[v].shape) for v in fed]
-    graph_inputs += [helper.make_tensor_value_info(n, _onnx_type(d), s) for n, s, d in extra_inputs]
     initializers = [numpy_helper.from_array(values[v].data, names[v]) for v in consts]
     for k in ops:
         rec = program.ops[k]

@@ -9,7 +9,8 @@ runs in numpy on the tensors' values and returns a numpy result.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

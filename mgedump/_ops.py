@@ -9,8 +9,9 @@ compared attribute by attribute.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -442,7 +443,7 @@ def _pad(x: np.ndarray, padding: tuple[int, int], value: float = 0) -> np.ndarra
 def _conv2d_compute(a, attrs):
     x, w = a[0], a[1]
     groups = attrs["groups"]
-    n, c = x.shape[:2]
+    n = x.shape[0]
     oc, icg, kh, kw = w.shape
     win = _windows(_pad(x, attrs["padding"]), (kh, kw), attrs["stride"], attrs["dilation"])
     oh, ow = win.shape[2:4]

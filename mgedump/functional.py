@@ -11,11 +11,11 @@ casts where numpy would convert.
 
 from __future__ import annotations
 
-import sys
-
 import builtins
 import math
-from typing import Any, Sequence
+import sys
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -134,7 +134,7 @@ def unary(op: str, x: Any) -> Tensor:
         if op == "sigmoid" and x.dtype.kind != "f":
             x = _operand(x, np.dtype(np.float32))
         return apply(op, [x], {})
-    in_dtype, out_dtype = _resolve(op, (x.dtype,))
+    in_dtype, _ = _resolve(op, (x.dtype,))
     if op in ("floor", "ceil", "round") and in_dtype.kind != "f":
         return x  # already integral
     if op == "reciprocal" and in_dtype.kind != "f":
@@ -200,7 +200,7 @@ def div(x: Any, y: Any) -> Tensor:
     return binary("div", x, y)
 
 
-def pow(x: Any, y: Any) -> Tensor:  # noqa: A001
+def pow(x: Any, y: Any) -> Tensor:
     """x ** y."""
     return binary("pow", x, y)
 
@@ -260,7 +260,7 @@ def neg(x: Any) -> Tensor:
     return unary("neg", x)
 
 
-def abs(x: Any) -> Tensor:  # noqa: A001
+def abs(x: Any) -> Tensor:
     return unary("abs", x)
 
 
@@ -305,7 +305,7 @@ def ceil(x: Any) -> Tensor:
     return unary("ceil", x)
 
 
-def round(x: Any) -> Tensor:  # noqa: A001
+def round(x: Any) -> Tensor:
     """Round half to even (numpy's ``rint``)."""
     return unary("round", x)
 
@@ -371,7 +371,7 @@ def _reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> Tensor:
     return apply("reduce", [x], {"kind": kind, "axes": axes, "keepdims": bool(keepdims)})
 
 
-def sum(inp: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def sum(inp: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Sum over axis (an int, a tuple of ints, or None for all); numpy's result dtype."""
     return _reduce("sum", inp, axis, keepdims)
 
@@ -381,12 +381,12 @@ def mean(inp: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     return _reduce("mean", inp, axis, keepdims)
 
 
-def max(inp: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def max(inp: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Maximum over axis."""
     return _reduce("max", inp, axis, keepdims)
 
 
-def min(inp: Any, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def min(inp: Any, axis: Any = None, keepdims: bool = False) -> Tensor:
     """Minimum over axis."""
     return _reduce("min", inp, axis, keepdims)
 

@@ -19,27 +19,34 @@ See docs/trace.md for the full semantics.
 
 from __future__ import annotations
 
-import sys
-
 import contextlib
 import functools
 import inspect
 import json
 import os
+import sys
 import tempfile
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ._graph import (
-    Program, Recorder, Replayer, TraceMismatchError, build_model, current, rebuild_outputs, run_function,
+    Program,
+    Recorder,
+    Replayer,
+    TraceMismatchError,
+    build_model,
+    current,
+    rebuild_outputs,
+    run_function,
 )
 from .tensor import Tensor
 
 # ``mgedump.jit`` goes through the package's lazy attribute table, which looks the name up in this module
 jit = sys.modules[__name__]
 
-__all__ = ["trace", "exclude_from_trace", "TraceMismatchError"]
+__all__ = ["TraceMismatchError", "exclude_from_trace", "trace"]
 
 _GRAPH_OPT = {0: "disable", 1: "basic", 2: "extended", 3: "all"}
 
@@ -475,7 +482,7 @@ def _case_spec(case: Any, inputs: list[str], program: Program, tmp: str, index: 
             raise ValueError(f"test case {index} has {len(case)} array(s), the graph has {len(inputs)} input(s) {inputs}")
         arrays = dict(zip(inputs, case))
     else:
-        raise ValueError(f"test case {index} is a {type(case).__name__}: give a -d spec string, an array, a list or a dict of arrays")
+        raise TypeError(f"test case {index} is a {type(case).__name__}: give a -d spec string, an array, a list or a dict of arrays")
     items = []
     for j, (name, data) in enumerate(arrays.items()):
         if ";" in name:

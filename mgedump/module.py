@@ -26,11 +26,11 @@ gives them (seed it with ``np.random.seed``); load real ones with
 
 from __future__ import annotations
 
-import sys
-
 import math
+import sys
 from collections import OrderedDict
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -41,8 +41,19 @@ from .tensor import Tensor
 module = sys.modules[__name__]
 
 __all__ = [
-    "Module", "Sequential", "Linear", "Conv2d", "BatchNorm2d", "ReLU", "Sigmoid", "Tanh", "Softmax",
-    "MaxPool2d", "AvgPool2d", "Flatten", "Identity",
+    "AvgPool2d",
+    "BatchNorm2d",
+    "Conv2d",
+    "Flatten",
+    "Identity",
+    "Linear",
+    "MaxPool2d",
+    "Module",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
 ]
 
 
@@ -94,19 +105,19 @@ class Module:
 
     # ------------------------------------------------------------ tree
 
-    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         yield from self._modules.items()
 
-    def children(self) -> Iterator["Module"]:
+    def children(self) -> Iterator[Module]:
         for _, m in self.named_children():
             yield m
 
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         yield prefix, self
         for name, m in self._modules.items():
             yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
 
-    def modules(self) -> Iterator["Module"]:
+    def modules(self) -> Iterator[Module]:
         for _, m in self.named_modules():
             yield m
 
@@ -146,17 +157,17 @@ class Module:
 
     # ------------------------------------------------------------ mode and state
 
-    def train(self, mode: bool = True) -> "Module":
+    def train(self, mode: bool = True) -> Module:
         """Set training mode on this module and every submodule; returns self."""
         for m in self.modules():
             object.__setattr__(m, "training", bool(mode))
         return self
 
-    def eval(self) -> "Module":
+    def eval(self) -> Module:
         """Set inference mode (needed by BatchNorm2d); returns self."""
         return self.train(False)
 
-    def state_dict(self) -> "OrderedDict[str, np.ndarray]":
+    def state_dict(self) -> OrderedDict[str, np.ndarray]:
         """Every parameter and buffer as a numpy array, by attribute path."""
         return OrderedDict((name, t.numpy()) for name, t in self.named_tensors())
 

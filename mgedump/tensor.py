@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 import sys
 import types
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class Tensor:
     Tensors are immutable: operations return new tensors.
     """
 
-    __slots__ = ("_data", "_shape", "_dtype", "_vid", "_call", "_origin", "name", "__weakref__")
+    __slots__ = ("__weakref__", "_call", "_data", "_dtype", "_origin", "_shape", "_vid", "name")
 
     def __init__(self, data: Any, dtype: Any = None, *, name: str | None = None) -> None:
         if isinstance(data, Tensor):
@@ -78,7 +79,7 @@ class Tensor:
         self._origin = origin
 
     @classmethod
-    def _wrap(cls, array: np.ndarray, name: str | None = None) -> "Tensor":
+    def _wrap(cls, array: np.ndarray, name: str | None = None) -> Tensor:
         """A tensor on an array that nobody else writes to (no copy, no dtype change)."""
         t = object.__new__(cls)
         array = np.asarray(array)
@@ -87,7 +88,7 @@ class Tensor:
         return t
 
     @classmethod
-    def _traced(cls, data: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype, vid: int, call: Any) -> "Tensor":
+    def _traced(cls, data: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype, vid: int, call: Any) -> Tensor:
         """A value of a trace: computed (``data``) or not (a placeholder or a replayed value)."""
         t = object.__new__(cls)
         t._init(None if data is None else _frozen(data), shape, dtype, vid, call)
@@ -170,7 +171,7 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]
 
-    def __iter__(self) -> Iterator["Tensor"]:
+    def __iter__(self) -> Iterator[Tensor]:
         for i in range(len(self)):
             yield self[i]
 
@@ -185,54 +186,54 @@ class Tensor:
 
     # ------------------------------------------------------------ methods
 
-    def reshape(self, *shape: Any) -> "Tensor":
+    def reshape(self, *shape: Any) -> Tensor:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return _F.reshape(self, shape)
 
-    def transpose(self, *axes: Any) -> "Tensor":
+    def transpose(self, *axes: Any) -> Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         return _F.transpose(self, axes or None)
 
     @property
-    def T(self) -> "Tensor":
+    def T(self) -> Tensor:
         return _F.transpose(self, None)
 
-    def flatten(self) -> "Tensor":
+    def flatten(self) -> Tensor:
         return _F.flatten(self)
 
-    def astype(self, dtype: Any) -> "Tensor":
+    def astype(self, dtype: Any) -> Tensor:
         return _F.astype(self, dtype)
 
-    def sum(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return _F.sum(self, axis, keepdims)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return _F.mean(self, axis, keepdims)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return _F.max(self, axis, keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+    def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return _F.min(self, axis, keepdims)
 
-    def prod(self, axis: Any = None, keepdims: bool = False) -> "Tensor":
+    def prod(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return _F.prod(self, axis, keepdims)
 
-    def argmax(self, axis: int | None = None, keepdims: bool = False) -> "Tensor":
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
         return _F.argmax(self, axis, keepdims)
 
-    def argmin(self, axis: int | None = None, keepdims: bool = False) -> "Tensor":
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
         return _F.argmin(self, axis, keepdims)
 
-    def clip(self, lower: Any = None, upper: Any = None) -> "Tensor":
+    def clip(self, lower: Any = None, upper: Any = None) -> Tensor:
         return _F.clip(self, lower, upper)
 
-    def squeeze(self, axis: Any = None) -> "Tensor":
+    def squeeze(self, axis: Any = None) -> Tensor:
         return _F.squeeze(self, axis)
 
-    def __getitem__(self, key: Any) -> "Tensor":
+    def __getitem__(self, key: Any) -> Tensor:
         return _F.getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -240,100 +241,100 @@ class Tensor:
 
     # ------------------------------------------------------------ operators
 
-    def __add__(self, other: Any) -> "Tensor":
+    def __add__(self, other: Any) -> Tensor:
         return _F.binary("add", self, other)
 
-    def __radd__(self, other: Any) -> "Tensor":
+    def __radd__(self, other: Any) -> Tensor:
         return _F.binary("add", other, self)
 
-    def __sub__(self, other: Any) -> "Tensor":
+    def __sub__(self, other: Any) -> Tensor:
         return _F.binary("sub", self, other)
 
-    def __rsub__(self, other: Any) -> "Tensor":
+    def __rsub__(self, other: Any) -> Tensor:
         return _F.binary("sub", other, self)
 
-    def __mul__(self, other: Any) -> "Tensor":
+    def __mul__(self, other: Any) -> Tensor:
         return _F.binary("mul", self, other)
 
-    def __rmul__(self, other: Any) -> "Tensor":
+    def __rmul__(self, other: Any) -> Tensor:
         return _F.binary("mul", other, self)
 
-    def __truediv__(self, other: Any) -> "Tensor":
+    def __truediv__(self, other: Any) -> Tensor:
         return _F.binary("div", self, other)
 
-    def __rtruediv__(self, other: Any) -> "Tensor":
+    def __rtruediv__(self, other: Any) -> Tensor:
         return _F.binary("div", other, self)
 
-    def __floordiv__(self, other: Any) -> "Tensor":
+    def __floordiv__(self, other: Any) -> Tensor:
         return _F.binary("floordiv", self, other)
 
-    def __rfloordiv__(self, other: Any) -> "Tensor":
+    def __rfloordiv__(self, other: Any) -> Tensor:
         return _F.binary("floordiv", other, self)
 
-    def __mod__(self, other: Any) -> "Tensor":
+    def __mod__(self, other: Any) -> Tensor:
         return _F.binary("mod", self, other)
 
-    def __rmod__(self, other: Any) -> "Tensor":
+    def __rmod__(self, other: Any) -> Tensor:
         return _F.binary("mod", other, self)
 
-    def __pow__(self, other: Any) -> "Tensor":
+    def __pow__(self, other: Any) -> Tensor:
         return _F.binary("pow", self, other)
 
-    def __rpow__(self, other: Any) -> "Tensor":
+    def __rpow__(self, other: Any) -> Tensor:
         return _F.binary("pow", other, self)
 
-    def __matmul__(self, other: Any) -> "Tensor":
+    def __matmul__(self, other: Any) -> Tensor:
         return _F.binary("matmul", self, other)
 
-    def __rmatmul__(self, other: Any) -> "Tensor":
+    def __rmatmul__(self, other: Any) -> Tensor:
         return _F.binary("matmul", other, self)
 
-    def __and__(self, other: Any) -> "Tensor":
+    def __and__(self, other: Any) -> Tensor:
         return _F.logical("logical_and", self, other)
 
-    def __rand__(self, other: Any) -> "Tensor":
+    def __rand__(self, other: Any) -> Tensor:
         return _F.logical("logical_and", other, self)
 
-    def __or__(self, other: Any) -> "Tensor":
+    def __or__(self, other: Any) -> Tensor:
         return _F.logical("logical_or", self, other)
 
-    def __ror__(self, other: Any) -> "Tensor":
+    def __ror__(self, other: Any) -> Tensor:
         return _F.logical("logical_or", other, self)
 
-    def __xor__(self, other: Any) -> "Tensor":
+    def __xor__(self, other: Any) -> Tensor:
         return _F.logical("logical_xor", self, other)
 
-    def __rxor__(self, other: Any) -> "Tensor":
+    def __rxor__(self, other: Any) -> Tensor:
         return _F.logical("logical_xor", other, self)
 
-    def __invert__(self) -> "Tensor":
+    def __invert__(self) -> Tensor:
         return _F.logical_not(self)
 
-    def __neg__(self) -> "Tensor":
+    def __neg__(self) -> Tensor:
         return _F.unary("neg", self)
 
-    def __pos__(self) -> "Tensor":
+    def __pos__(self) -> Tensor:
         return self
 
-    def __abs__(self) -> "Tensor":
+    def __abs__(self) -> Tensor:
         return _F.unary("abs", self)
 
-    def __lt__(self, other: Any) -> "Tensor":
+    def __lt__(self, other: Any) -> Tensor:
         return _F.binary("less", self, other)
 
-    def __le__(self, other: Any) -> "Tensor":
+    def __le__(self, other: Any) -> Tensor:
         return _F.binary("less_equal", self, other)
 
-    def __gt__(self, other: Any) -> "Tensor":
+    def __gt__(self, other: Any) -> Tensor:
         return _F.binary("greater", self, other)
 
-    def __ge__(self, other: Any) -> "Tensor":
+    def __ge__(self, other: Any) -> Tensor:
         return _F.binary("greater_equal", self, other)
 
-    def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]
+    def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
         return _F.binary("equal", self, other)
 
-    def __ne__(self, other: Any) -> "Tensor":  # type: ignore[override]
+    def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
         return _F.binary("not_equal", self, other)
 
     # ------------------------------------------------------------ numpy interoperability
@@ -370,6 +371,8 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-from . import _graph  # noqa: E402  (circular: these use Tensor)
-from . import _numpy_api  # noqa: E402
-from . import functional as _F  # noqa: E402
+from . import (
+    _graph,
+    _numpy_api,
+)
+from . import functional as _F

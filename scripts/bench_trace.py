@@ -35,19 +35,20 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import mgedump.functional as F  # noqa: E402
-import mgedump.module as M  # noqa: E402
-from mgedump import Tensor, tensor  # noqa: E402
-from mgedump.jit import trace  # noqa: E402
+import mgedump.functional as F
+import mgedump.module as M
+from mgedump import Tensor, tensor
+from mgedump.jit import trace
 
 BATCH = 8
 TARGET_SPEEDUP = 2.0
@@ -177,10 +178,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {row['variant']} | {row['ms_per_call']:.3f} | {row['vs_direct']:.2f} | {row['speedup_vs_eager']:.1f} |")
     lines += [
         "",
-        f"- eager / compiled: **{checks['eager_over_compiled']:.1f}x** (target >= {checks['speedup_target']}: "
-        f"{'met' if checks['speedup_met'] else 'NOT met'})",
-        f"- compiled / direct onnxruntime: **{checks['compiled_over_direct']:.2f}** (target <= {checks['overhead_target']}: "
-        f"{'met' if checks['overhead_met'] else 'NOT met'})",
+        (f"- eager / compiled: **{checks['eager_over_compiled']:.1f}x** (target >= {checks['speedup_target']}: "
+         f"{'met' if checks['speedup_met'] else 'NOT met'})"),
+        (f"- compiled / direct onnxruntime: **{checks['compiled_over_direct']:.2f}** (target <= {checks['overhead_target']}: "
+         f"{'met' if checks['overhead_met'] else 'NOT met'})"),
     ]
     return "\n".join(lines) + "\n"
 

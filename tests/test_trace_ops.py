@@ -246,8 +246,8 @@ def test_float64_conv_and_avg_pool_compute_in_float32():
     _check(f(x, w), eager, "float64 conv/pool")
 
 
-from hypothesis import example, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 
 @st.composite
