@@ -66,7 +66,11 @@ def as_tensor(x: Any, dtype: Any = None) -> Tensor:
 def _dtype_of(x: Any) -> Any:
     if isinstance(x, Tensor):
         return x.dtype
-    if isinstance(x, (bool, np.bool_)):
+    if isinstance(x, np.generic):  # numpy scalars are strong (np.float64 is also a float)
+        if x.dtype.kind == "c":
+            raise TypeError("complex numbers are not supported")
+        return x.dtype
+    if isinstance(x, bool):
         return np.dtype(np.bool_)
     if isinstance(x, (int, float)):
         return type(x)  # a weak Python scalar: takes the other operand's dtype
