@@ -15,8 +15,11 @@ figure the median over rounds of the median time per call within a round:
   same session options (graph optimisation ``extended``, the trace's default
   ``opt_level=2``) and the same input array.
 
-Targets: eager / compiled >= 2 (compiled wins clearly), and compiled / direct
-<= 1.25 (the replay and bookkeeping add little to onnxruntime's own time).
+Targets: eager / compiled >= 2 (compiled wins clearly), and compiled - direct
+<= 0.5 ms per call: the overhead of a compiled call (replaying the Python
+function to check it, feeding and wrapping) grows with the number of operations
+the function issues, not with their size, so it is given in ms; the ratio
+compiled / direct is reported beside it.
 
 Run from the repository root, in the project's venv::
 
@@ -52,7 +55,7 @@ from mgedump.jit import trace
 
 BATCH = 8
 TARGET_SPEEDUP = 2.0
-TARGET_OVERHEAD = 1.25
+TARGET_OVERHEAD_MS = 0.5
 
 
 class BenchCNN(M.Module):
@@ -152,6 +155,7 @@ def section_trace(runs: int, quick: bool) -> list[dict[str, Any]]:
         })
     speedup = eager / medians[names[1]]
     overhead = medians[names[1]] / direct
+    overhead_ms = medians[names[1]] - direct
     rows.append({
         "variant": "checks",
         "batch": BATCH,
@@ -159,8 +163,9 @@ def section_trace(runs: int, quick: bool) -> list[dict[str, Any]]:
         "speedup_target": TARGET_SPEEDUP,
         "speedup_met": speedup >= TARGET_SPEEDUP,
         "compiled_over_direct": overhead,
-        "overhead_target": TARGET_OVERHEAD,
-        "overhead_met": overhead <= TARGET_OVERHEAD,
+        "overhead_ms": overhead_ms,
+        "overhead_ms_target": TARGET_OVERHEAD_MS,
+        "overhead_met": overhead_ms <= TARGET_OVERHEAD_MS,
     })
     return rows
 
@@ -180,7 +185,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         "",
         (f"- eager / compiled: **{checks['eager_over_compiled']:.1f}x** (target >= {checks['speedup_target']}: "
          f"{'met' if checks['speedup_met'] else 'NOT met'})"),
-        (f"- compiled / direct onnxruntime: **{checks['compiled_over_direct']:.2f}** (target <= {checks['overhead_target']}: "
+        (f"- compiled - direct onnxruntime: **{checks['overhead_ms']:.3f} ms** per call, ratio "
+         f"{checks['compiled_over_direct']:.2f} (target <= {checks['overhead_ms_target']} ms: "
          f"{'met' if checks['overhead_met'] else 'NOT met'})"),
     ]
     return "\n".join(lines) + "\n"

@@ -18,4 +18,4 @@ def test_bench_trace_quick_prints_a_table():
     assert [r.split("|")[1].strip().split(":")[0] for r in rows] == ["eager (numpy)", "compiled", "compiled", "direct"]
     for row in rows:
         float(row.split("|")[2])  # ms per call
-    assert "eager / compiled: **" in done.stdout and "compiled / direct onnxruntime: **" in done.stdout
+    assert "eager / compiled: **" in done.stdout and "compiled - direct onnxruntime: **" in done.stdout
