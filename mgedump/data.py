@@ -180,9 +180,9 @@ def generate(gen: Generator, info: TensorInfo, rng: np.random.Generator) -> np.n
 # ---------------------------------------------------------------- files
 
 
-def resolve_path(path: str, base_dir: str | None) -> str:
+def resolve_path(path: str, base_dir: str | None, cwd_first: bool = True) -> str:
     """Find a data file: as given (relative to the current directory), then in base_dir."""
-    if os.path.exists(path) or os.path.isabs(path) or base_dir is None:
+    if (cwd_first and os.path.exists(path)) or os.path.isabs(path) or base_dir is None:
         found = path
     else:
         found = os.path.join(base_dir, path)
@@ -382,9 +382,9 @@ def _transform(array: np.ndarray, options: DataOptions, info: TensorInfo, what: 
     return result
 
 
-def file_data(source: FileSource, info: TensorInfo, options: DataOptions, base_dir: str | None) -> tuple[np.ndarray, bool]:
+def file_data(source: FileSource, info: TensorInfo, options: DataOptions, spec: CaseSpec) -> tuple[np.ndarray, bool]:
     """Read, repeat, transform, check and cast one file for one input."""
-    path = resolve_path(source.path, base_dir)
+    path = resolve_path(source.path, spec.base_dir, spec.cwd_first)
     array, is_image = load_file(path, info, options)
     what = f"{source.path!r}"
     if options.repeat > 1:
@@ -425,7 +425,7 @@ def build_cases(case_specs: Sequence[CaseSpec], inputs: Sequence[TensorInfo], op
                 rng = np.random.default_rng([options.seed, case_index, input_index])
                 array = generate(item.source, info, rng)
             else:
-                array, is_image = file_data(item.source, info, options, spec.base_dir)
+                array, is_image = file_data(item.source, info, options, spec)
                 saw_file = True
                 saw_image = saw_image or is_image
             arrays.append((info.name, array))

@@ -464,8 +464,8 @@ def _dump_model(program: Program, inputs: list[str], outputs: list[str], keep_va
     return model
 
 
-def _case_spec(case: Any, inputs: list[str], program: Program, tmp: str, index: int) -> str:
-    """A ``-d`` spec for one test case; arrays are saved as .npy files in tmp."""
+def _case_spec(case: Any, inputs: list[str], program: Program, tmp: str, index: int) -> Any:
+    """A ``-d`` spec for one test case; arrays are saved as .npy files in tmp and named relative to it."""
     if isinstance(case, str):
         return case
     if isinstance(case, (np.ndarray, Tensor)):
@@ -488,9 +488,10 @@ def _case_spec(case: Any, inputs: list[str], program: Program, tmp: str, index: 
         if ";" in name:
             raise ValueError(f"input name {name!r} contains ';', which the -d spec grammar reserves; rename it with arg_names")
         array = data.numpy() if isinstance(data, Tensor) else np.asarray(data)
-        path = os.path.join(tmp, f"case{index}_input{j}.npy")
-        if ";" in path:
-            raise ValueError(f"the temporary folder {tmp!r} contains ';'; set TMPDIR to a folder without it")
-        np.save(path, array, allow_pickle=False)
-        items.append(f"{name}:{path}")
-    return ";".join(items)
+        filename = f"case{index}_input{j}.npy"
+        np.save(os.path.join(tmp, filename), array, allow_pickle=False)
+        items.append(f"{name}:{filename}")
+    from .spec import CaseSpec
+
+    # relative to tmp only, so the bundle records no host path and the same arrays give the same bytes
+    return CaseSpec(";".join(items), f"input_data[{index}]", base_dir=tmp, cwd_first=False)

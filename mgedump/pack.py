@@ -22,7 +22,7 @@ from .log import logger
 from .modelfile import DATA_MEMBER, model_source
 from .optimize import OptimizeOptions
 from .runtime import TensorInfo, check_model_path, model_io, open_session, run, to_numpy_outputs
-from .spec import expand_specs
+from .spec import CaseSpec, expand_specs
 
 DEFAULT_MAXERR = 1e-4
 
@@ -44,7 +44,8 @@ class PackOptions:
     """What to pack besides the model.
 
     Attributes:
-        specs: the ``-d`` values, one test case each (``@FILE`` gives several).
+        specs: the ``-d`` values, one test case each (``@FILE`` gives several),
+            or :class:`~mgedump.spec.CaseSpec` objects.
         data: how data is made and prepared. Defaults to ``DataOptions()``.
         maxerr: the AssertEqual threshold recorded in the bundle. Defaults to 1e-4.
         no_assert: store no expected outputs; ``mgerun`` then only runs and times.
@@ -54,7 +55,7 @@ class PackOptions:
             reduced-build config beside it. Defaults to none.
     """
 
-    specs: Sequence[str]
+    specs: Sequence[str | CaseSpec]
     data: DataOptions = field(default_factory=DataOptions)
     maxerr: float = DEFAULT_MAXERR
     no_assert: bool = False

@@ -83,11 +83,14 @@ class CaseSpec:
         text: the test case (a ``-d`` value or a line of a list file).
         origin: where it came from, for messages (``-d #2``, ``list.txt:3``).
         base_dir: the list file's folder, searched after the current directory.
+        cwd_first: search the current directory before base_dir. Library
+            callers that write their own data files into base_dir turn it off.
     """
 
     text: str
     origin: str
     base_dir: str | None = None
+    cwd_first: bool = True
 
 
 def _number(token: str, what: str, text: str) -> int | float:
@@ -230,14 +233,17 @@ def parse_case(text: str, input_names: Sequence[str]) -> list[Item]:
     return [by_name[n] for n in input_names]
 
 
-def expand_specs(specs: Sequence[str]) -> list[CaseSpec]:
-    """Turn ``-d`` values into test cases, reading ``@FILE`` list files.
+def expand_specs(specs: Sequence[str | CaseSpec]) -> list[CaseSpec]:
+    """Turn ``-d`` values into test cases, reading ``@FILE`` list files; CaseSpecs pass through.
 
     Raises:
         SpecError: no spec, or a list file that is missing, unreadable or empty.
     """
     cases: list[CaseSpec] = []
     for index, spec in enumerate(specs):
+        if isinstance(spec, CaseSpec):
+            cases.append(spec)
+            continue
         if not spec.startswith("@"):
             cases.append(CaseSpec(spec, f"-d #{index + 1}"))
             continue

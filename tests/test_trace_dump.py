@@ -86,6 +86,13 @@ def test_dump_bundle_from_arrays_and_multiple_inputs(tmp_path):
     np.testing.assert_allclose(expect, (x * 2) @ w.numpy().T + y, rtol=1e-6)
     checked = run(command("mgerun"), str(out), "--iter", "1", cwd=str(tmp_path))
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    # arrays are recorded by name, not by a temporary path: the same dump gives the same bytes
+    assert manifest["test_cases"][0]["spec"] == "features:case0_input0.npy;offset:case0_input1.npy"
+    assert manifest["test_cases"][0]["origin"] == "input_data[0]"
+    again = tmp_path / "again.mgetest"
+    f.dump(str(again), arg_names=["features", "offset"], maxerr=1e-5,
+           input_data=[[x, y], {"features": x * 2, "offset": tensor(y)}, "features:#rand(0,1);offset:#const(0)"])
+    assert again.read_bytes() == out.read_bytes()
     with pytest.raises(ValueError, match="test case 0 is one array, but the graph has 2 inputs"):
         f.dump(str(tmp_path / "x.mgetest"), input_data=[x])
     with pytest.raises(ValueError, match="unknown input"):
