@@ -6,6 +6,7 @@ The README's troubleshooting section lists these cases.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import zipfile
 from pathlib import Path
@@ -177,3 +178,17 @@ def test_verbose_shows_the_traceback(tmp_path, mgedump):
 def test_error_table_is_large_enough():
     assert len(CASES) >= 20
     assert len({c[0] for c in CASES}) == len(CASES)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_output_folder(tmp_path, mgedump):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "out.mgetest").write_bytes(SENTINEL)
+    folder.chmod(0o555)
+    try:
+        result = mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-o", folder / "out.mgetest")
+    finally:
+        folder.chmod(0o755)
+    assert result.code == 2 and "not writable" in result.err
+    assert (folder / "out.mgetest").read_bytes() == SENTINEL
