@@ -69,3 +69,14 @@ def test_unsafe_external_location_is_refused(tmp_path, mgedump):
     result = mgedump(path, "-d", "#rand(0,1)", "-o", tmp_path / "o.mgetest")
     assert result.code == 2 and "not a safe relative path" in result.err
     assert len(result.err.strip().splitlines()) == 1
+
+
+def test_optimised_external_data_model_keeps_one_data_member(tmp_path, mgedump, mgerun):
+    path = tmp_path / "mlp.onnx"
+    onnx.save_model(_mlp(), str(path), save_as_external_data=True, location="w.bin", size_threshold=0)
+    out = tmp_path / "o.mgetest"
+    assert mgedump(path, "-d", "#rand(0,1)", "--optimize-for-inference", "--enable-ioc16", "--maxerr", "1e-2", "-o", out).code == 0
+    with zipfile.ZipFile(out) as zf:
+        assert zf.namelist()[1:3] == ["model.onnx", "model.onnx.data"]
+        assert zf.getinfo("model.onnx.data").file_size < (32 * 64 + 64 * 8) * 4  # float16 weights
+    assert mgerun(out, "--iter", "1").code == 0
