@@ -181,8 +181,7 @@ def describe_load_error(label: str, exc: BaseException) -> str:
         )
     if kind == "InvalidProtobuf" or "Protobuf parsing failed" in message:
         return f"{label}: not a valid ONNX model (protobuf parsing failed: the file is truncated or not ONNX)"
-    opset = re.search(r"(Opset \d+ is under development|onnx(?:runtime)? .*?opset.*)", message, re.IGNORECASE)
-    if opset and "opset" in message.lower() and "support" in message.lower():
+    if "opset" in message.lower() and "support" in message.lower():
         return f"{label}: onnxruntime does not support the model's opset: {message}"
     if len(message) > 400:
         message = message[:397] + "..."
