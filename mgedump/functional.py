@@ -527,6 +527,14 @@ def matmul(inp1: Any, inp2: Any, transpose_a: bool = False, transpose_b: bool = 
     return binary("matmul", a, b)
 
 
+def _bias_operand(bias: Any, count: int, op: str, what: str, dtype: np.dtype) -> Tensor:
+    """A bias of count values (any shape holding exactly that many) as a 1-D operand of dtype."""
+    b = as_tensor(bias)
+    if b.size != count:
+        raise ValueError(f"{op}: bias of shape {b.shape} does not fit {count} {what}")
+    return _operand(b if b.shape == (count,) else reshape(b, (count,)), dtype)
+
+
 def linear(inp: Any, weight: Any, bias: Any = None) -> Tensor:
     """inp @ weight.T + bias, with weight of shape (out_features, in_features)."""
     x, w = as_tensor(inp), as_tensor(weight)
@@ -535,10 +543,7 @@ def linear(inp: Any, weight: Any, bias: Any = None) -> Tensor:
     dtype = _float_dtype(x, w, *([] if bias is None else [bias]))
     operands = [_operand(x, dtype), _operand(w, dtype)]
     if bias is not None:
-        b = as_tensor(bias)
-        if b.size != w.shape[0]:
-            raise ValueError(f"linear: bias of shape {b.shape} does not fit {w.shape[0]} output features")
-        operands.append(_operand(b if b.shape == (w.shape[0],) else reshape(b, (w.shape[0],)), dtype))
+        operands.append(_bias_operand(bias, w.shape[0], "linear", "output features", dtype))
     return apply("linear", operands, {})
 
 
@@ -569,10 +574,7 @@ def conv2d(inp: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: An
         dtype = np.dtype(np.float32)
     operands = [_operand(x, dtype), _operand(w, dtype)]
     if bias is not None:
-        b = as_tensor(bias)
-        if b.size != w.shape[0]:
-            raise ValueError(f"conv2d: bias of shape {b.shape} does not fit {w.shape[0]} output channels")
-        operands.append(_operand(b if b.shape == (w.shape[0],) else reshape(b, (w.shape[0],)), dtype))
+        operands.append(_bias_operand(bias, w.shape[0], "conv2d", "output channels", dtype))
     return apply("conv2d", operands, {"stride": stride_, "padding": padding_, "dilation": dilation_, "groups": groups})
 
 
