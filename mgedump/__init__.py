@@ -2,38 +2,47 @@
 
 The library API (imported lazily, so ``import mgedump`` stays cheap)::
 
-    from mgedump import pack, verify, PackOptions, VerifyOptions, DataOptions, MgeError
+    from mgedump import pack, verify, PackOptions, VerifyOptions, DataOptions, OptimizeOptions, MgeError
+
+The tracing framework (:mod:`mgedump.tracing`) turns eager tensor code into an
+ONNX graph::
+
+    from mgedump import tensor, Tensor
+    import mgedump.functional as F, mgedump.module as M
+    from mgedump.jit import trace
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __version__ = "0.1.0"
 
+# public name -> the module that defines it
 _LAZY = {
     "pack": "mgedump.pack",
-    "PackOptions": "mgedump.pack",
     "PackResult": "mgedump.pack",
     "verify": "mgedump.verify",
-    "VerifyOptions": "mgedump.verify",
     "Report": "mgedump.verify",
-    "DataOptions": "mgedump.data",
+    "PackOptions": "mgedump.options",
+    "VerifyOptions": "mgedump.options",
+    "DataOptions": "mgedump.options",
+    "OptimizeOptions": "mgedump.options",
     "MgeError": "mgedump.errors",
-    "Tensor": "mgedump.tensor",
-    "tensor": "mgedump.tensor",
-    "functional": "mgedump.functional",
-    "module": "mgedump.module",
-    "jit": "mgedump.jit",
+    "Tensor": "mgedump.tracing.tensor",
+    "tensor": "mgedump.tracing.tensor",
 }
+# submodules reachable as attributes (``mgedump.functional.relu``) before anyone imports them
+_SUBMODULES = ("functional", "module", "jit", "tracing")
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["__version__", *_LAZY, *_SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"mgedump.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mgedump' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(module), name)

@@ -11,49 +11,21 @@ from __future__ import annotations
 import math
 import os
 import zipfile
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from types import CodeType
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import DataError, SpecError
+from .bundle.tensorproto import decode
+from .errors import DataError, SpecError, UsageError
 from .log import warn_once
+from .options import DataOptions
 from .runtime import TensorInfo
-from .spec import CaseSpec, FileSource, Generator, Item
+from .spec import CaseSpec, FileSource, Generator, Item, parse_case
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".pb")
 MAX_PB_BYTES = 2 << 30
-
-
-@dataclass(frozen=True)
-class DataOptions:
-    """How file data is prepared and generators are seeded.
-
-    Attributes:
-        seed: seeds every generator. Defaults to 0.
-        repeat: repeat file data this many times along axis 0. Defaults to 1.
-        resize_input: resize images to the model's H and W.
-        input_transform: a Python expression of ``data`` and ``np`` applied to
-            file data. It is the user's own code from the command line.
-    """
-
-    seed: int = 0
-    repeat: int = 1
-    resize_input: bool = False
-    input_transform: str | None = None
-    _compiled: Any = field(default=None, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.repeat < 1:
-            raise SpecError(f"--repeat must be >= 1, got {self.repeat}")
-        if not 0 <= self.seed < 2**63:
-            raise SpecError(f"--seed must be in [0, 2**63), got {self.seed}")
-        if self.input_transform is not None:
-            try:
-                code = compile(self.input_transform, "<--input-transform>", "eval")
-            except SyntaxError as exc:
-                raise SpecError(f"--input-transform {self.input_transform!r} is not a Python expression: {exc.msg}") from None
-            object.__setattr__(self, "_compiled", code)
 
 
 @dataclass
@@ -233,24 +205,17 @@ def load_npz(path: str, name: str) -> np.ndarray:
 
 
 def load_pb(path: str) -> np.ndarray:
-    """Read an ONNX ``TensorProto`` file."""
-    from onnx import TensorProto, numpy_helper
-    from google.protobuf.message import DecodeError
-
+    """Read an ONNX ``TensorProto`` file (with the project's one TensorProto codec)."""
     size = os.path.getsize(path)
     if size > MAX_PB_BYTES:
         raise DataError(f"{path}: tensor file is larger than 2 GiB")
-    tensor = TensorProto()
+    with open(path, "rb") as f:
+        data = f.read()
     try:
-        with open(path, "rb") as f:
-            tensor.ParseFromString(f.read())
-        if tensor.data_location == TensorProto.EXTERNAL:
-            raise DataError(f"{path}: tensors with external data are not supported in .pb files")
-        return numpy_helper.to_array(tensor)
-    except DataError:
-        raise
-    except (DecodeError, ValueError, TypeError, RuntimeError, AssertionError) as exc:
-        raise DataError(f"{path}: not a valid ONNX TensorProto file ({type(exc).__name__}: {exc})") from None
+        array, _ = decode(data)
+    except ValueError as exc:
+        raise DataError(f"{path}: not a valid ONNX TensorProto file ({exc})") from None
+    return array
 
 
 def _decode_image(path: str, channels: int) -> np.ndarray | None:
@@ -365,9 +330,9 @@ def _check_shape(array: np.ndarray, info: TensorInfo, what: str, repeat: int) ->
         )
 
 
-def _transform(array: np.ndarray, options: DataOptions, info: TensorInfo, what: str) -> np.ndarray:
+def _transform(array: np.ndarray, code: CodeType, options: DataOptions, info: TensorInfo, what: str) -> np.ndarray:
     try:
-        result = eval(options._compiled, {"__builtins__": {}}, {"data": array, "np": np})  # noqa: S307 - the user's own CLI code
+        result = eval(code, {"__builtins__": {}}, {"data": array, "np": np})  # noqa: S307 - the user's own CLI code
     except Exception as exc:
         raise SpecError(
             f"--input-transform {options.input_transform!r} failed on {what} for input {info.name!r}: "
@@ -382,7 +347,9 @@ def _transform(array: np.ndarray, options: DataOptions, info: TensorInfo, what: 
     return result
 
 
-def file_data(source: FileSource, info: TensorInfo, options: DataOptions, spec: CaseSpec) -> tuple[np.ndarray, bool]:
+def file_data(
+    source: FileSource, info: TensorInfo, options: DataOptions, spec: CaseSpec, transform: CodeType | None = None
+) -> tuple[np.ndarray, bool]:
     """Read, repeat, transform, check and cast one file for one input."""
     path = resolve_path(source.path, spec.base_dir, spec.cwd_first)
     array, is_image = load_file(path, info, options)
@@ -391,8 +358,8 @@ def file_data(source: FileSource, info: TensorInfo, options: DataOptions, spec: 
         if array.ndim == 0:
             raise DataError(f"--repeat cannot repeat the scalar in {what} for input {info.name!r}")
         array = np.repeat(array, options.repeat, axis=0)
-    if options._compiled is not None:
-        array = _transform(array, options, info, what)
+    if transform is not None:
+        array = _transform(array, transform, options, info, what)
     _check_shape(array, info, what, options.repeat)
     return cast_to(array, info, what), is_image
 
@@ -408,9 +375,10 @@ def build_cases(case_specs: Sequence[CaseSpec], inputs: Sequence[TensorInfo], op
             (--resize-input, --input-transform) applies to no data.
         DataError: a data file is missing, unreadable or does not fit.
     """
-    from .spec import parse_case
-
     names = [info.name for info in inputs]
+    transform = None
+    if options.input_transform is not None:  # DataOptions checked that it compiles
+        transform = compile(options.input_transform, "<--input-transform>", "eval")
     cases = []
     saw_file = saw_image = False
     for case_index, spec in enumerate(case_specs):
@@ -425,13 +393,13 @@ def build_cases(case_specs: Sequence[CaseSpec], inputs: Sequence[TensorInfo], op
                 rng = np.random.default_rng([options.seed, case_index, input_index])
                 array = generate(item.source, info, rng)
             else:
-                array, is_image = file_data(item.source, info, options, spec)
+                array, is_image = file_data(item.source, info, options, spec, transform)
                 saw_file = True
                 saw_image = saw_image or is_image
             arrays.append((info.name, array))
         cases.append(TestCase(spec, arrays))
     if options.resize_input and not saw_image:
-        raise SpecError("--resize-input applies to image files, and no test case has one (it cannot apply to generators)")
+        raise UsageError("--resize-input applies to image files, and no test case has one (it cannot apply to generators)")
     if options.input_transform is not None and not saw_file:
-        raise SpecError("--input-transform applies to file data, and no test case has any (it cannot apply to generators)")
+        raise UsageError("--input-transform applies to file data, and no test case has any (it cannot apply to generators)")
     return cases

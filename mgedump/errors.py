@@ -8,9 +8,10 @@ surfaces with its traceback.
 
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+EXIT_OK = 0  # done; every assertion passed
+EXIT_FAILED = 1  # an assertion failed, or the model failed to run
+EXIT_USAGE = 2  # bad usage or bad input
+EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (128 + SIGINT), as shells report it
 
 
 class MgeError(Exception):
@@ -28,6 +29,10 @@ class MgeError(Exception):
         return " ".join(text.split())
 
 
+class UsageError(MgeError):
+    """An option that is out of range, or options that do not go together."""
+
+
 class SpecError(MgeError):
     """A ``-d`` data spec that cannot be parsed or does not fit the model."""
 
@@ -42,6 +47,10 @@ class ModelError(MgeError):
 
 class BundleError(MgeError):
     """A bundle that is malformed, of an unknown version, or tampered with."""
+
+
+class OptimizeError(MgeError):
+    """An optimisation the model cannot take: the optimised model fails to run, or misses ``--maxerr``."""
 
 
 class OutputError(MgeError):

@@ -12,83 +12,81 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass
-from typing import Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .errors import ModelError
-from .tensorproto import read_varint
-
-DATA_MEMBER = "model.onnx.data"
+from .protowire import LENGTH_DELIMITED, VARINT, fields
 
 # protobuf field numbers (onnx.proto3)
-_MODEL_GRAPH = 7
+_MODEL_GRAPH, _MODEL_FUNCTIONS = 7, 25
 _GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_SPARSE_INITIALIZER = 1, 5, 15
+_FUNCTION_NODE, _FUNCTION_ATTRIBUTE_PROTO = 7, 11
 _NODE_ATTRIBUTE = 5
 _ATTR_T, _ATTR_G, _ATTR_TENSORS, _ATTR_GRAPHS, _ATTR_SPARSE_TENSOR, _ATTR_SPARSE_TENSORS = 5, 6, 10, 11, 22, 23
 _SPARSE_VALUES, _SPARSE_INDICES = 1, 2
 _TENSOR_DATA_LOCATION = 14
 _EXTERNAL = 1
-
-
-class _WireError(ValueError):
-    """The bytes are not the protobuf they should be."""
-
-
-def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    """Yield (field, wire type, value or start, end) for each field of one message."""
-    pos = start
-    while pos < end:
-        key, pos = read_varint(buf, pos, end)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = read_varint(buf, pos, end)
-            yield field, 0, value, pos
-        elif wire == 2:
-            length, pos = read_varint(buf, pos, end)
-            if pos + length > end:
-                raise _WireError("field runs past its message")
-            yield field, 2, pos, pos + length
-            pos += length
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            raise _WireError(f"wire type {wire}")
-    if pos != end:
-        raise _WireError("message runs past its end")
+_MAX_DEPTH = 64
 
 
 def _tensor_is_external(buf: memoryview, start: int, end: int) -> bool:
-    return any(f == _TENSOR_DATA_LOCATION and w == 0 and v == _EXTERNAL for f, w, v, _ in _fields(buf, start, end))
+    return any(
+        f == _TENSOR_DATA_LOCATION and w == VARINT and v == _EXTERNAL for f, w, v, _ in fields(buf, start, end)
+    )
 
 
 def _sparse_is_external(buf: memoryview, start: int, end: int) -> bool:
-    return any(f in (_SPARSE_VALUES, _SPARSE_INDICES) and w == 2 and _tensor_is_external(buf, s, e) for f, w, s, e in _fields(buf, start, end))
+    return any(
+        f in (_SPARSE_VALUES, _SPARSE_INDICES) and w == LENGTH_DELIMITED and _tensor_is_external(buf, s, e)
+        for f, w, s, e in fields(buf, start, end)
+    )
+
+
+def _attribute_is_external(buf: memoryview, start: int, end: int, depth: int) -> bool:
+    for field, wire, s, e in fields(buf, start, end):
+        if wire != LENGTH_DELIMITED:
+            continue
+        if field in (_ATTR_T, _ATTR_TENSORS) and _tensor_is_external(buf, s, e):
+            return True
+        if field in (_ATTR_SPARSE_TENSOR, _ATTR_SPARSE_TENSORS) and _sparse_is_external(buf, s, e):
+            return True
+        if field in (_ATTR_G, _ATTR_GRAPHS) and _graph_is_external(buf, s, e, depth + 1):
+            return True
+    return False
+
+
+def _node_is_external(buf: memoryview, start: int, end: int, depth: int) -> bool:
+    return any(
+        field == _NODE_ATTRIBUTE and wire == LENGTH_DELIMITED and _attribute_is_external(buf, s, e, depth)
+        for field, wire, s, e in fields(buf, start, end)
+    )
 
 
 def _graph_is_external(buf: memoryview, start: int, end: int, depth: int = 0) -> bool:
-    if depth > 64:
-        raise _WireError("subgraphs nested too deep")
-    for field, wire, s, e in _fields(buf, start, end):
-        if wire != 2:
+    if depth > _MAX_DEPTH:
+        raise ValueError("subgraphs nested too deep")
+    for field, wire, s, e in fields(buf, start, end):
+        if wire != LENGTH_DELIMITED:
             continue
         if field == _GRAPH_INITIALIZER and _tensor_is_external(buf, s, e):
             return True
         if field == _GRAPH_SPARSE_INITIALIZER and _sparse_is_external(buf, s, e):
             return True
-        if field == _GRAPH_NODE:
-            for nf, nw, ns, ne in _fields(buf, s, e):
-                if nf != _NODE_ATTRIBUTE or nw != 2:
-                    continue
-                for af, aw, as_, ae in _fields(buf, ns, ne):
-                    if aw != 2:
-                        continue
-                    if af in (_ATTR_T, _ATTR_TENSORS) and _tensor_is_external(buf, as_, ae):
-                        return True
-                    if af in (_ATTR_SPARSE_TENSOR, _ATTR_SPARSE_TENSORS) and _sparse_is_external(buf, as_, ae):
-                        return True
-                    if af in (_ATTR_G, _ATTR_GRAPHS) and _graph_is_external(buf, as_, ae, depth + 1):
-                        return True
+        if field == _GRAPH_NODE and _node_is_external(buf, s, e, depth):
+            return True
+    return False
+
+
+def _function_is_external(buf: memoryview, start: int, end: int) -> bool:
+    """A model-local function: its nodes' attributes (subgraphs included) and its attributes' defaults."""
+    for field, wire, s, e in fields(buf, start, end):
+        if wire != LENGTH_DELIMITED:
+            continue
+        if field == _FUNCTION_NODE and _node_is_external(buf, s, e, 0):
+            return True
+        if field == _FUNCTION_ATTRIBUTE_PROTO and _attribute_is_external(buf, s, e, 0):
+            return True
     return False
 
 
@@ -104,8 +102,12 @@ def uses_external_data(path: str) -> bool:
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             buf = memoryview(mapped)
             try:
-                for field, wire, s, e in _fields(buf, 0, len(buf)):
-                    if field == _MODEL_GRAPH and wire == 2 and _graph_is_external(buf, s, e):
+                for field, wire, s, e in fields(buf, 0, len(buf)):
+                    if wire != LENGTH_DELIMITED:
+                        continue
+                    if field == _MODEL_GRAPH and _graph_is_external(buf, s, e):
+                        return True
+                    if field == _MODEL_FUNCTIONS and _function_is_external(buf, s, e):
                         return True
                 return False
             except (ValueError, IndexError):
@@ -116,38 +118,53 @@ def uses_external_data(path: str) -> bool:
 
 @dataclass(frozen=True)
 class ModelSource:
-    """How a model goes into a bundle.
+    """How a model is copied: as its file, or rewritten so all its external data is one file.
 
     Attributes:
-        model_bytes: the rewritten model, or None to stream the file as it is.
-        data_paths: the external data files, concatenated into ``model.onnx.data``.
+        model_bytes: the rewritten model, or None to copy the file as it is.
+        data_paths: the external data files, to be concatenated into the one
+            data file the rewritten model points at.
     """
 
     model_bytes: bytes | None
     data_paths: tuple[str, ...]
 
 
-def _all_tensors(graph) -> Iterator:
-    for tensor in graph.initializer:
-        yield tensor
+def _attribute_tensors(attr: Any) -> Iterator[Any]:
+    if attr.HasField("t"):
+        yield attr.t
+    yield from attr.tensors
+    if attr.HasField("sparse_tensor"):
+        yield attr.sparse_tensor.values
+        yield attr.sparse_tensor.indices
+    for sparse in attr.sparse_tensors:
+        yield sparse.values
+        yield sparse.indices
+    if attr.HasField("g"):
+        yield from _graph_tensors(attr.g)
+    for sub in attr.graphs:
+        yield from _graph_tensors(sub)
+
+
+def _graph_tensors(graph: Any) -> Iterator[Any]:
+    yield from graph.initializer
     for sparse in graph.sparse_initializer:
         yield sparse.values
         yield sparse.indices
     for node in graph.node:
         for attr in node.attribute:
-            if attr.HasField("t"):
-                yield attr.t
-            yield from attr.tensors
-            if attr.HasField("sparse_tensor"):
-                yield attr.sparse_tensor.values
-                yield attr.sparse_tensor.indices
-            for sparse in attr.sparse_tensors:
-                yield sparse.values
-                yield sparse.indices
-            if attr.HasField("g"):
-                yield from _all_tensors(attr.g)
-            for sub in attr.graphs:
-                yield from _all_tensors(sub)
+            yield from _attribute_tensors(attr)
+
+
+def _all_tensors(model: Any) -> Iterator[Any]:
+    """Every tensor of the model: the graph's, its subgraphs', and its local functions' (as the wire scan visits them)."""
+    yield from _graph_tensors(model.graph)
+    for function in model.functions:
+        for node in function.node:
+            for attr in node.attribute:
+                yield from _attribute_tensors(attr)
+        for attr in function.attribute_proto:
+            yield from _attribute_tensors(attr)
 
 
 def _point_to(tensor, location: str, offset: int, length: int) -> None:
@@ -159,8 +176,13 @@ def _point_to(tensor, location: str, offset: int, length: int) -> None:
         entry.key, entry.value = key, value
 
 
-def model_source(path: str) -> ModelSource:
-    """Plan a model's members: the file as it is, or rewritten to one data member.
+def model_source(path: str, data_location: str) -> ModelSource:
+    """Plan how to copy a model: the file as it is, or rewritten to point at one data file.
+
+    Args:
+        path: the model file.
+        data_location: the name of the one data file, beside the rewritten
+            model, into which every external data file is concatenated.
 
     Raises:
         ModelError: an external data reference is unsafe, missing or out of range.
@@ -177,7 +199,7 @@ def model_source(path: str) -> ModelSource:
     folder = os.path.dirname(os.path.abspath(path))
     files: dict[str, tuple[int, int]] = {}  # real path -> (base offset, size)
     total = 0
-    for tensor in _all_tensors(model.graph):
+    for tensor in _all_tensors(model):
         if not tensor_external(tensor):
             continue
         info = ExternalDataInfo(tensor)
@@ -197,5 +219,5 @@ def model_source(path: str) -> ModelSource:
         length = int(info.length) if info.length is not None else size - offset
         if offset < 0 or length < 0 or offset + length > size:
             raise ModelError(f"{where} at offset {offset}, length {length}, past the file's {size} bytes")
-        _point_to(tensor, DATA_MEMBER, base + offset, length)
+        _point_to(tensor, data_location, base + offset, length)
     return ModelSource(model.SerializeToString(), tuple(files))

@@ -14,55 +14,19 @@ import numpy as np
 
 from . import __version__
 from .assertion import assert_equal
-from .bundle import FORMAT, FORMAT_VERSION, MODEL_MEMBER, Member, tensor_bytes, write_bundle
-from .data import DataOptions, TestCase, build_cases, cast_to
-from .errors import RunError, SpecError
+from .bundle import DATA_MEMBER, FORMAT, FORMAT_VERSION, MODEL_MEMBER, Member, tensor_bytes, write_bundle
+from .data import TestCase, build_cases, cast_to
+from .errors import OptimizeError, RunError, SpecError
 from .fileio import FileDigest, check_target, hash_files
 from .log import logger
-from .modelfile import DATA_MEMBER, model_source
-from .optimize import OptimizeOptions
+from .modelfile import ModelSource, model_source
+from .optimize import optimize_file
+from .options import PackOptions
 from .runtime import TensorInfo, check_model_path, model_io, open_session, run, to_numpy_outputs
-from .spec import CaseSpec, expand_specs
+from .spec import expand_specs
+from .stripinfo import strip_info_paths, write_strip_info
 
-DEFAULT_MAXERR = 1e-4
-
-
-def check_maxerr(maxerr: float) -> float:
-    """Refuse a negative or non-finite ``--maxerr``."""
-    if not (isinstance(maxerr, (int, float)) and math.isfinite(maxerr) and maxerr >= 0):
-        raise SpecError(f"--maxerr must be a finite number >= 0, got {maxerr}")
-    return float(maxerr)
-
-
-def strip_info_paths(json_path: str) -> tuple[str, str]:
-    """The strip-info JSON and, beside it, onnxruntime's reduced-build config (``X.json`` -> ``X.required_operators.config``)."""
-    return json_path, f"{json_path.removesuffix('.json')}.required_operators.config"
-
-
-@dataclass(frozen=True)
-class PackOptions:
-    """What to pack besides the model.
-
-    Attributes:
-        specs: the ``-d`` values, one test case each (``@FILE`` gives several),
-            or :class:`~mgedump.spec.CaseSpec` objects.
-        data: how data is made and prepared. Defaults to ``DataOptions()``.
-        maxerr: the AssertEqual threshold recorded in the bundle. Defaults to 1e-4.
-        no_assert: store no expected outputs; ``mgerun`` then only runs and times.
-        silent: record that ``mgerun`` prints failures only.
-        optimize: rewrites for inference. Defaults to none (the model as given).
-        strip_info: write strip info (JSON) to this path, and onnxruntime's
-            reduced-build config beside it. Defaults to none.
-    """
-
-    specs: Sequence[str | CaseSpec]
-    data: DataOptions = field(default_factory=DataOptions)
-    maxerr: float = DEFAULT_MAXERR
-    no_assert: bool = False
-    silent: bool = False
-    optimize: OptimizeOptions = field(default_factory=OptimizeOptions)
-    strip_info: str | None = None
-
+__all__ = ["PackOptions", "PackResult", "pack"]
 
 @dataclass
 class PackResult:
@@ -99,13 +63,13 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
         MgeError: bad model, spec, data or output path, or an optimised model
             that misses ``maxerr`` (nothing is written).
     """
-    maxerr = check_maxerr(options.maxerr)
+    maxerr = options.maxerr
     check_target(output_path)
     if options.strip_info:
         for path in strip_info_paths(options.strip_info):
             check_target(path)
     check_model_path(model_path)
-    source = model_source(model_path)
+    source = model_source(model_path, DATA_MEMBER)
     # Hash the weights in a thread while onnxruntime loads and runs the model: one read, on the other core.
     cancel = threading.Event()
     with ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool, \
@@ -116,8 +80,6 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
             inputs, outputs = model_io(session)
             cases = build_cases(expand_specs(list(options.specs)), inputs, options.data)
             if options.optimize.any:
-                from .optimize import optimize_file
-
                 optimized = optimize_file(model_path, os.path.join(tmp, MODEL_MEMBER), options.optimize)
                 bundled = open_session(optimized.path, label="the optimised model")
                 b_inputs, b_outputs = model_io(bundled)
@@ -133,7 +95,7 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
             members, model_sha256 = _model_members(model_path, source, digest)
             optimizations, requirements = [], []
         else:
-            members, model_sha256 = _model_members(optimized.path, model_source(optimized.path), None)
+            members, model_sha256 = _model_members(optimized.path, model_source(optimized.path, DATA_MEMBER), None)
             optimizations, requirements = optimized.optimizations, optimized.requirements
         source_sha256 = digest.sha256 if source.model_bytes is None else hash_files([model_path]).sha256
         manifest_cases = _case_members(stored, b_outputs, members, options.no_assert)
@@ -162,13 +124,11 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
         }
         written = write_bundle(output_path, manifest, members)
         if options.strip_info:
-            from .stripinfo import write_strip_info
-
             write_strip_info(optimized.path if optimized else model_path, options.strip_info, model_sha256=model_sha256)
     return PackResult(os.fspath(output_path), written, checks)
 
 
-def _model_members(path: str, source: Any, digest: FileDigest | None) -> tuple[list[Member], str]:
+def _model_members(path: str, source: ModelSource, digest: FileDigest | None) -> tuple[list[Member], str]:
     """The model member (the file as it is, or rewritten for external data) and its sha256."""
     if source.model_bytes is None:
         member = Member(MODEL_MEMBER, paths=(path,), digest=digest)
@@ -223,24 +183,24 @@ def _self_check(bundled: Any, stored: Sequence[_Case], b_outputs: Sequence[Tenso
     """Run the optimised model on every test case; refuse a model that misses maxerr.
 
     Raises:
-        SpecError: with the measured error per output and a --maxerr that would pass.
+        OptimizeError: with the measured error per output and a --maxerr that would pass.
     """
     results, failures, worst = [], [], 0.0
     for index, case in enumerate(stored):
         try:
             got = to_numpy_outputs(run(bundled, dict(case.inputs)), b_outputs)
         except RunError as exc:
-            raise SpecError(f"the optimised model fails to run on test case {index}: {exc.message}") from None
+            raise OptimizeError(f"the optimised model fails to run on test case {index}: {exc.message}") from None
         for info, want, have in zip(b_outputs, case.expected, got):
             check = assert_equal(info.name, want, have, maxerr)
             results.append({"case": index, "output": info.name, "err": check.err, "passed": check.passed})
             if not check.passed:
                 if check.err is None:
-                    raise SpecError(f"the optimised model's output {info.name!r} on test case {index}: {check.reason}")
+                    raise OptimizeError(f"the optimised model's output {info.name!r} on test case {index}: {check.reason}")
                 failures.append(f"err={check.err:.3g} (name={info.name}, test case {index})")
                 worst = max(worst, check.err)
     if failures:
-        raise SpecError(
+        raise OptimizeError(
             f"the optimised model misses --maxerr {maxerr:g}: " + ", ".join(failures[:4])
             + (f" and {len(failures) - 4} more" if len(failures) > 4 else ""),
             hint=f"--maxerr {suggest_maxerr(worst):g} would pass",

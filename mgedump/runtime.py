@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from .errors import ModelError, RunError, SpecError
+from .errors import ModelError, RunError, UsageError
 
 # onnxruntime's type strings for tensors, and the numpy dtype of each.
 _ORT_DTYPES = {
@@ -80,21 +81,20 @@ def clean_ort_message(exc: BaseException, limit: int = 400) -> str:
 _CPP_LOCATION = re.compile(r"\S+\.(?:cc|cpp|h):\d+\s+(?:[\w:~<>*&,\s]+?\((?:[^()]|\([^()]*\))*\)\s*(?:const\s*)?)?")
 
 
-def _import_ort():
-    import onnxruntime
-
-    if not getattr(onnxruntime, "_mgedump_quiet", False):
-        # onnxruntime logs failures from C++ straight to stderr; mgedump reports them itself, in one line
-        onnxruntime.set_default_logger_severity(4)
-        onnxruntime._mgedump_quiet = True
-    return onnxruntime
+_SILENT = 4  # onnxruntime's severity levels: 0 verbose .. 3 error, 4 fatal
 
 
 def session_options(*, threads: int | None = None, graph_opt: str | None = None, profile: str | None = None):
-    """onnxruntime ``SessionOptions`` with quiet logging and the given settings."""
-    ort = _import_ort()
+    """onnxruntime ``SessionOptions`` with the given settings.
+
+    The session logs nothing itself (``log_severity_level`` 4, fatal only):
+    mgedump reports every failure in one line. onnxruntime's process-wide
+    default logger is left as the application set it.
+    """
+    import onnxruntime as ort
+
     opts = ort.SessionOptions()
-    opts.log_severity_level = 4
+    opts.log_severity_level = _SILENT
     if threads:
         opts.intra_op_num_threads = threads
     if graph_opt is not None:
@@ -129,16 +129,18 @@ def resolve_providers(name: str | None) -> list[str]:
     """The execution providers for a ``--provider`` name (``CUDA`` or ``CUDAExecutionProvider``).
 
     Raises:
-        SpecError: onnxruntime here has no such provider; the message lists those it has.
+        UsageError: onnxruntime here has no such provider; the message lists those it has.
     """
     if name is None:
         return ["CPUExecutionProvider"]
-    available = _import_ort().get_available_providers()
+    import onnxruntime as ort
+
+    available = ort.get_available_providers()
     wanted = name.strip().lower()
     for provider in available:
         if wanted in (provider.lower(), provider.lower().removesuffix("executionprovider")):
             return [provider] if provider == "CPUExecutionProvider" else [provider, "CPUExecutionProvider"]
-    raise SpecError(f"unknown execution provider {name!r}; this onnxruntime offers: {', '.join(available)}")
+    raise UsageError(f"unknown execution provider {name!r}; this onnxruntime offers: {', '.join(available)}")
 
 
 def open_session(model: str | bytes, *, label: str | None = None, providers: Sequence[str] | None = None, options=None):
@@ -157,7 +159,8 @@ def open_session(model: str | bytes, *, label: str | None = None, providers: Seq
         label = model if isinstance(model, str) else "model"
     if isinstance(model, str):
         check_model_path(model)
-    ort = _import_ort()
+    import onnxruntime as ort
+
     try:
         return ort.InferenceSession(
             model,

@@ -27,6 +27,11 @@ _DTYPE_NAMES = {
 }
 
 
+def strip_info_paths(json_path: str) -> tuple[str, str]:
+    """The strip-info JSON and, beside it, onnxruntime's reduced-build config (``X.json`` -> ``X.required_operators.config``)."""
+    return json_path, f"{json_path.removesuffix('.json')}.required_operators.config"
+
+
 def _walk(graph: Any, opsets: dict[str, int], ops: set[tuple[str, int, str]], dtypes: set[str]) -> None:
     for value in list(graph.input) + list(graph.output) + list(graph.value_info):
         if value.type.HasField("tensor_type"):
@@ -91,8 +96,6 @@ def write_strip_info(model_path: str, json_path: str, *, append: bool = False, m
     Raises:
         OutputError: the JSON to append to is not a strip-info file, or a file cannot be written.
     """
-    from .pack import strip_info_paths
-
     info = model_strip_info(model_path, model_sha256=model_sha256)
     info["model"] = os.path.basename(model_path)
     models = []

@@ -2,104 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import tempfile
-import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from .assertion import OutputCheck, assert_equal
 from .bundle import Bundle
-from .data import DataOptions, build_cases
-from .errors import EXIT_FAILED, EXIT_OK, ModelError, RunError, SpecError
-from .optimize import check_requirements
-from .pack import check_maxerr
-from .runtime import TensorInfo, model_io, open_session, resolve_providers, run, run_error, session_options, to_numpy_outputs
+from .data import build_cases
+from .errors import EXIT_FAILED, EXIT_OK, ModelError, OutputError, RunError, UsageError
+from .fileio import atomic_output, check_target, write_bytes_atomic
+from .optimize.requirements import check_requirements
+from .options import VerifyOptions
+from .runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
 from .spec import expand_specs
+from .timing import Progress, Timing, batch_of, time_runs
 
-GRAPH_OPT_LEVELS = ("disable", "basic", "extended", "all")
-PROGRESS_AFTER_S = 1.0
-
-Progress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class VerifyOptions:
-    """How to verify and time.
-
-    Attributes:
-        maxerr: overrides the bundle's threshold. Defaults to the bundle's.
-        silent: print failures only. Defaults to the bundle's setting.
-        no_assert: run and time only.
-        iters: timed runs per test case. Defaults to 10.
-        warmup: untimed runs first. Defaults to 1.
-        threads: onnxruntime intra-op threads. Defaults to onnxruntime's choice.
-        provider: execution provider (``CPU``, ``CUDAExecutionProvider``, ...).
-            Defaults to the CPU provider.
-        graph_opt: onnxruntime graph optimisation level, one of
-            ``GRAPH_OPT_LEVELS``. Defaults to onnxruntime's (all).
-        profile: write onnxruntime's profile JSON to this file.
-        bin_out_dump: write each test case's outputs as ``.npy`` into this folder.
-        repeat_sweep: batch sizes: after verifying, time every test case with
-            its inputs repeated N times along axis 0, for each N.
-        specs: ``-d`` values, for a plain model only.
-        data: data options, for a plain model only.
-    """
-
-    maxerr: float | None = None
-    silent: bool | None = None
-    no_assert: bool = False
-    iters: int = 10
-    warmup: int = 1
-    threads: int | None = None
-    provider: str | None = None
-    graph_opt: str | None = None
-    profile: str | None = None
-    bin_out_dump: str | None = None
-    repeat_sweep: Sequence[int] = ()
-    specs: Sequence[str] = ()
-    data: DataOptions = field(default_factory=DataOptions)
-
-
-def latency_stats(samples: Sequence[float]) -> dict[str, float | int]:
-    """count, min, median, mean, p90, p99, max and (population) stddev; stddev of one sample is 0."""
-    if not samples:
-        return {"count": 0}
-    values = np.asarray(samples, dtype=np.float64)
-    return {
-        "count": int(values.size),
-        "min": float(values.min()),
-        "median": float(np.median(values)),
-        "mean": float(values.mean()),
-        "p90": float(np.percentile(values, 90)),
-        "p99": float(np.percentile(values, 99)),
-        "max": float(values.max()),
-        "stddev": float(values.std()) if values.size > 1 else 0.0,
-    }
-
-
-@dataclass
-class Timing:
-    """Per-iteration times of one test case at one batch size."""
-
-    batch: int
-    latencies_ms: list[float]
-
-    def stats(self) -> dict[str, float | int]:
-        return latency_stats(self.latencies_ms)
-
-    def throughput(self) -> dict[str, float | None]:
-        """Inferences per second (from the mean latency) and, with batch > 1, samples per second."""
-        if not self.latencies_ms:
-            return {"inferences_per_s": None, "samples_per_s": None}
-        per_s = 1e3 / float(np.mean(self.latencies_ms))
-        return {"inferences_per_s": per_s, "samples_per_s": per_s * self.batch if self.batch > 1 else None}
-
-    def to_json(self) -> dict[str, Any]:
-        return {"batch": self.batch, "latency_ms": self.stats(), **self.throughput(), "latencies_ms": self.latencies_ms}
+__all__ = ["CaseReport", "Report", "VerifyOptions", "is_plain_model", "verify"]
 
 
 @dataclass
@@ -207,7 +132,7 @@ def _open(model: str | bytes, label: str, options: VerifyOptions, tmp: str):
 
 def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
     if options.specs:
-        raise SpecError("-d gives data to a plain model; a bundle carries its own test cases")
+        raise UsageError("-d gives data to a plain model; a bundle carries its own test cases")
     with Bundle(path) as bundle:
         manifest = bundle.manifest
         model = manifest["model"]
@@ -235,7 +160,7 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
 
 def _from_model(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
     if not options.specs:
-        raise SpecError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
+        raise UsageError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
     session = _open(path, path, options, tmp)
     inputs, outputs = model_io(session)
     built = build_cases(expand_specs(list(options.specs)), inputs, options.data)
@@ -248,28 +173,17 @@ def is_plain_model(path: str, options: VerifyOptions) -> bool:
     return bool(options.specs) or path.lower().endswith(".onnx")
 
 
-def _check_options(options: VerifyOptions) -> None:
-    from .fileio import check_target
-
-    if options.iters < 1:
-        raise SpecError(f"--iter must be >= 1, got {options.iters}")
-    if options.warmup < 0:
-        raise SpecError(f"--warmup-iter must be >= 0, got {options.warmup}")
-    if options.threads is not None and options.threads < 1:
-        raise SpecError(f"--thread must be >= 1, got {options.threads}")
-    if options.graph_opt is not None and options.graph_opt not in GRAPH_OPT_LEVELS:
-        raise SpecError(f"--graph-opt must be one of {', '.join(GRAPH_OPT_LEVELS)}, got {options.graph_opt!r}")
-    if any(n < 1 for n in options.repeat_sweep):
-        raise SpecError(f"--repeat-sweep batch sizes must be >= 1, got {list(options.repeat_sweep)}")
-    if options.profile:
-        check_target(options.profile)
+def _check_outputs(options: VerifyOptions) -> None:
+    """Refuse unwritable outputs before any work starts."""
+    for target in (options.profile, options.report_json):
+        if target:
+            check_target(target)
     if options.bin_out_dump:
         parent = os.path.dirname(os.path.abspath(options.bin_out_dump))
         if os.path.exists(options.bin_out_dump) and not os.path.isdir(options.bin_out_dump):
-            raise SpecError(f"--bin-out-dump {options.bin_out_dump} is a file; give a folder")
+            raise OutputError(f"--bin-out-dump {options.bin_out_dump} is a file; give a folder")
         if not os.path.isdir(parent):
-            raise SpecError(f"--bin-out-dump: folder {parent} does not exist")
-    resolve_providers(options.provider)
+            raise OutputError(f"--bin-out-dump: folder {parent} does not exist")
 
 
 def verify(path: str, options: VerifyOptions | None = None, *, on_case: Callable[[CaseReport, Report], None] | None = None,
@@ -291,12 +205,13 @@ def verify(path: str, options: VerifyOptions | None = None, *, on_case: Callable
         MgeError: a bad bundle, model, spec or option (exit code 2).
     """
     options = options or VerifyOptions()
-    _check_options(options)
+    _check_outputs(options)
+    resolve_providers(options.provider)
     with tempfile.TemporaryDirectory(prefix="mgerun-") as tmp:
         prepared = (_from_model if is_plain_model(path, options) else _from_bundle)(path, options, tmp)
         if options.repeat_sweep:
             _check_sweep(prepared, options.repeat_sweep)
-        maxerr = prepared.maxerr if options.maxerr is None else check_maxerr(options.maxerr)
+        maxerr = prepared.maxerr if options.maxerr is None else options.maxerr
         verbose = prepared.verbose if options.silent is None else not options.silent
         assertion = prepared.assertion and not options.no_assert
         session_info = {
@@ -316,59 +231,14 @@ def verify(path: str, options: VerifyOptions | None = None, *, on_case: Callable
                 on_case(result, report)
         if options.profile:
             report.profile = _save_profile(prepared.session, options.profile)
+    if options.report_json:
+        write_bytes_atomic(options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode())
     return report
-
-
-def _batch_of(feeds: dict[str, np.ndarray]) -> int:
-    first = next(iter(feeds.values()), None)
-    return int(first.shape[0]) if first is not None and first.ndim >= 1 else 1
-
-
-def time_runs(session: Any, feeds: dict[str, np.ndarray], iters: int, warmup: int,
-              progress: Progress | None = None, label: str = "") -> tuple[list[float], list[Any] | None]:
-    """Run warmup untimed, then iters timed runs; return each timed run's ms and the first outputs.
-
-    The timed loop does nothing but call ``session.run`` between two clock reads
-    (and, rarely, the progress callback), so it adds nothing measurable to what
-    onnxruntime spends.
-
-    Raises:
-        RunError: onnxruntime failed.
-    """
-    first = None
-    for _ in range(warmup):
-        values = run(session, feeds)
-        first = first if first is not None else values
-    latencies = [0.0] * iters
-    clock = time.perf_counter
-    run_once = session.run
-    ticking = False  # progress calls only when the first run says the loop is long
-    next_tick = step = iters
-    try:
-        for i in range(iters):
-            start = clock()
-            values = run_once(None, feeds)
-            latencies[i] = (clock() - start) * 1e3
-            if i == next_tick:
-                progress(label, i, iters)  # type: ignore[misc]
-                next_tick += step
-            elif i == 0:
-                first = first if first is not None else values
-                if progress is not None and latencies[0] * iters > PROGRESS_AFTER_S * 1e3:
-                    ticking = True
-                    step = max(1, int(100 / max(latencies[0], 1e-3)))  # about ten updates a second
-                    next_tick = step
-                    progress(label, 1, iters)
-    except Exception as exc:
-        raise run_error(exc, feeds) from None
-    if ticking:
-        progress(label, iters, iters)  # type: ignore[misc]
-    return latencies, first
 
 
 def _run_case(prepared: _Prepared, index: int, case: _Case, maxerr: float | None, options: VerifyOptions,
               progress: Progress | None) -> CaseReport:
-    batch = _batch_of(case.feeds)
+    batch = batch_of(case.feeds)
     try:
         latencies, first = time_runs(prepared.session, case.feeds, options.iters, options.warmup, progress, f"test case {index}")
         got = to_numpy_outputs(first or [], prepared.outputs)
@@ -376,7 +246,7 @@ def _run_case(prepared: _Prepared, index: int, case: _Case, maxerr: float | None
         for n in options.repeat_sweep:
             feeds = {k: (np.repeat(v, n, axis=0) if v.ndim else v) for k, v in case.feeds.items()}
             sweep_ms, _ = time_runs(prepared.session, feeds, options.iters, options.warmup, progress, f"test case {index}, batch x{n}")
-            sweep.append(Timing(_batch_of(feeds), sweep_ms))
+            sweep.append(Timing(batch_of(feeds), sweep_ms))
     except (RunError, ModelError) as exc:
         return CaseReport(index, case.spec, case.origin, [], Timing(batch, []), error=exc.one_line())
     checks = []
@@ -390,7 +260,7 @@ def _check_sweep(prepared: _Prepared, sizes: Sequence[int]) -> None:
         return
     for info in prepared.inputs:
         if info.shape and isinstance(info.shape[0], int):
-            raise SpecError(
+            raise UsageError(
                 f"--repeat-sweep needs a batch dim the model leaves free, but input {info.name!r} fixes dim 0 to "
                 f"{info.shape[0]} (shape {info.shape_text()})",
                 hint="export the model with a symbolic batch dim",
@@ -402,8 +272,6 @@ def _safe_name(name: str) -> str:
 
 
 def _dump_outputs(folder: str, index: int, infos: Sequence[TensorInfo], outputs: Sequence[np.ndarray]) -> None:
-    from .fileio import atomic_output
-
     case_dir = os.path.join(folder, f"test_data_set_{index}")
     os.makedirs(case_dir, exist_ok=True)
     used: set[str] = set()
@@ -417,10 +285,6 @@ def _dump_outputs(folder: str, index: int, infos: Sequence[TensorInfo], outputs:
 
 
 def _save_profile(session: Any, target: str) -> str:
-    import shutil
-
-    from .fileio import atomic_output
-
     produced = session.end_profiling()
     with open(produced, "rb") as src, atomic_output(target) as dst:
         shutil.copyfileobj(src, dst)

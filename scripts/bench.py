@@ -413,11 +413,20 @@ def big_model_worker(path: str, dim: int, layers: int) -> list[str]:
     return [str(target), str(data)]
 
 
+def big_model_files(ctx: Context) -> tuple[int, list[Path]]:
+    """The generated ~1 GiB model (tiny with --quick), made once per invocation: its dim and files."""
+
+    def make() -> tuple[int, list[Path]]:
+        dim = 1024 if ctx.quick else 8192
+        log(f"generating the [{dim},{dim}] x 4 model")
+        return dim, [Path(f) for f in run_worker("big_model", ctx.tmp, path=str(ctx.tmp / "big.onnx"), dim=dim, layers=4)]
+
+    return ctx.once("big_model", make)
+
+
 def pack_models(ctx: Context) -> list[Model]:
     resnet = Path(run_worker("onnx_data", ctx.tmp, relpath="backend/test/data/light/light_resnet50.onnx"))
-    dim = 1024 if ctx.quick else 8192
-    log(f"pack: generating the [{dim},{dim}] x 4 model")
-    files = [Path(f) for f in run_worker("big_model", ctx.tmp, path=str(ctx.tmp / "big.onnx"), dim=dim, layers=4)]
+    dim, files = big_model_files(ctx)
     return [
         Model("ResNet-50 (onnx `light_resnet50.onnx`)", resnet, [resnet], max_a_over_c=1.15, a_below_b=True),
         Model(f"MatMul chain 4 x [{dim},{dim}] (external data)", files[0], files, max_a_over_c=1.1, max_rss_a=1.3),
@@ -510,7 +519,7 @@ def weight_cost_worker(files: list[str], folder: str) -> dict[str, float]:
     import hashlib
 
     from mgedump.fileio import hash_files
-    from mgedump.zipwrite import copy_range
+    from mgedump.bundle.zipwrite import copy_range
 
     size = sum(os.path.getsize(f) for f in files)
     start = time.perf_counter()
@@ -807,6 +816,86 @@ def section_trace(ctx: Context) -> Table:
     return table
 
 
+# ---------------------------------------------------------------- section: zip
+
+
+def zip_worker(files: list[str], folder: str, rounds: int) -> list[dict[str, float]]:
+    """Bundle the weights as one stored member, alternating mgedump's writer and the standard library's zipfile.
+
+    Both do all a bundle needs of a member: a sha256 of its bytes and a stored ZIP member with a CRC-32,
+    fsynced. mgedump's writer (A): one read for sha256 and CRC-32 (`hash_files`), then a kernel copy
+    (`copy_file_range`). zipfile (B): one read for sha256, then `ZipFile.open(ZipInfo(date_time=1980-01-01),
+    "w", force_zip64=True)` fed by `shutil.copyfileobj` in 8 MiB chunks, which computes the CRC-32 as it writes.
+    """
+    import hashlib
+    import zipfile
+
+    from mgedump.bundle.zipwrite import StoredZipWriter
+    from mgedump.fileio import CHUNK, hash_files
+
+    target = os.path.join(folder, "zip-bench.zip")
+
+    def ours() -> float:
+        start = time.perf_counter()
+        digest = hash_files(files)
+        with open(target, "wb") as f:
+            writer = StoredZipWriter(f)
+            writer.add_files("model.onnx.data", files, digest.size, digest.crc32)
+            writer.close()
+            f.flush()
+            os.fsync(f.fileno())
+        return time.perf_counter() - start
+
+    def stdlib() -> float:
+        start = time.perf_counter()
+        sha = hashlib.sha256()
+        for path in files:
+            with open(path, "rb", buffering=0) as src:
+                while chunk := src.read(CHUNK):
+                    sha.update(chunk)
+        with open(target, "wb") as f:
+            with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as zf:
+                info = zipfile.ZipInfo("model.onnx.data", date_time=(1980, 1, 1, 0, 0, 0))
+                with zf.open(info, "w", force_zip64=True) as member:
+                    for path in files:
+                        with open(path, "rb") as src:
+                            shutil.copyfileobj(src, member, CHUNK)
+            f.flush()
+            os.fsync(f.fileno())
+        return time.perf_counter() - start
+
+    ours(), stdlib()  # warm the page cache for both
+    results: dict[int, dict[str, float]] = {}
+    for run, name in alternate(["ours", "stdlib"], rounds):
+        results.setdefault(run, {"round": run})[f"{name}_s"] = ours() if name == "ours" else stdlib()
+    os.unlink(target)
+    return [results[run] for run in sorted(results)]
+
+
+def section_zip(ctx: Context) -> Table:
+    dim, files = big_model_files(ctx)
+    size = sum(f.stat().st_size for f in files)
+    rounds = ctx.runs
+    measured = run_worker("zip", ctx.tmp, files=[str(f) for f in files], folder=str(ctx.tmp), rounds=rounds)
+    table = Table(
+        f"Bundle ZIP writer vs the standard library (`zip`): the {mib(size)} weights as one member",
+        "Both sides hash the bytes (sha256, as every bundle member needs) and write one stored member with its "
+        "CRC-32, fsynced; A is mgedump's writer (CRC from the hashing read, then a kernel copy), B is zipfile "
+        "(fixed date_time, force_zip64), which reads and CRCs the bytes again as it writes them. Alternated, "
+        f"{rounds} rounds, after one untimed run of each.",
+        ["round", "A: mgedump writer (s)", "B: zipfile (s)", "A / B"],
+    )
+    for row in measured:
+        table.rows.append([str(row["round"] + 1), fmt(row.get("ours_s")), fmt(row.get("stdlib_s")),
+                           fmt_ratio(ratio(row.get("ours_s"), row.get("stdlib_s")))])
+    a = median([r["ours_s"] for r in measured if "ours_s" in r])
+    b = median([r["stdlib_s"] for r in measured if "stdlib_s" in r])
+    table.rows.append(["**median**", fmt(a), fmt(b), fmt_ratio(ratio(a, b))])
+    table.checks.append(Check("zip: mgedump writer / zipfile", "< 0.9 (keep the own writer only if measurably faster)",
+                              fmt_ratio(ratio(a, b)), at_most(ratio(a, b), 0.9)))
+    return table
+
+
 SECTIONS: dict[str, Callable[[Context], Table]] = {
     "overhead": section_overhead,
     "pack": section_pack,
@@ -814,6 +903,7 @@ SECTIONS: dict[str, Callable[[Context], Table]] = {
     "startup": section_startup,
     "optimize": section_optimize,
     "trace": section_trace,
+    "zip": section_zip,
 }
 
 # Functions that run in a worker process (python scripts/bench.py --worker NAME JSON_KWARGS RESULT_FILE).
@@ -826,6 +916,7 @@ WORKERS: dict[str, Callable[..., Any]] = {
     "weight_cost": weight_cost_worker,
     "prepack": prepack_worker,
     "assert_err": assert_err_worker,
+    "zip": zip_worker,
 }
 
 

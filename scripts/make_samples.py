@@ -11,30 +11,12 @@ the script twice gives byte-identical output.  Models are built with
 ``onnx.helper`` only and are checked with ``onnx.checker`` and smoke-run in
 onnxruntime before the script exits.
 
-Models (opset 13 / IR 8 unless noted):
-
-``cnn.onnx``
-    The main example: ``data`` float32 [1,3,32,32] (NCHW) -> ``prob`` float32
-    [1,10].  Conv -> BatchNormalization -> Relu -> MaxPool -> Conv ->
-    BatchNormalization -> Relu -> GlobalAveragePool -> Flatten -> Gemm ->
-    Softmax.  Used with ``testcases.txt`` and the image / array inputs.
-``nhwc.onnx``
-    Image model with an NHWC input: ``image`` float32 [1,32,32,3] ->
-    ``logits`` float32 [1,4].  Exercises layout detection for images.
-``gray.onnx``
-    Single-channel NCHW model: ``gray`` float32 [1,1,28,28] -> ``score``
-    float32 [1,2].  Fits ``images/digit.png``.
-``multi_input.onnx``
-    Two inputs whose names need care: ``input:0`` float32 [1,16] and ``len``
-    int64 scalar (rank 0); outputs ``output:0`` float32 [1,16] and ``len_out``
-    int64 scalar.  Exercises ``name:value`` parsing with ':' in names, int64
-    and rank-0 inputs.
-``dynamic_batch.onnx``
-    Symbolic batch dimension: ``x`` float32 [N,3,16,16] -> ``y`` float32
-    [N,4].
-``ir3_mlp.onnx``
-    Old-style model (IR 3, opset 8) whose initializers are also listed in
-    ``graph.input``: ``x`` float32 [1,8] -> ``y`` float32 [1,4].
+Models: every model, good and deliberately bad, is an entry of :data:`REGISTRY`
+below (file, a ``-d`` spec that fits it, what it is for, and for a bad one the
+error ``mgedump`` must report). The script writes the registry to
+``samples/models.json``, which the tests read: one list of sample models for
+every test. Good models are at the top of ``samples/``, models with external
+data under ``samples/external/``, bad ones under ``samples/bad/``.
 
 Images (``images/``, drawn with numpy + cv2, no noise):
 
@@ -63,8 +45,10 @@ Arrays (``data/``):
 from __future__ import annotations
 
 import argparse
+import json
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
@@ -85,6 +69,10 @@ SEEDS: dict[str, int] = {
     "multi_input.onnx": 1004,
     "dynamic_batch.onnx": 1005,
     "ir3_mlp.onnx": 1006,
+    "wide_mlp.onnx": 1007,
+    "fan.onnx": 1008,
+    "external/mlp.onnx": 1009,
+    "external/function_const.onnx": 1010,
     "cnn_input.npy": 2001,
     "multi_input.npz": 2002,
     "cnn_input.pb": 2003,
@@ -101,6 +89,7 @@ _ORT_DTYPES: dict[str, type[np.generic]] = {
     "tensor(int32)": np.int32,
     "tensor(uint8)": np.uint8,
     "tensor(bool)": np.bool_,
+    "tensor(float16)": np.float16,
 }
 
 TESTCASES = """\
@@ -365,6 +354,242 @@ def build_ir3_mlp() -> onnx.ModelProto:
     return _make_model(graph, ir_version=3, opset=8)
 
 
+def build_wide_mlp() -> onnx.ModelProto:
+    """Two 256-wide MatMuls: float16 storage halves it (``--enable-ioc16``)."""
+    rng = _rng("wide_mlp.onnx")
+    inits = [_weight(rng, "W1", [256, 256], 0.05), _weight(rng, "W2", [256, 16], 0.05)]
+    nodes = [
+        helper.make_node("MatMul", ["x", "W1"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "W2"], ["y"], name="fc2"),
+    ]
+    graph = helper.make_graph(
+        nodes, "wide_mlp", [_value_info("x", TensorProto.FLOAT, [1, 256])],
+        [_value_info("y", TensorProto.FLOAT, [1, 16])], initializer=inits,
+    )
+    return _make_model(graph)
+
+
+def build_fan() -> onnx.ModelProto:
+    """One tensor read by two Convs, nodes unnamed: onnxruntime's float16 converter, with those ops kept
+    float32, writes two Casts with one output name (a bug mgedump repairs)."""
+    rng = _rng("fan.onnx")
+    inits = [_weight(rng, "W0", [4, 3, 3, 3], 0.1), _weight(rng, "W1", [4, 4, 1, 1], 0.1), _weight(rng, "W2", [4, 4, 1, 1], 0.1)]
+    nodes = [
+        helper.make_node("Conv", ["x", "W0"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p", "W1"], ["a"]),
+        helper.make_node("Conv", ["p", "W2"], ["b"]),
+        helper.make_node("Add", ["a", "b"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "fan", [_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])], initializer=inits,
+    )
+    return _make_model(graph)
+
+
+def build_if_branches() -> onnx.ModelProto:
+    """An If whose branches are subgraphs (Neg or Abs of the outer ``x``)."""
+    then = helper.make_graph([helper.make_node("Neg", ["x"], ["a"])], "then", [], [_value_info("a", TensorProto.FLOAT, [2])])
+    other = helper.make_graph([helper.make_node("Abs", ["x"], ["b"])], "else", [], [_value_info("b", TensorProto.FLOAT, [2])])
+    node = helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)
+    graph = helper.make_graph(
+        [node], "if_branches",
+        [_value_info("c", TensorProto.BOOL, []), _value_info("x", TensorProto.FLOAT, [2])],
+        [_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    return _make_model(graph)
+
+
+def build_half_relu() -> onnx.ModelProto:
+    """A model that is float16 already."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "half_relu",
+        [_value_info("x", TensorProto.FLOAT16, [2])], [_value_info("y", TensorProto.FLOAT16, [2])],
+    )
+    return _make_model(graph)
+
+
+def build_gather_index() -> onnx.ModelProto:
+    """Gather from a 10-row table by an int64 index input: random indices beyond 9 make it fail to run."""
+    table = numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4), name="table")
+    node = helper.make_node("Gather", ["table", "idx"], ["rows"], name="gather", axis=0)
+    graph = helper.make_graph(
+        [node], "gather_index", [_value_info("idx", TensorProto.INT64, [3])],
+        [_value_info("rows", TensorProto.FLOAT, [3, 4])], initializer=[table],
+    )
+    return _make_model(graph)
+
+
+def build_ir_too_new() -> onnx.ModelProto:
+    """A Relu saved with IR version 99, beyond what onnxruntime reads."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "ir_too_new",
+        [_value_info("x", TensorProto.FLOAT, [1, 4])], [_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    return _make_model(graph, ir_version=99)
+
+
+def _mlp(seed_key: str) -> onnx.ModelProto:
+    rng = _rng(seed_key)
+    inits = [_weight(rng, "W1", [32, 64]), _weight(rng, "W2", [64, 8])]
+    nodes = [
+        helper.make_node("MatMul", ["x", "W1"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "W2"], ["y"], name="fc2"),
+    ]
+    graph = helper.make_graph(
+        nodes, "mlp", [_value_info("x", TensorProto.FLOAT, [1, 32])],
+        [_value_info("y", TensorProto.FLOAT, [1, 8])], initializer=inits,
+    )
+    return _make_model(graph)
+
+
+def _point_external(model: onnx.ModelProto, location: str) -> onnx.ModelProto:
+    """Every initializer refers to external data at location (which the model's folder need not hold)."""
+    for tensor in model.graph.initializer:
+        tensor.ClearField("raw_data")
+        tensor.ClearField("float_data")
+        tensor.data_location = TensorProto.EXTERNAL
+        entry = tensor.external_data.add()
+        entry.key, entry.value = "location", location
+    return model
+
+
+def build_function_const() -> onnx.ModelProto:
+    """A model-local function whose Constant node holds the weight: the weight lives in external data."""
+    rng = _rng("external/function_const.onnx")
+    weight = (rng.standard_normal((4, 4)) * 0.5).astype(np.float32)
+    const = helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(weight, name="w_value"))
+    function = helper.make_function(
+        "local", "ScaledMatMul", ["a"], ["b"],
+        [const, helper.make_node("MatMul", ["a", "w"], ["b"])],
+        opset_imports=[helper.make_opsetid("", OPSET)],
+    )
+    graph = helper.make_graph(
+        [helper.make_node("ScaledMatMul", ["x"], ["y"], domain="local", name="call")], "function_const",
+        [_value_info("x", TensorProto.FLOAT, [1, 4])], [_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    return helper.make_model(
+        graph, ir_version=IR_VERSION, producer_name=PRODUCER, functions=[function],
+        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("local", 1)],
+    )
+
+
+# --------------------------------------------------------------------------
+# writers: each registry entry writes its file(s) under the output folder
+
+
+def _writer(build: Callable[[], onnx.ModelProto], full_check: bool = True) -> Callable[[Path], None]:
+    return lambda path: _save_model(build(), path, full_check=full_check)
+
+
+def _write_bytes(data: Callable[[], bytes]) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data())
+
+    return write
+
+
+def _write_external(build: Callable[[], onnx.ModelProto], data_name: str) -> Callable[[Path], None]:
+    """Save with every tensor in one external data file beside the model (onnx's own writer)."""
+
+    def write(path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / data_name).unlink(missing_ok=True)  # onnx appends to an existing data file
+        model = build()
+        onnx.checker.check_model(model)
+        onnx.save_model(
+            model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location=data_name,
+            size_threshold=0, convert_attribute=True,
+        )
+
+    return write
+
+
+def _write_unchecked(build: Callable[[], onnx.ModelProto]) -> Callable[[Path], None]:
+    """Save a model onnx.checker would refuse (that is the point of it)."""
+
+    def write(path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(build(), str(path))
+
+    return write
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sample model.
+
+    Attributes:
+        file: its path under ``samples/``.
+        write: writes it (and any data file) at a path.
+        spec: a ``-d`` spec that fits it.
+        about: what it is for.
+        error: for a deliberately bad model (or bad spec): a part of the one
+            line ``mgedump MODEL -d SPEC`` must print on stderr, with exit 2.
+        files: other files it needs beside it (external data).
+        tags: what it exercises (``image``, ``external``, ``subgraph``, ``float16``, ...).
+    """
+
+    file: str
+    write: Callable[[Path], None]
+    spec: str
+    about: str
+    error: str | None = None
+    files: tuple[str, ...] = ()
+    tags: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "file": self.file, "spec": self.spec, "about": self.about, "kind": "bad" if self.error else "good",
+            "error": self.error, "files": list(self.files), "tags": list(self.tags),
+        }
+
+
+REGISTRY: tuple[Sample, ...] = (
+    Sample("cnn.onnx", _writer(build_cnn), "#rand(0,1)",
+           "the main example: NCHW [1,3,32,32] -> Conv/BatchNorm/Relu/MaxPool/Gemm/Softmax -> prob [1,10]",
+           tags=("image", "batchnorm")),
+    Sample("nhwc.onnx", _writer(build_nhwc), "#rand(0,255)", "an NHWC image input [1,32,32,3]", tags=("image",)),
+    Sample("gray.onnx", _writer(build_gray), "#rand(0,255)", "a one-channel NCHW input [1,1,28,28]", tags=("image",)),
+    Sample("multi_input.onnx", _writer(build_multi_input), "input:0:#rand(0,1);len:#const(7)",
+           "two inputs: 'input:0' float32 [1,16] (':' in the name) and 'len' an int64 scalar", tags=("names",)),
+    Sample("dynamic_batch.onnx", _writer(build_dynamic_batch), "x:#rand(0,1,2,...)",
+           "a symbolic batch dim: x [N,3,16,16] -> y [N,4]", tags=("symbolic",)),
+    Sample("ir3_mlp.onnx", _writer(build_ir3_mlp), "#rand(-1,1)",
+           "IR 3 / opset 8: every weight is also listed as a graph input", tags=("ir3",)),
+    Sample("wide_mlp.onnx", _writer(build_wide_mlp), "#rand(0,1)", "two 256-wide MatMuls: float16 halves its size",
+           tags=("float16",)),
+    Sample("fan.onnx", _writer(build_fan), "#rand(0,1)",
+           "one tensor read by two Convs, unnamed nodes: onnxruntime's float16 converter writes duplicate Casts",
+           tags=("float16",)),
+    Sample("if_branches.onnx", _writer(build_if_branches), "c:#const(1);x:#rand(-1,1)",
+           "an If with two subgraph branches", tags=("subgraph",)),
+    Sample("half_relu.onnx", _writer(build_half_relu), "#rand(-1,1)", "a model that is float16 already",
+           tags=("float16",)),
+    Sample("external/mlp.onnx", _write_external(lambda: _mlp("external/mlp.onnx"), "mlp.weights"), "#rand(0,1)",
+           "weights in an external data file", files=("external/mlp.weights",), tags=("external",)),
+    Sample("external/function_const.onnx", _write_external(build_function_const, "function_const.data"), "#rand(0,1)",
+           "a model-local function whose Constant node keeps its weight in external data",
+           files=("external/function_const.data",), tags=("external", "function")),
+    Sample("bad/not_onnx.onnx", _write_bytes(lambda: b"hello, this is text\n"), "#rand(0,1)",
+           "a text file named .onnx", error="not a valid ONNX model"),
+    Sample("bad/truncated.onnx", _write_bytes(lambda: build_cnn().SerializeToString()[:3000]), "#rand(0,1)",
+           "the first 3000 bytes of cnn.onnx", error="not a valid ONNX model"),
+    Sample("bad/ir_too_new.onnx", _write_unchecked(build_ir_too_new), "#rand(0,1)",
+           "IR version 99, newer than onnxruntime reads", error="IR version 99"),
+    Sample("bad/gather_index.onnx", _writer(build_gather_index), "#rand(0,100)",
+           "random indices beyond the table's 10 rows: the model fails to run on them", error="'idx'"),
+    Sample("bad/unsafe_external.onnx", _write_unchecked(lambda: _point_external(_mlp("external/mlp.onnx"), "../outside.bin")),
+           "#rand(0,1)", "external data outside the model's folder", error="not a safe relative path"),
+    Sample("bad/missing_external.onnx", _write_unchecked(lambda: _point_external(_mlp("external/mlp.onnx"), "missing.bin")),
+           "#rand(0,1)", "external data in a file that is not there", error="does not exist beside the model"),
+)
+
+
 # --------------------------------------------------------------------------
 # images
 
@@ -492,20 +717,12 @@ def _check_arrays(out: Path) -> None:
 # --------------------------------------------------------------------------
 
 
-MODELS = {
-    "cnn.onnx": build_cnn,
-    "nhwc.onnx": build_nhwc,
-    "gray.onnx": build_gray,
-    "multi_input.onnx": build_multi_input,
-    "dynamic_batch.onnx": build_dynamic_batch,
-    "ir3_mlp.onnx": build_ir3_mlp,
-}
-
-
 def generate(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for name, build in MODELS.items():
-        _save_model(build(), out / name)
+    for sample in REGISTRY:
+        sample.write(out / sample.file)
+    registry = {"about": "the sample models; written by scripts/make_samples.py", "models": [s.to_json() for s in REGISTRY]}
+    (out / "models.json").write_text(json.dumps(registry, indent=1) + "\n", encoding="utf-8", newline="\n")
 
     png = [cv2.IMWRITE_PNG_COMPRESSION, 9]
     _write_image(out / "images" / "cat.png", make_cat(), png)
@@ -518,9 +735,11 @@ def generate(out: Path) -> None:
 
 def verify(out: Path) -> None:
     rng = _rng("smoke")
-    for name in MODELS:
-        info = _smoke(out / name, rng)
-        print(f"{name}: inputs {info['inputs']}; outputs {info['outputs']}")
+    for sample in REGISTRY:
+        if sample.error:
+            continue
+        info = _smoke(out / sample.file, rng)
+        print(f"{sample.file}: inputs {info['inputs']}; outputs {info['outputs']}")
     _check_arrays(out)
 
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from onnx import numpy_helper
 
-from mgedump.data import DataOptions, build_cases, cast_to
-from mgedump.errors import DataError, SpecError
+from mgedump.data import build_cases, cast_to
+from mgedump.options import DataOptions
+from mgedump.errors import DataError, SpecError, UsageError
 from mgedump.runtime import TensorInfo
 from mgedump.spec import CaseSpec, expand_specs
 
@@ -165,9 +166,9 @@ def test_repeat_batch_dim_is_a_warning(tmp_path, caplog):
 
 
 def test_resize_and_transform_need_file_data():
-    with pytest.raises(SpecError, match="--resize-input"):
+    with pytest.raises(UsageError, match="--resize-input"):
         build(["#rand(0,1)"], [F32], resize_input=True)
-    with pytest.raises(SpecError, match="--input-transform"):
+    with pytest.raises(UsageError, match="--input-transform"):
         build(["#rand(0,1)"], [F32], input_transform="data")
 
 
@@ -182,3 +183,14 @@ def test_transform_has_no_builtins(tmp_path):
 def test_case_spec_origin_in_errors():
     with pytest.raises(SpecError, match=r"-d #2"):
         build_cases([CaseSpec("#rand(0,1)", "-d #1"), CaseSpec("#rand(1,0)", "-d #2")], [F32], DataOptions())
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"\x08\x02\x10\x63\x4a\x08" + b"\x00" * 8, "not a valid ONNX TensorProto file"),  # data_type 99
+    (b"\x08\x02\x10\x01\x4a\x03abc", "not a valid ONNX TensorProto file"),  # 2 floats in 3 bytes
+    (b"\xff\xff\xff\xff", "not a valid ONNX TensorProto file"),
+])
+def test_bad_pb_files_are_data_errors(tmp_path, data, message):
+    (tmp_path / "t.pb").write_bytes(data)
+    with pytest.raises(DataError, match=message):
+        build([str(tmp_path / "t.pb")], [TensorInfo("x", "float32", (2,))])

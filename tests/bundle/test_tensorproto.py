@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mgedump.tensorproto import decode, encode
+from mgedump.bundle.tensorproto import decode, encode
 
 ARRAYS = [
     np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4) / 7,

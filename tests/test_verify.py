@@ -1,14 +1,18 @@
-"""mgerun as a benchmark tool: timing report, providers, profiles, output dumps, batch sweeps, progress."""
+"""Verifying and timing: assertions and their failures, tampered bundles, the report, providers, profiles, dumps, sweeps."""
 
 from __future__ import annotations
 
 import json
+import re
+import zipfile
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
+from onnx import numpy_helper
 
-from conftest import SAMPLES, run_script
+from tests.support import SAMPLES, rewrite_bundle
 
 
 @pytest.fixture
@@ -93,22 +97,11 @@ def test_repeat_sweep_needs_a_free_batch_dim(bundle, mgerun):
     assert result.code == 2 and "fixes dim 0 to 1" in result.err
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--thread", "0"], "--thread must be >= 1"),
-    (["--warmup-iter", "-1"], "--warmup-iter must be >= 0"),
-    (["--graph-opt", "max"], "'max' is not one of"),
-    (["--repeat-sweep", "1,x"], "not a comma-separated list"),
-    (["--repeat-sweep", "0"], "batch sizes must be >= 1"),
-])
-def test_bad_benchmark_options(bundle, mgerun, args, needle):
-    result = mgerun(bundle, *args)
-    assert result.code == 2 and needle in result.err and len(result.err.strip().splitlines()) == 1
-
-
 def test_progress_callback_for_long_runs(bundle, monkeypatch):
+    from mgedump import timing
     from mgedump import verify as verify_module
 
-    monkeypatch.setattr(verify_module, "PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(timing, "PROGRESS_AFTER_S", 0.0)
     calls = []
     report = verify_module.verify(str(bundle), verify_module.VerifyOptions(iters=50, warmup=0),
                                   progress=lambda label, done, total: calls.append((label, done, total)))
@@ -118,7 +111,67 @@ def test_progress_callback_for_long_runs(bundle, monkeypatch):
     assert {label for label, _, _ in calls} == {"test case 0", "test case 1"}
 
 
-def test_no_progress_bar_without_a_terminal(bundle):
-    result = run_script("mgerun", bundle, "--iter", "200")
-    assert result.returncode == 0
-    assert "\r" not in result.stderr and "\r" not in result.stdout
+def test_no_assert_and_silent(samples, tmp_path, mgedump, mgerun):
+    out = tmp_path / "n.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "--no-assert", "-o", out).code == 0
+    with zipfile.ZipFile(out) as zf:
+        assert not [n for n in zf.namelist() if "output_" in n]
+    result = mgerun(out, "--iter", "1")
+    assert result.code == 0 and "AssertEqual" not in result.out and "no assertions" in result.out
+    silent = tmp_path / "s.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "--silent", "-o", silent).code == 0
+    result = mgerun(silent, "--iter", "1")
+    assert result.code == 0 and result.out == ""
+
+
+def test_plain_model_mode_and_report_json(samples, tmp_path, mgerun, mgedump):
+    result = mgerun(samples / "cnn.onnx", "-d", "#rand(0,1)", "--iter", "3")
+    assert result.code == 0 and "ran (no assertions)" in result.out
+    row = next(line for line in result.out.splitlines() if re.match(r"test case 0\s+\d", line))
+    assert row.split()[3:5] == ["1", "3"]  # batch, iters
+    out = tmp_path / "r.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "-d", "#rand(0,2)", "-o", out).code == 0
+    report_path = tmp_path / "report.json"
+    assert mgerun(out, "--iter", "4", "--report-json", report_path).code == 0
+    report = json.loads(report_path.read_text())
+    assert report["passed"] is True and report["exit_code"] == 0 and len(report["test_cases"]) == 2
+    case = report["test_cases"][0]
+    assert case["outputs"][0]["name"] == "prob" and case["outputs"][0]["passed"] is True
+    lat = case["latency_ms"]
+    assert lat["count"] == 4 and lat["min"] <= lat["median"] <= lat["max"]
+
+
+def test_changed_byte_in_expected_output_names_the_member(samples, tmp_path, mgedump, mgerun):
+    out = tmp_path / "t.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "-o", out).code == 0
+    data = bytearray(out.read_bytes())
+    with zipfile.ZipFile(out) as zf:
+        info = zf.getinfo("test_data_set_0/output_0.pb")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    data[start + info.file_size - 1] ^= 0x01
+    tampered = tmp_path / "tampered.mgetest"
+    tampered.write_bytes(bytes(data))
+    result = mgerun(tampered)
+    assert result.code == 2
+    assert "test_data_set_0/output_0.pb" in result.err and "Traceback" not in result.err
+
+
+def test_changed_weight_fails_the_assertion_with_location_and_values(samples, tmp_path, mgedump, mgerun):
+    out = tmp_path / "w.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "-o", out).code == 0
+    model = onnx.load(str(samples / "cnn.onnx"))
+    gemm_bias = next(init for init in model.graph.initializer if init.dims == [10])
+    changed = numpy_helper.to_array(gemm_bias).copy()
+    changed[3] += 2.0
+    gemm_bias.CopyFrom(numpy_helper.from_array(changed, gemm_bias.name))
+    bad = tmp_path / "bad.mgetest"
+    rewrite_bundle(out, bad, lambda names, manifest, members: members.update({"model.onnx": model.SerializeToString()}),
+                   fix_hashes=True)
+    result = mgerun(bad, "--iter", "1")
+    assert result.code == 1, result.out + result.err
+    assert "AssertEqual: err=" in result.out and "(name=prob) FAILED" in result.out
+    assert "worst element at [0, " in result.out and "expect=" in result.out and "get=" in result.out
+    report = tmp_path / "r.json"
+    assert mgerun(bad, "--iter", "1", "--silent", "--report-json", report).code == 1
+    check = json.loads(report.read_text())["test_cases"][0]["outputs"][0]
+    assert check["passed"] is False and check["err"] > 1e-4 and len(check["worst_index"]) == 2

@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from conftest import ROOT
+from tests.support import ROOT
 
 NUMBER = re.compile(r"^\**-?\d+(\.\d+)?\**$")
 

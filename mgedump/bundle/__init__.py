@@ -1,0 +1,29 @@
+"""The bundle: one file holding a model and its test cases.
+
+- :mod:`~mgedump.bundle.format`: the format's specification (its docstring),
+  constants and manifest validation;
+- :mod:`~mgedump.bundle.reader`: :class:`Bundle`, which checks everything it reads;
+- :mod:`~mgedump.bundle.writer`: :func:`write_bundle`;
+- :mod:`~mgedump.bundle.tensorproto`: the ONNX TensorProto codec that every
+  ``.pb`` reader and writer of the project uses.
+"""
+
+from __future__ import annotations
+
+from .format import DATA_MEMBER, FORMAT, FORMAT_VERSION, MANIFEST, MODEL_MEMBER, check_member_name, validate_manifest
+from .reader import Bundle
+from .writer import Member, tensor_bytes, write_bundle
+
+__all__ = [
+    "DATA_MEMBER",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MANIFEST",
+    "MODEL_MEMBER",
+    "Bundle",
+    "Member",
+    "check_member_name",
+    "tensor_bytes",
+    "validate_manifest",
+    "write_bundle",
+]

@@ -1,0 +1,151 @@
+"""The mgedump bundle format, version 1. This docstring is its specification.
+
+A bundle is a ZIP archive whose members are all stored (uncompressed), in this
+order::
+
+    mgedump.json                    the manifest (UTF-8 JSON object)
+    model.onnx                      the model as it will run
+    model.onnx.data                 only when the model keeps weights outside
+    test_data_set_0/input_0.pb      one ONNX TensorProto per model input
+    test_data_set_0/output_0.pb     expected outputs (absent when assertions are off)
+    test_data_set_1/...
+
+Unzipped, it is the ONNX model-zoo test layout: ``model.onnx`` beside
+``test_data_set_N/{input,output}_K.pb``, numbered from 0 with no gaps, inputs in
+model input order and each TensorProto named after its graph input or output.
+
+Member names MUST be relative, use ``/``, and contain no ``..``, no ``\\`` and
+no empty component. Every member MUST be listed, in archive order, in the
+manifest's ``members`` with its size and sha256; a reader MUST refuse a bundle
+with a member it does not list, a listed member it lacks, or any hash that does
+not match. Timestamps are fixed (1980-01-01 00:00) and no host path or clock
+time is recorded, so the same input gives the same bytes.
+
+Manifest keys (all REQUIRED unless marked):
+
+``format``: ``"mgedump-bundle"``.
+``format_version``: ``1``. A reader MUST refuse other versions; this version is
+    independent of the package version.
+``generator``: ``{"name": "mgedump", "version": str}``.
+``model``: ``{"member": "model.onnx", "sha256": str, "source_sha256": str,
+    "external_data": str or null}``: the bundled model, the hash of the model
+    file it was made from, and the member holding external data, if any.
+``optimizations``: list of str, the rewrites applied (empty: the model as given).
+``requirements``: list of str, what the bundled model needs at run time beyond
+    a standard ONNX runtime (e.g. ``"onnxruntime"``, ``"x86-avx2"``).
+``inputs``, ``outputs``: lists of ``{"name": str, "dtype": str, "shape": list
+    or null}``; dims are ints, str (symbolic) or null.
+``assertion``: ``{"enabled": bool, "maxerr": float, "verbose": bool}``.
+``seed``: int, the seed of the data generators.
+``data_options``: ``{"repeat": int, "resize_input": bool, "input_transform": str
+    or null}``, as given to the packer (recorded, never evaluated by a reader).
+``test_cases``: list of ``{"dir": str, "spec": str, "origin": str,
+    "inputs": [member, ...], "outputs": [member, ...]}``.
+``members``: list of ``{"name": str, "size": int, "sha256": str}`` for every
+    member after the manifest.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import BundleError
+
+FORMAT = "mgedump-bundle"
+FORMAT_VERSION = 1
+MANIFEST = "mgedump.json"
+MODEL_MEMBER = "model.onnx"
+DATA_MEMBER = "model.onnx.data"
+MAX_MANIFEST_BYTES = 16 << 20
+
+
+def check_member_name(name: str) -> None:
+    """Refuse absolute, backslashed, empty-component or ``..`` member names."""
+    parts = name.split("/")
+    if (
+        not name
+        or name.startswith("/")
+        or "\\" in name
+        or "\x00" in name
+        or (len(name) > 1 and name[1] == ":")
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise BundleError(f"bundle member name {name!r} is not a safe relative path")
+
+
+def _require(condition: bool, what: str) -> None:
+    if not condition:
+        raise BundleError(f"bundle manifest is malformed: {what}")
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _check_tensor_infos(value: Any, key: str) -> None:
+    _require(isinstance(value, list), f"{key!r} must be a list")
+    for entry in value:
+        _require(isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("dtype"), str), f"bad entry in {key!r}")
+        shape = entry.get("shape")
+        _require(shape is None or (isinstance(shape, list) and all(d is None or isinstance(d, (int, str)) for d in shape)), f"bad shape in {key!r}")
+
+
+def validate_manifest(manifest: Any) -> None:
+    """Check the manifest's version, keys and types (format version 1).
+
+    Raises:
+        BundleError: with what is wrong.
+    """
+    _require(isinstance(manifest, dict), "not a JSON object")
+    if manifest.get("format") != FORMAT:
+        raise BundleError(f"not an mgedump bundle: manifest format is {manifest.get('format')!r}, expected {FORMAT!r}")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise BundleError(f"bundle manifest has no valid format_version ({version!r})")
+    if version > FORMAT_VERSION:
+        raise BundleError(
+            f"bundle format version {version} is newer than this mgedump reads (up to {FORMAT_VERSION})",
+            hint="upgrade mgedump",
+        )
+    if version != FORMAT_VERSION:
+        raise BundleError(f"unknown bundle format version {version} (this mgedump reads version {FORMAT_VERSION})")
+    model = manifest.get("model")
+    _require(isinstance(model, dict) and isinstance(model.get("member"), str) and isinstance(model.get("sha256"), str), "'model' must name a member and its sha256")
+    _require(model.get("external_data") is None or isinstance(model.get("external_data"), str), "'model.external_data' must be a member name or null")
+    _require(_is_str_list(manifest.get("optimizations")), "'optimizations' must be a list of strings")
+    _require(_is_str_list(manifest.get("requirements")), "'requirements' must be a list of strings")
+    _check_tensor_infos(manifest.get("inputs"), "inputs")
+    _check_tensor_infos(manifest.get("outputs"), "outputs")
+    assertion = manifest.get("assertion")
+    _require(isinstance(assertion, dict), "'assertion' must be an object")
+    _require(isinstance(assertion.get("enabled"), bool) and isinstance(assertion.get("verbose"), bool), "'assertion.enabled' and 'assertion.verbose' must be true or false")
+    maxerr = assertion.get("maxerr")
+    _require(isinstance(maxerr, (int, float)) and not isinstance(maxerr, bool) and math.isfinite(maxerr) and maxerr >= 0, "'assertion.maxerr' must be a number >= 0")
+    cases = manifest.get("test_cases")
+    _require(isinstance(cases, list) and cases, "'test_cases' must be a non-empty list")
+    n_in, n_out = len(manifest["inputs"]), len(manifest["outputs"])
+    for case in cases:
+        _require(isinstance(case, dict) and isinstance(case.get("spec"), str), "each test case needs a 'spec'")
+        _require(_is_str_list(case.get("inputs")) and len(case["inputs"]) == n_in, "each test case needs one input member per model input")
+        outputs = case.get("outputs")
+        _require(_is_str_list(outputs) and len(outputs) == (n_out if assertion["enabled"] else 0), "each test case needs one output member per model output when assertions are on, none when off")
+    members = manifest.get("members")
+    _require(isinstance(members, list), "'members' must be a list")
+    for entry in members:
+        _require(
+            isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("sha256"), str)
+            and isinstance(entry.get("size"), int) and entry["size"] >= 0,
+            "each member needs a name, size and sha256",
+        )
+        check_member_name(entry["name"])
+    listed = {entry["name"] for entry in members}
+    _require(len(listed) == len(members), "a member is listed twice")
+    referenced = [model["member"]] + ([model["external_data"]] if model.get("external_data") else [])
+    for case in cases:
+        referenced += case["inputs"] + case["outputs"]
+    for name in referenced:
+        if name not in listed:
+            raise BundleError(f"bundle manifest refers to member {name!r}, which it does not list")
+
+

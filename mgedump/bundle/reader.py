@@ -1,0 +1,174 @@
+"""Read a bundle: check its structure, manifest and every member's hash before anything is trusted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import threading
+import zipfile
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import IO, Any
+
+import numpy as np
+
+from ..errors import BundleError
+from ..fileio import CHUNK
+from .format import MANIFEST, MAX_MANIFEST_BYTES, check_member_name, validate_manifest
+from .tensorproto import decode
+from .zipwrite import copy_range
+
+DEFER_HASH_BYTES = 16 << 20
+
+
+class Bundle:
+    """A bundle opened for reading, its structure and every member hash checked.
+
+    Members up to ``DEFER_HASH_BYTES`` are checked on opening; larger ones in a
+    background thread, and :meth:`verified` waits for that (call it before
+    trusting any result). Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._cancel = threading.Event()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future | None = None
+        if not os.path.exists(path):
+            raise BundleError(f"bundle not found: {path}")
+        if not os.path.isfile(path):
+            raise BundleError(f"bundle path is not a file: {path}")
+        try:
+            self._zip = zipfile.ZipFile(path, "r")
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+            raise BundleError(f"{path}: not a bundle (corrupt or not a zip archive: {exc})") from None
+        try:
+            self.manifest = self._check()
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> "Bundle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._cancel.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        self._zip.close()
+
+    def _check(self) -> dict[str, Any]:
+        infos = self._zip.infolist()
+        names = [info.filename for info in infos]
+        for name in names:
+            check_member_name(name)
+        if len(set(names)) != len(names):
+            raise BundleError(f"{self.path}: a member name appears twice in the archive")
+        if not names or names[0] != MANIFEST:
+            raise BundleError(f"{self.path}: not an mgedump bundle (the first member is not {MANIFEST})")
+        for info in infos:
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise BundleError(f"{self.path}: member {info.filename!r} is compressed; bundle members are stored")
+        if infos[0].file_size > MAX_MANIFEST_BYTES:
+            raise BundleError(f"{self.path}: manifest is larger than {MAX_MANIFEST_BYTES} bytes")
+        try:
+            manifest = json.loads(self._read(MANIFEST).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BundleError(f"{self.path}: manifest is not valid JSON ({exc})") from None
+        validate_manifest(manifest)
+        listed = [entry["name"] for entry in manifest["members"]]
+        if listed != names[1:]:
+            extra = [n for n in names[1:] if n not in listed]
+            missing = [n for n in listed if n not in names]
+            if extra:
+                raise BundleError(f"{self.path}: member {extra[0]!r} is not listed in the manifest")
+            if missing:
+                raise BundleError(f"{self.path}: member {missing[0]!r} is listed in the manifest but missing")
+            raise BundleError(f"{self.path}: members are not in the manifest's order")
+        large = []
+        for entry, info in zip(manifest["members"], infos[1:]):
+            if info.file_size != entry["size"]:
+                raise BundleError(f"{self.path}: member {entry['name']!r} is {info.file_size} bytes, manifest says {entry['size']}")
+            if info.file_size > DEFER_HASH_BYTES:
+                large.append(entry)
+            else:
+                self._check_hash(self._zip, entry)
+        if large:
+            # Large members (the weights) are hashed in a thread while the caller loads the model.
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="mgerun-hash")
+            self._pending = self._pool.submit(self._check_large, large)
+        return manifest
+
+    def _check_hash(self, zf: zipfile.ZipFile, entry: dict[str, Any]) -> None:
+        digest = hashlib.sha256()
+        try:
+            with zf.open(entry["name"]) as f:
+                while (chunk := f.read(CHUNK)) and not self._cancel.is_set():
+                    digest.update(chunk)
+        except (zipfile.BadZipFile, OSError, KeyError) as exc:
+            raise BundleError(f"{self.path}: member {entry['name']!r} is corrupt or tampered with ({exc})") from None
+        if not self._cancel.is_set() and digest.hexdigest() != entry["sha256"]:
+            raise BundleError(f"{self.path}: member {entry['name']!r} does not match its sha256 in the manifest (tampered or corrupt)")
+
+    def _check_large(self, entries: list[dict[str, Any]]) -> None:
+        with zipfile.ZipFile(self.path) as zf:
+            for entry in entries:
+                self._check_hash(zf, entry)
+
+    def verified(self) -> None:
+        """Wait for the hashes of large members, checked in the background.
+
+        Raises:
+            BundleError: a member does not match its hash.
+        """
+        if self._pending is not None:
+            self._pending.result()
+
+    def _open(self, name: str) -> IO[bytes]:
+        try:
+            return self._zip.open(name)
+        except (zipfile.BadZipFile, OSError, KeyError) as exc:
+            raise BundleError(f"{self.path}: cannot read member {name!r} ({exc})") from None
+
+    def _read(self, name: str) -> bytes:
+        try:
+            with self._open(name) as f:
+                return f.read()
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise BundleError(f"{self.path}: cannot read member {name!r} ({exc})") from None
+
+    def read(self, name: str) -> bytes:
+        """A member's bytes."""
+        return self._read(name)
+
+    def extract(self, name: str, folder: str) -> str:
+        """Copy one member into folder (under its base name), in the kernel; return the path.
+
+        Members are stored, so their bytes are one range of the bundle file.
+        """
+        info = self._zip.getinfo(name)
+        target = os.path.join(folder, os.path.basename(name))
+        with open(self.path, "rb", buffering=0) as src, open(target, "wb") as dst:
+            header = os.pread(src.fileno(), 30, info.header_offset)
+            if len(header) != 30 or header[:4] != b"PK\x03\x04":
+                raise BundleError(f"{self.path}: member {name!r} has no valid local header")
+            name_len, extra_len = struct.unpack("<HH", header[26:30])
+            os.lseek(src.fileno(), info.header_offset + 30 + name_len + extra_len, os.SEEK_SET)
+            copied = copy_range(src.fileno(), dst.fileno(), info.file_size)
+        if copied != info.file_size:
+            raise BundleError(f"{self.path}: member {name!r} is truncated")
+        return target
+
+    def tensor(self, name: str, expect_name: str) -> np.ndarray:
+        """Read a TensorProto member; its name must be expect_name or empty."""
+        try:
+            array, tensor_name = decode(self._read(name))
+        except ValueError as exc:
+            raise BundleError(f"{self.path}: member {name!r} is not a valid TensorProto ({exc})") from None
+        if tensor_name and tensor_name != expect_name:
+            raise BundleError(f"{self.path}: member {name!r} holds tensor {tensor_name!r}, expected {expect_name!r}")
+        return array

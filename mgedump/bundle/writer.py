@@ -1,0 +1,75 @@
+"""Write a bundle: the manifest with every member's hash, then the members, stored, into one file renamed into place."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..fileio import FileDigest, atomic_output, hash_files
+from .format import MANIFEST, check_member_name
+from .tensorproto import encode
+from .zipwrite import StoredZipWriter
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member to write: bytes in memory, or files' bytes streamed from disk.
+
+    ``digest`` may carry the files' hash when it was computed beforehand.
+    """
+
+    name: str
+    data: bytes | None = None
+    paths: tuple[str, ...] = ()
+    digest: FileDigest | None = None
+
+    def hashed(self) -> FileDigest:
+        if self.data is not None:
+            return FileDigest(hashlib.sha256(self.data).hexdigest(), len(self.data), zlib.crc32(self.data))
+        return self.digest or hash_files(self.paths)
+
+
+def tensor_bytes(array: np.ndarray, name: str) -> bytes:
+    """Serialize an array as an ONNX TensorProto named ``name``."""
+    return encode(array, name)
+
+
+def write_bundle(path: str, manifest: dict[str, Any], members: Sequence[Member]) -> dict[str, Any]:
+    """Write a bundle atomically: the manifest (with member hashes), then the members.
+
+    Args:
+        path: the bundle file to create or replace.
+        manifest: every manifest key but ``members``.
+        members: the members after the manifest, in order.
+
+    Returns:
+        The manifest as written.
+
+    Raises:
+        OutputError: the file cannot be written.
+    """
+    digests = []
+    for member in members:
+        check_member_name(member.name)
+        digests.append(member.hashed())
+    listed = [{"name": m.name, "size": d.size, "sha256": d.sha256} for m, d in zip(members, digests)]
+    manifest = dict(manifest, members=listed)
+    manifest_bytes = (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n").encode()
+    with atomic_output(path) as f:
+        writer = StoredZipWriter(f)
+        writer.add_bytes(MANIFEST, manifest_bytes)
+        for member, digest in zip(members, digests):
+            if member.data is not None:
+                writer.add_bytes(member.name, member.data)
+            else:
+                writer.add_files(member.name, member.paths, digest.size, digest.crc32)
+        writer.close()
+    return manifest
+
+

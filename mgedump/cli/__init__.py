@@ -1,0 +1,32 @@
+"""The command line: a thin click layer over the library.
+
+Each command parses its options, builds one options object
+(:mod:`mgedump.options`), calls the library, prints (:mod:`.output`) and maps
+the outcome to an exit code (:func:`.common.run`): 0 passed, 1 an assertion or
+run failure, 2 bad usage or input. Heavy modules (numpy, onnx, onnxruntime,
+OpenCV) are imported only inside the commands, so ``--help`` stays fast.
+
+- :mod:`.mgedump`: ``mgedump MODEL -d SPEC -o OUT``
+- :mod:`.mgerun`: ``mgerun BUNDLE``
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from .common import run
+from .mgedump import mgedump_command
+from .mgerun import mgerun_command
+
+__all__ = ["mgedump_command", "mgedump_main", "mgerun_command", "mgerun_main"]
+
+
+def mgedump_main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``mgedump`` console script."""
+    sys.exit(run(mgedump_command, "mgedump", argv))
+
+
+def mgerun_main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``mgerun`` console script."""
+    sys.exit(run(mgerun_command, "mgerun", argv))

@@ -1,0 +1,63 @@
+"""``mgedump MODEL -d SPEC -o OUT``: pack a model and its test cases into a bundle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..options import ENABLE_FLAGS, PackOptions
+from .common import CONTEXT, DATA_FIELDS, common_options, data_options, given, setup, with_default
+from .output import print_packed
+
+
+def optimize_options(f: Any) -> Any:
+    """``--optimize-for-inference`` and the ``--enable-*`` flags (DESIGN section 5), from the one flag table."""
+    for flag in reversed(ENABLE_FLAGS):
+        aliases = ["--" + alias.replace("_", "-") for alias in flag.aliases]
+        f = click.option(flag.option, *aliases, flag.name, is_flag=True, default=None, help=flag.help)(f)
+    return click.option(
+        "--optimize-for-inference", is_flag=True, default=None,
+        help="Portable rewrites: constant folding, Identity/Dropout removal, BatchNorm and bias folded into Conv/Gemm.",
+    )(f)
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("model", metavar="MODEL")
+@click.option("-o", "--output", required=True, metavar="OUT", help="The bundle to write (e.g. model.mgetest).")
+@data_options
+@click.option("--maxerr", type=float, default=None, help=with_default("AssertEqual threshold recorded in the bundle.", PackOptions, "maxerr"))
+@click.option("--no-assert", is_flag=True, default=None, help="Store no expected outputs: mgerun only runs and times.")
+@click.option("--silent", is_flag=True, default=None, help="Record that mgerun prints failures only.")
+@optimize_options
+@click.option("--discard-var-name", is_flag=True, default=None, help="Rename internal tensors and weights, drop node names and doc strings.")
+@click.option("--output-strip-info", is_flag=True, default=None, help="Also write OUT.json (operators, dtypes) and onnxruntime's reduced-build config.")
+@common_options
+@click.pass_context
+def mgedump_command(ctx: click.Context, model: str, output: str, verbose: int, quiet: bool | None, **values: Any) -> int:
+    """Pack MODEL (ONNX) with test cases from -d into one bundle OUT.
+
+    \b
+    Examples:
+      mgedump model.onnx -d "#rand(0,255)" -o model.mgetest
+      mgedump model.onnx -d cat.jpg -d dog.jpg --resize-input --input-transform "data/255" -o model.mgetest
+      mgedump model.onnx -d "input:0:#rand(0,1);len:#const(7)" -o model.mgetest
+      mgedump model.onnx -d @testcases.txt -o model.mgetest
+    """
+    setup(verbose, quiet, "mgedump")
+    from ..options import DataOptions, OptimizeOptions
+    from ..pack import pack
+
+    flags = [flag.name for flag in ENABLE_FLAGS]
+    optimize = OptimizeOptions.from_flags(**given(ctx, values, ["optimize_for_inference", "discard_var_name", *flags]))
+    options = PackOptions(
+        specs=values["specs"],
+        data=DataOptions(**given(ctx, values, DATA_FIELDS)),
+        optimize=optimize,
+        strip_info=f"{output}.json" if values["output_strip_info"] else None,
+        **given(ctx, values, ["maxerr", "no_assert", "silent"]),
+    )
+    result = pack(model, output, options)
+    if not quiet:
+        print_packed(output, result)
+    return 0

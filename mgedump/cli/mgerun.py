@@ -1,0 +1,87 @@
+"""``mgerun BUNDLE``: verify every test case of a bundle and time the model."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ..options import GRAPH_OPT_LEVELS, VerifyOptions
+from .common import CONTEXT, DATA_FIELDS, common_options, data_options, given, setup, with_default
+from .output import ProgressBar, print_case, print_summary, print_timing
+
+VERIFY_FIELDS = (
+    "maxerr", "silent", "no_assert", "iters", "warmup", "threads", "provider", "graph_opt", "profile",
+    "bin_out_dump", "report_json",
+)
+
+
+def parse_sweep(value: str | None) -> tuple[int, ...]:
+    """``--repeat-sweep 1,2,4,8`` as batch sizes."""
+    if not value:
+        return ()
+    try:
+        sizes = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a comma-separated list of batch sizes, e.g. 1,2,4,8", param_hint="'--repeat-sweep'"
+        ) from None
+    if not sizes:
+        raise click.BadParameter("give at least one batch size", param_hint="'--repeat-sweep'")
+    return sizes
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("path", metavar="BUNDLE_OR_MODEL")
+@data_options
+@click.option("--maxerr", type=float, default=None, help="Override the bundle's AssertEqual threshold.")
+@click.option("--silent", is_flag=True, default=None, help="Print failures only.")
+@click.option("--no-assert", is_flag=True, default=None, help="Run and time only; check nothing.")
+@click.option("--iter", "iters", type=int, default=None, help=with_default("Timed runs per test case.", VerifyOptions, "iters"))
+@click.option("--warmup-iter", "warmup", type=int, default=None, help=with_default("Untimed runs before timing.", VerifyOptions, "warmup"))
+@click.option("--thread", "threads", type=int, default=None, help="onnxruntime intra-op threads (default: onnxruntime's choice).")
+@click.option("--provider", metavar="NAME", default=None, help="Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU).")
+@click.option(
+    "--graph-opt", type=click.Choice(GRAPH_OPT_LEVELS), default=None,
+    help="onnxruntime graph optimisation level (default: onnxruntime's, all).",
+)
+@click.option("--profile", metavar="FILE", default=None, help="Write onnxruntime's profile (JSON) to FILE.")
+@click.option("--bin-out-dump", metavar="DIR", default=None, help="Write every output as DIR/test_data_set_N/NAME.npy.")
+@click.option("--repeat-sweep", metavar="N,N,...", default=None, help="Also time each test case with its inputs repeated N times along axis 0.")
+@click.option("--report-json", metavar="FILE", default=None, help="Write a machine-readable report (schema in the README).")
+@common_options
+@click.pass_context
+def mgerun_command(ctx: click.Context, path: str, verbose: int, quiet: bool | None, **values: Any) -> int:
+    """Verify every test case of BUNDLE and time it; exit 1 on any mismatch.
+
+    With -d, BUNDLE_OR_MODEL is a plain ONNX model: run and time it on that data.
+
+    \b
+    Examples:
+      mgerun model.mgetest
+      mgerun model.mgetest --iter 100 --warmup-iter 5 --report-json report.json
+      mgerun model.onnx -d "#rand(0,255)" --thread 1
+      mgerun --repeat-sweep 1,2,4,8 model.onnx -d cat.jpg
+    """
+    setup(verbose, quiet, "mgerun")
+    from ..errors import UsageError
+    from ..options import DataOptions
+    from ..verify import is_plain_model, verify
+
+    data = given(ctx, values, DATA_FIELDS)
+    options = VerifyOptions(
+        specs=values["specs"],
+        data=DataOptions(**data),
+        repeat_sweep=parse_sweep(values["repeat_sweep"]),
+        **given(ctx, values, VERIFY_FIELDS),
+    )
+    if data and not is_plain_model(path, options):
+        flags = ", ".join("--" + name.replace("_", "-") for name in data)
+        raise UsageError(f"{flags} apply to a plain model with -d, not a bundle")
+    progress = ProgressBar() if sys.stderr.isatty() and not quiet else None
+    report = verify(path, options, on_case=lambda case, report: print_case(case, report, verbose), progress=progress)
+    if report.verbose:
+        print_timing(report)
+    print_summary(report)
+    return report.exit_code

@@ -1,0 +1,145 @@
+"""What the commands print: result lines and tables on stdout, status and progress on stderr."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+STAT_COLUMNS = ("min", "median", "mean", "p90", "p99", "max", "stddev")
+
+
+def print_packed(output: str, result: Any) -> None:
+    """The one status line (two when optimised) after a pack."""
+    manifest = result.manifest
+    assertion = manifest["assertion"]
+    click.echo(
+        f"mgedump: wrote {output}: {result.test_cases} test case(s), "
+        f"{len(manifest['inputs'])} input(s), {len(manifest['outputs'])} output(s), "
+        + (f"maxerr {assertion['maxerr']:g}" if assertion["enabled"] else "no assertions"),
+        err=True,
+    )
+    if manifest["optimizations"]:
+        worst = max((c["err"] for c in result.self_check if c["err"] is not None), default=0.0)
+        needs = f"; needs {', '.join(manifest['requirements'])}" if manifest["requirements"] else ""
+        click.echo(
+            f"mgedump: optimised ({', '.join(manifest['optimizations'])}); self-check worst err={worst:.3g}{needs}",
+            err=True,
+        )
+
+
+def value_text(value: Any) -> str:
+    """An element as a person reads it: ``0.0935``, not ``np.float32(0.0935)`` (numpy scalars print their shortest
+    exact form); text quoted."""
+    return repr(value) if isinstance(value, (str, bytes)) else str(value)
+
+
+def case_lines(case: Any, report: Any, verbose: int = 0) -> list[str]:
+    """One test case: a head line, then every output (verbose) or the failures only (silent)."""
+    lines = []
+    for check in case.checks:
+        if not check.passed:
+            err = "n/a" if check.err is None else f"{check.err:g}"
+            lines.append(
+                f"AssertEqual: err={err} (name={check.name}) FAILED (maxerr={check.maxerr:g})"
+                + (f": {check.reason}" if check.reason else "")
+            )
+            if check.worst_index is not None:
+                lines.append(
+                    f"  worst element at {list(check.worst_index)}: "
+                    f"expect={value_text(check.expect_value)}, get={value_text(check.got_value)}"
+                )
+            stats = check.stats
+            if "abs_err_max" in stats:
+                lines.append(
+                    f"  {stats['dtype']}{stats['shape']}: abs err max={stats['abs_err_max']:g} mean={stats['abs_err_mean']:g}; "
+                    f"expect min={stats['expect_min']:g} max={stats['expect_max']:g} mean={stats['expect_mean']:g}; "
+                    f"get min={stats['get_min']:g} max={stats['get_max']:g} mean={stats['get_mean']:g}"
+                )
+        elif report.verbose:
+            lines.append(f"AssertEqual: err={check.err:g} (name={check.name})")
+    head = f"test case {case.index} ({case.origin}: {case.spec})"
+    if case.error:
+        lines.insert(0, f"{head}: FAILED: {case.error}")
+    elif lines or report.verbose:
+        lines.insert(0, head)
+    if verbose > 0 and case.timing.latencies_ms:
+        lines.append("  iterations (ms): " + " ".join(f"{ms:.3f}" for ms in case.timing.latencies_ms))
+    return lines
+
+
+def print_case(case: Any, report: Any, verbose: int = 0) -> None:
+    for line in case_lines(case, report, verbose):
+        click.echo(line)
+
+
+def table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as aligned text: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.rjust(width) if i else cell.ljust(width) for i, (cell, width) in enumerate(zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    ]
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def timing_lines(report: Any) -> list[str]:
+    """The latency table (ms) of every test case, then the batch sweep if any."""
+    lines: list[str] = []
+    rows = [["latency (ms)", "batch", "iters", *STAT_COLUMNS, "inf/s", "samples/s"]]
+    for case in report.cases:
+        stats = case.timing.stats()
+        if not stats.get("count"):
+            continue
+        rate = case.timing.throughput()
+        rows.append([
+            f"test case {case.index}", str(case.timing.batch), str(stats["count"]),
+            *(f"{stats[c]:.3f}" for c in STAT_COLUMNS), _rate(rate["inferences_per_s"]), _rate(rate["samples_per_s"]),
+        ])
+    if len(rows) > 1:
+        lines += table(rows)
+    sweep = [["batch sweep (ms)", "batch", "median", "min", "p90", "ms/sample", "inf/s", "samples/s"]]
+    for case in report.cases:
+        for timing in case.sweep:
+            stats, rate = timing.stats(), timing.throughput()
+            sweep.append([
+                f"test case {case.index}", str(timing.batch), f"{stats['median']:.3f}", f"{stats['min']:.3f}",
+                f"{stats['p90']:.3f}", f"{stats['median'] / timing.batch:.3f}",
+                _rate(rate["inferences_per_s"]), _rate(rate["inferences_per_s"] * timing.batch),
+            ])
+    if len(sweep) > 1:
+        lines += table(sweep)
+    return lines
+
+
+def print_timing(report: Any) -> None:
+    for line in timing_lines(report):
+        click.echo(line)
+
+
+def print_summary(report: Any) -> None:
+    """The last line: how many test cases failed, or (verbose) that all passed."""
+    failed = [case for case in report.cases if not case.passed]
+    if failed:
+        click.echo(f"FAILED: {len(failed)} of {len(report.cases)} test case(s) failed")
+    elif report.verbose:
+        what = "passed" if report.assertion else "ran (no assertions)"
+        click.echo(f"all {len(report.cases)} test case(s) {what}")
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal's stderr; nothing elsewhere (CI logs get the result lines)."""
+
+    width = 30
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        filled = self.width * done // max(total, 1)
+        sys.stderr.write(f"\r{label}: [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\r" + " " * (len(label) + self.width + 2 * len(str(total)) + 8) + "\r")
+        sys.stderr.flush()

@@ -1,0 +1,160 @@
+"""Graph rewrites of our own that ``--optimize-for-inference`` and ``--discard-var-name`` apply around onnxruntime's optimiser."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def batchnorm_to_affine(model: Any) -> int:
+    """Rewrite inference BatchNormalization nodes whose parameters are constants as Mul + Add.
+
+    onnxruntime folds a BatchNorm into the Conv before it; one that follows
+    something else (a Concat, an Add) stays. As ``x * s + b`` with
+    ``s = scale / sqrt(var + eps)`` and ``b = B - mean * s`` it is standard ONNX
+    that any runtime computes, and that later Conv folding can absorb.
+
+    Returns:
+        How many nodes were rewritten.
+    """
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    weights = {init.name: init for init in graph.initializer}
+    count = 0
+    nodes = []
+    for node in graph.node:
+        params = node.input[1:5]
+        if node.op_type != "BatchNormalization" or len(node.output) != 1 or len(params) != 4 or not all(p in weights for p in params):
+            nodes.append(node)
+            continue
+        scale, bias, mean, var = (numpy_helper.to_array(weights[p]).astype(np.float64) for p in params)
+        eps = next((a.f for a in node.attribute if a.name == "epsilon"), 1e-5)
+        mul = scale / np.sqrt(var + eps)
+        add = bias - mean * mul
+        dtype = numpy_helper.to_array(weights[params[0]]).dtype
+        rank = _rank_of(model, node.input[0])
+        shape = (-1,) + (1,) * max(rank - 2, 0)
+        base = node.output[0]
+        mul_name, add_name, mid = f"{base}__bn_scale", f"{base}__bn_bias", f"{base}__bn_mul"
+        graph.initializer.extend([numpy_helper.from_array(mul.astype(dtype).reshape(shape), mul_name),
+                                  numpy_helper.from_array(add.astype(dtype).reshape(shape), add_name)])
+        nodes.append(helper.make_node("Mul", [node.input[0], mul_name], [mid], name=f"{node.name}__mul" if node.name else ""))
+        nodes.append(helper.make_node("Add", [mid, add_name], [base], name=f"{node.name}__add" if node.name else ""))
+        count += 1
+    if count:
+        del graph.node[:]
+        graph.node.extend(nodes)
+    return count
+
+
+def _rank_of(model: Any, name: str) -> int:
+    """A tensor's rank from the model's value infos (shape inference); 4 when unknown."""
+    import onnx
+
+    for value in list(model.graph.input) + list(model.graph.value_info):
+        if value.name == name and value.type.tensor_type.HasField("shape"):
+            return len(value.type.tensor_type.shape.dim)
+    inferred = onnx.shape_inference.infer_shapes(model)
+    for value in inferred.graph.value_info:
+        if value.name == name and value.type.tensor_type.HasField("shape"):
+            return len(value.type.tensor_type.shape.dim)
+    return 4
+
+
+def restore_ir(model: Any, source: Any) -> None:
+    """Give an IR v3 model back its weights-as-inputs after onnxruntime saved it.
+
+    onnxruntime drops initializers from graph.input (IR v3 requires them there,
+    so onnx.checker fails) and keeps inputs for the initializers it folded away
+    (so the model would ask for them): list exactly the real inputs, then every
+    initializer.
+    """
+    model.ir_version = source.ir_version
+    if source.ir_version >= 4:
+        return
+    from onnx import helper
+
+    source_inits = {init.name for init in source.graph.initializer}
+    real = [value for value in model.graph.input if value.name not in source_inits]
+    current = {value.name: value for value in model.graph.input}
+    weights = [current.get(init.name) or helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
+               for init in model.graph.initializer]
+    del model.graph.input[:]
+    model.graph.input.extend(real + weights)
+
+
+def _used_domains(graph: Any, out: set[str]) -> None:
+    for node in graph.node:
+        out.add(node.domain or "")
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                _used_domains(attr.g, out)
+            for sub in attr.graphs:
+                _used_domains(sub, out)
+
+
+def strip_opsets(model: Any) -> None:
+    """Drop the opset imports no node uses (onnxruntime adds a dozen); keep the default domain."""
+    used: set[str] = {""}
+    _used_domains(model.graph, used)
+    for function in model.functions:
+        used.add(function.domain)
+        for node in function.node:
+            used.add(node.domain or "")
+    keep = [op for op in model.opset_import if (op.domain or "") in used]
+    del model.opset_import[:]
+    model.opset_import.extend(keep)
+
+
+def discard_names(model: Any) -> None:
+    """Rename internal tensors and initializers, drop node names and doc strings; keep graph input/output names."""
+    graph = model.graph
+    keep = {v.name for v in graph.input} - {i.name for i in graph.initializer} | {v.name for v in graph.output}
+    mapping: dict[str, str] = {}
+    counter = [0]
+
+    def rename(name: str) -> str:
+        if not name or name in keep:
+            return name
+        if name not in mapping:
+            while True:
+                new = f"t{counter[0]}"
+                counter[0] += 1
+                if new not in keep:
+                    break
+            mapping[name] = new
+        return mapping[name]
+
+    model.doc_string = ""
+    _rename_graph(graph, rename, top=True)
+    del model.metadata_props[:]
+
+
+def _rename_graph(graph: Any, rename: Any, top: bool) -> None:
+    graph.doc_string = ""
+    graph.name = "main" if top else "sub"
+    for init in graph.initializer:
+        init.name = rename(init.name)
+        init.doc_string = ""
+    for sparse in graph.sparse_initializer:
+        sparse.values.name = rename(sparse.values.name)
+        sparse.indices.name = rename(sparse.indices.name)
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        value.name = rename(value.name)
+        value.doc_string = ""
+    for node in graph.node:
+        node.name = ""
+        node.doc_string = ""
+        for i, name in enumerate(node.input):
+            node.input[i] = rename(name)
+        for i, name in enumerate(node.output):
+            node.output[i] = rename(name)
+        for attr in node.attribute:
+            attr.doc_string = ""
+            if attr.HasField("t"):
+                attr.t.name = rename(attr.t.name) if attr.t.name else ""
+            if attr.HasField("g"):
+                _rename_graph(attr.g, rename, top=False)
+            for sub in attr.graphs:
+                _rename_graph(sub, rename, top=False)

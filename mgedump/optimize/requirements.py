@@ -1,0 +1,58 @@
+"""What an optimised model needs at run time beyond a standard ONNX runtime, and whether this machine has it."""
+
+from __future__ import annotations
+
+from ..errors import UsageError
+from ..options import OptimizeOptions
+
+REQ_ONNXRUNTIME = "onnxruntime"  # com.microsoft ops: any onnxruntime, no other runtime
+REQ_ORT_CPU = "onnxruntime-cpu"  # ops only onnxruntime's CPU execution provider has
+REQ_AVX2 = "x86-avx2"  # an x86 CPU with AVX2
+KNOWN = (REQ_ONNXRUNTIME, REQ_ORT_CPU, REQ_AVX2)
+
+
+def requirements_of(options: OptimizeOptions) -> list[str]:
+    """What a model optimised with these options needs at run time (for the manifest)."""
+    reqs = []
+    if options.enable_fuse_conv_bias_nonlinearity or options.enable_nchw88:
+        reqs.append(REQ_ONNXRUNTIME)
+    if options.enable_nchw88:
+        reqs += [REQ_ORT_CPU, REQ_AVX2]
+    return reqs
+
+
+def check_can_make(options: OptimizeOptions) -> None:
+    """Refuse to make a model this machine cannot make (NCHWc needs AVX2 to be laid out).
+
+    Raises:
+        UsageError: ``enable_nchw88`` on a CPU without AVX2.
+    """
+    if options.enable_nchw88 and not cpu_has_avx2():
+        raise UsageError("--enable-nchw88 makes onnxruntime's NCHWc layout for x86 AVX2, and this CPU has no AVX2")
+
+
+def cpu_has_avx2() -> bool:
+    """Whether this CPU has AVX2 (numpy's own CPU feature detection, on any OS)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__  # numpy 2
+    except ImportError:  # pragma: no cover - numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__  # type: ignore[no-redef]
+    return bool(__cpu_features__.get("AVX2"))
+
+
+def check_requirements(requirements: list[str], provider: str | None = None) -> None:
+    """Refuse to run a model whose requirements this machine or provider does not meet.
+
+    Raises:
+        UsageError: with what the model needs and what is missing.
+    """
+    unknown = [r for r in requirements if r not in KNOWN]
+    if unknown:
+        raise UsageError(f"the bundle's model needs {', '.join(unknown)}, which this mgedump does not know", hint="upgrade mgedump")
+    if REQ_AVX2 in requirements and not cpu_has_avx2():
+        raise UsageError(
+            "the bundle's model uses onnxruntime's NCHWc layout for x86 CPUs with AVX2 (--enable-nchw88), "
+            "and this CPU has no AVX2", hint="pack it again without --enable-nchw88 for this machine",
+        )
+    if REQ_ORT_CPU in requirements and provider not in (None, "CPUExecutionProvider"):
+        raise UsageError(f"the bundle's model uses onnxruntime CPU-only ops (NCHWc); it cannot run on {provider}")

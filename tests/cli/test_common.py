@@ -1,0 +1,94 @@
+"""What the commands share: defaults shown by --help come from the options dataclasses, and outcomes map to exit codes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+
+import click
+import click.testing
+import pytest
+
+from mgedump.cli import mgedump_command, mgerun_command
+from mgedump.cli.common import default_of, run
+from mgedump.errors import EXIT_INTERRUPTED, EXIT_USAGE, MgeError
+from mgedump.options import DataOptions, PackOptions, VerifyOptions
+
+# (command, option as written, options dataclass, field): every option whose default --help states
+HELP_DEFAULTS = [
+    (mgedump_command, "--seed", DataOptions, "seed"),
+    (mgedump_command, "--repeat", DataOptions, "repeat"),
+    (mgedump_command, "--maxerr", PackOptions, "maxerr"),
+    (mgerun_command, "--seed", DataOptions, "seed"),
+    (mgerun_command, "--repeat", DataOptions, "repeat"),
+    (mgerun_command, "--iter", VerifyOptions, "iters"),
+    (mgerun_command, "--warmup-iter", VerifyOptions, "warmup"),
+]
+
+
+def _help(command: click.Command, prog: str) -> str:
+    result = click.testing.CliRunner().invoke(command, ["--help"], prog_name=prog, terminal_width=400)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _help_defaults(command: click.Command, prog: str) -> dict[str, str]:
+    """Option -> the default its --help line states."""
+    found = {}
+    for line in _help(command, prog).splitlines():
+        option = re.match(r"\s+(?:-\w, )?(--[\w-]+)", line)
+        default = re.search(r"\[default: ([^\]]+)\]", line)
+        if option and default:
+            found[option.group(1)] = default.group(1)
+    return found
+
+
+@pytest.mark.parametrize("command, prog", [(mgedump_command, "mgedump"), (mgerun_command, "mgerun")])
+def test_help_states_the_dataclass_defaults(command, prog):
+    stated = _help_defaults(command, prog)
+    expected = {option: str(default_of(cls, name)) for cmd, option, cls, name in HELP_DEFAULTS if cmd is command}
+    assert stated == expected
+
+
+@pytest.mark.parametrize("command", [mgedump_command, mgerun_command])
+def test_click_options_default_to_not_given(command):
+    """No click option carries a default of its own: the dataclasses hold every default."""
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.required and param.name not in ("verbose", "help", "version", "specs"):
+            assert param.default is None, param.name
+
+
+def test_help_defaults_follow_the_dataclass(monkeypatch):
+    """Change a dataclass default and --help follows: the number is written in one place."""
+    field = next(f for f in fields(VerifyOptions) if f.name == "iters")
+    monkeypatch.setattr(field, "default", 77)
+    assert default_of(VerifyOptions, "iters") == 77
+
+
+def _command(raises: BaseException) -> click.Command:
+    @click.command()
+    def command() -> None:
+        raise raises
+
+    return command
+
+
+def test_user_error_is_one_line_and_its_exit_code(capsys):
+    assert run(_command(MgeError("bad thing", hint="do this")), "prog", []) == EXIT_USAGE
+    assert capsys.readouterr().err == "prog: error: bad thing (hint: do this)\n"
+
+
+def test_interrupt_is_exit_130(capsys):
+    assert run(_command(KeyboardInterrupt()), "prog", []) == EXIT_INTERRUPTED == 130
+    assert capsys.readouterr().err.strip() == "prog: interrupted"  # click starts a new line first
+
+
+def test_a_bug_is_not_reported_as_an_interrupt():
+    """click turns EOFError into Abort; an EOFError from the library is a bug and must surface as itself."""
+    with pytest.raises(EOFError):
+        run(_command(EOFError("short read")), "prog", [])
+
+
+def test_a_bug_keeps_its_traceback():
+    with pytest.raises(ZeroDivisionError):
+        run(_command(ZeroDivisionError()), "prog", [])

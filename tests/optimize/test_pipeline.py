@@ -1,0 +1,54 @@
+"""--optimize-for-inference and onnxruntime's fusions and layouts: what the bundled model becomes, and that it verifies."""
+
+from __future__ import annotations
+
+import os
+
+import onnx
+import pytest
+
+from tests.support import SAMPLES, bundle_manifest, bundled_model, light_models
+
+# two reference models in the default run (DenseNet's BatchNorms after Concat take the Mul+Add path); all nine with -m full
+QUICK_REFERENCE = ("light_densenet121.onnx", "light_inception_v1.onnx")
+
+
+def _ops(model) -> list[tuple[str, str]]:
+    return [(n.domain, n.op_type) for n in model.graph.node]
+
+
+def test_optimize_folds_batchnorm_and_stays_standard(tmp_path, mgedump, mgerun):
+    out = tmp_path / "o.mgetest"
+    result = mgedump(SAMPLES / "cnn.onnx", "-d", f"@{SAMPLES / 'testcases.txt'}", "--optimize-for-inference", "-o", out)
+    assert result.code == 0, result.err
+    model = bundled_model(out)
+    assert "BatchNormalization" not in [op for _, op in _ops(model)]
+    assert all(domain == "" for domain, _ in _ops(model))
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", 13)]
+    onnx.checker.check_model(model)
+    manifest = bundle_manifest(out)
+    assert manifest["optimizations"] == ["optimize-for-inference"] and manifest["requirements"] == []
+    assert manifest["model"]["sha256"] != manifest["model"]["source_sha256"]
+    assert mgerun(out, "--iter", "1").code == 0
+
+
+@pytest.mark.parametrize("model", [
+    pytest.param(m, marks=() if os.path.basename(m) in QUICK_REFERENCE else pytest.mark.full) for m in light_models()
+], ids=os.path.basename)
+def test_reference_ir3_models_optimize_and_verify(model, tmp_path, mgedump, mgerun):
+    out = tmp_path / "o.mgetest"
+    assert mgedump(model, "-d", "#rand(0,1)", "--optimize-for-inference", "-o", out).code == 0
+    optimized = bundled_model(out)
+    assert optimized.ir_version == 3
+    assert "BatchNormalization" not in [op for _, op in _ops(optimized)]
+    onnx.checker.check_model(optimized)
+    result = mgerun(out, "--iter", "1", "--warmup-iter", "0")
+    assert result.code == 0, result.out + result.err
+
+
+def test_fuse_conv_bias_nonlinearity_is_onnxruntime_only(tmp_path, mgedump, mgerun):
+    out = tmp_path / "o.mgetest"
+    assert mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--optimize-for-inference", "--enable-fuse-conv-bias-nonlinearity", "-o", out).code == 0
+    assert ("com.microsoft", "FusedConv") in _ops(bundled_model(out))
+    assert bundle_manifest(out)["requirements"] == ["onnxruntime"]
+    assert mgerun(out, "--iter", "1").code == 0

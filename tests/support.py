@@ -1,0 +1,147 @@
+"""Helpers the tests share: where the samples are, and how to run the installed console scripts."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+
+
+def light_models() -> list[str]:
+    """The reference models that the onnx package ships (weights listed as graph inputs)."""
+    import onnx
+
+    folder = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    return sorted(glob.glob(os.path.join(folder, "*.onnx")))
+
+
+@dataclass
+class Result:
+    """What a command run in-process returned and printed."""
+
+    code: int
+    out: str
+    err: str
+
+
+def script(name: str) -> str:
+    """The installed console script, next to this interpreter."""
+    found = shutil.which(name, path=os.path.dirname(sys.executable)) or shutil.which(name)
+    if not found:
+        pytest.fail(f"console script {name} is not installed")
+    return found
+
+
+def run_script(name: str, *args, cwd=None, timeout=300) -> subprocess.CompletedProcess:
+    """Run an installed console script in a subprocess."""
+    return subprocess.run([script(name), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+@dataclass(frozen=True)
+class SampleModel:
+    """One entry of the sample registry (``samples/models.json``, written by ``scripts/make_samples.py``)."""
+
+    file: str
+    spec: str
+    about: str
+    kind: str
+    error: str | None
+    files: tuple[str, ...]
+    tags: tuple[str, ...]
+
+    @property
+    def path(self) -> Path:
+        return SAMPLES / self.file
+
+    @property
+    def id(self) -> str:
+        return self.file.removesuffix(".onnx")
+
+
+def _registry() -> dict[str, SampleModel]:
+    import json
+
+    entries = json.loads((SAMPLES / "models.json").read_text(encoding="utf-8"))["models"]
+    return {
+        e["file"]: SampleModel(e["file"], e["spec"], e["about"], e["kind"], e["error"], tuple(e["files"]), tuple(e["tags"]))
+        for e in entries
+    }
+
+
+MODELS = _registry()
+
+
+def sample(file: str) -> SampleModel:
+    """A registry entry by its file name under ``samples/`` (``cnn.onnx``, ``bad/ir_too_new.onnx``)."""
+    return MODELS[file]
+
+
+def good_models(tag: str | None = None) -> list[SampleModel]:
+    """The sample models that pack and verify with their spec (those with a tag, if given)."""
+    return [m for m in MODELS.values() if m.kind == "good" and (tag is None or tag in m.tags)]
+
+
+def bad_models() -> list[SampleModel]:
+    """The deliberately bad sample models (or bad specs), each with the error mgedump must report."""
+    return [m for m in MODELS.values() if m.kind == "bad"]
+
+
+def bundle_member(bundle: Path, name: str) -> bytes:
+    """One member's bytes, read with the standard library's zipfile."""
+    import zipfile
+
+    with zipfile.ZipFile(bundle) as zf:
+        return zf.read(name)
+
+
+def bundle_manifest(bundle: Path) -> dict:
+    """A bundle's manifest, read with the standard library."""
+    import json
+
+    return json.loads(bundle_member(bundle, "mgedump.json"))
+
+
+def bundled_model(bundle: Path):
+    """The bundle's model as an onnx ModelProto."""
+    import onnx
+
+    return onnx.load_from_string(bundle_member(bundle, "model.onnx"))
+
+
+def rewrite_bundle(src: Path, dst: Path, edit=None, *, fix_hashes: bool = False, compress: bool = False) -> Path:
+    """Copy a bundle member by member with the standard library, letting ``edit`` change anything on the way.
+
+    Args:
+        edit: ``edit(names, manifest, members)``: may change the member names (return the new list), the manifest
+            dict and the ``members`` dict (name -> bytes) in place.
+        fix_hashes: rewrite every listed member's size and sha256 to match (a valid bundle with other contents).
+        compress: deflate the members (bundles must store them).
+    """
+    import hashlib
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(src) as zf:
+        names = zf.namelist()
+        members = {n: zf.read(n) for n in names}
+    manifest = json.loads(members["mgedump.json"])
+    if edit is not None:
+        names = edit(names, manifest, members) or names
+    if fix_hashes:
+        for entry in manifest["members"]:
+            data = members[entry["name"]]
+            entry["sha256"], entry["size"] = hashlib.sha256(data).hexdigest(), len(data)
+    members["mgedump.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(dst, "w") as zf:
+        for name in names:
+            zf.writestr(zipfile.ZipInfo(name), members[name], zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED)
+    return dst

@@ -1,0 +1,89 @@
+"""The AssertEqual verdict: the metric, and every way an output can fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mgedump.assertion import assert_equal
+
+
+def test_the_metric_is_relative_above_one_and_absolute_below():
+    expect = np.array([0.5, 100.0, -3.0], np.float32)
+    got = np.array([0.5004, 100.2, -3.0], np.float32)
+    check = assert_equal("y", expect, got, 1e-2)
+    # |0.5 - 0.5004| / max(min(0.5, 0.5004), 1) = 4e-4; |100 - 100.2| / 100 = 2e-3: the worst is the second
+    assert check.passed and check.err == pytest.approx(2e-3, rel=1e-3)
+    assert check.worst_index == (1,) and float(check.expect_value) == 100.0
+
+
+def test_err_above_maxerr_fails_with_where_and_both_values():
+    expect = np.zeros((2, 3), np.float32)
+    got = expect.copy()
+    got[1, 2] = 0.5
+    check = assert_equal("y", expect, got, 1e-4)
+    assert not check.passed and check.err == 0.5 and check.reason is None
+    assert check.worst_index == (1, 2) and float(check.got_value) == 0.5
+    assert check.stats["abs_err_max"] == 0.5 and check.stats["shape"] == [2, 3]
+
+
+def test_err_equal_to_maxerr_passes():
+    check = assert_equal("y", np.array([1.0]), np.array([1.5]), 0.5)
+    assert check.passed and check.err == 0.5
+
+
+def test_shape_mismatch_fails():
+    check = assert_equal("y", np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32), 1.0)
+    assert not check.passed and check.err is None
+    assert check.reason == "shape differs: expect [2, 3], get [3, 2]"
+
+
+def test_dtype_mismatch_fails():
+    check = assert_equal("y", np.zeros(3, np.float32), np.zeros(3, np.float16), 1.0)
+    assert not check.passed and check.err is None and check.reason == "dtype differs: expect float32, get float16"
+
+
+def test_empty_outputs_pass():
+    check = assert_equal("y", np.zeros((0, 4), np.float32), np.zeros((0, 4), np.float32), 0.0)
+    assert check.passed and check.err == 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.bool_])
+def test_integers_and_bools_compare_exactly(dtype):
+    expect = np.array([0, 1, 1, 0], dtype)
+    assert assert_equal("n", expect, expect.copy(), 0.0).passed
+    got = expect.copy()
+    got[2] = 0
+    check = assert_equal("n", expect, got, 1e9)  # no maxerr makes a differing integer pass
+    assert not check.passed and check.err == 1.0 and check.worst_index == (2,)
+    assert check.reason == "1 of 4 elements differ (exact comparison)"
+
+
+def test_strings_compare_exactly():
+    expect = np.array(["cat", "dog"], dtype=object)
+    assert assert_equal("s", expect, np.array(["cat", "dog"], dtype=object), 0.0).passed
+    check = assert_equal("s", expect, np.array(["cat", "cow"], dtype=object), 1.0)
+    assert not check.passed and check.worst_index == (1,)
+
+
+@pytest.mark.parametrize("bad, side", [
+    (("expect", np.nan), "expect"), (("get", np.inf), "get"), (("get", -np.inf), "get"), (("both", np.nan), "expect"),
+])
+def test_nan_or_infinity_on_either_side_fails(bad, side):
+    expect = np.ones(4, np.float32)
+    got = np.ones(4, np.float32)
+    where, value = bad
+    if where in ("expect", "both"):
+        expect[3] = value
+    if where in ("get", "both"):
+        got[3] = value
+    check = assert_equal("y", expect, got, 1e9)
+    assert not check.passed and check.err is None
+    assert check.reason == f"NaN or infinity in {side} (1 elements)" and check.worst_index == (3,)
+
+
+def test_the_json_form_is_plain():
+    check = assert_equal("y", np.array([1.0, np.inf], np.float32), np.array([1.0, 2.0], np.float32), 1.0)
+    data = check.to_json()
+    assert data["expect"] == "inf" and data["get"] == 2.0 and data["worst_index"] == [1]
+    assert type(data["get"]) is float

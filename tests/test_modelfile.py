@@ -1,0 +1,102 @@
+"""Model files: the wire-format scan for external data (graphs, subgraphs and local functions), and models whose
+weights live in external files packing into one data member that verifies."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from mgedump.modelfile import model_source, uses_external_data
+from tests.support import bundle_manifest, bundle_member, good_models, sample
+
+
+@pytest.mark.parametrize("model", good_models(), ids=lambda m: m.id)
+def test_the_scan_agrees_with_onnx(model):
+    """The scan, which never parses the weights, says what onnx's own walker says (functions and subgraphs included)."""
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data as tensor_is_external
+
+    parsed = onnx.load(str(model.path), load_external_data=False)
+    expect = any(tensor_is_external(t) for t in _get_all_tensors(parsed))
+    assert uses_external_data(str(model.path)) is expect
+    assert expect is ("external" in model.tags)
+
+
+def test_a_local_functions_external_tensor_is_found():
+    """The scan visits model-local functions: their Constant nodes can keep data outside."""
+    path = sample("external/function_const.onnx").path
+    parsed = onnx.load(str(path), load_external_data=False)
+    assert not any(init.data_location == onnx.TensorProto.EXTERNAL for init in parsed.graph.initializer)
+    assert parsed.functions[0].node[0].attribute[0].t.data_location == onnx.TensorProto.EXTERNAL
+    assert uses_external_data(str(path))
+    source = model_source(str(path), "model.onnx.data")
+    assert source.model_bytes is not None and [os.path.basename(p) for p in source.data_paths] == ["function_const.data"]
+
+
+@pytest.mark.parametrize("name", ["external/mlp.onnx", "external/function_const.onnx"])
+def test_external_data_packs_into_one_member_and_verifies(name, tmp_path, monkeypatch, mgedump, mgerun):
+    model = sample(name)
+    out = tmp_path / "ext.mgetest"
+    assert mgedump(model.path, "-d", model.spec, "-d", "#rand(-1,1)", "-o", out).code == 0
+    manifest = bundle_manifest(out)
+    assert [m["name"] for m in manifest["members"]][:2] == ["model.onnx", "model.onnx.data"]
+    assert manifest["model"]["external_data"] == "model.onnx.data"
+    # unzipped, the model loads on its own with its data beside it, and holds the same weights
+    folder = tmp_path / "unzipped"
+    folder.mkdir()
+    for member in ("model.onnx", "model.onnx.data"):
+        (folder / member).write_bytes(bundle_member(out, member))
+    onnx.checker.check_model(str(folder / "model.onnx"))
+    loaded = onnx.load(str(folder / "model.onnx"))
+    original = onnx.load(str(model.path))
+    from onnx.external_data_helper import _get_all_tensors
+
+    got = [numpy_helper.to_array(t) for t in _get_all_tensors(loaded)]
+    want = [numpy_helper.to_array(t) for t in _get_all_tensors(original)]
+    assert len(got) == len(want) > 0
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # and mgerun, run from elsewhere, finds everything inside the bundle
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = mgerun(out, "--iter", "1")
+    assert result.code == 0, result.out + result.err
+    assert result.out.count("AssertEqual: err=0 (name=y)") == 2
+
+
+def test_a_moved_model_with_its_data_still_packs(tmp_path, mgedump):
+    """Data is found beside the model, wherever the model is."""
+    model = sample("external/mlp.onnx")
+    for file in (model.file, *model.files):
+        shutil.copy(model.path.parent.parent / file, tmp_path / os.path.basename(file))
+    assert mgedump(tmp_path / "mlp.onnx", "-d", model.spec, "-o", tmp_path / "o.mgetest").code == 0
+
+
+def test_embedded_weights_are_not_external():
+    assert not uses_external_data(str(sample("cnn.onnx").path))
+    assert not uses_external_data(str(sample("ir3_mlp.onnx").path))
+    assert model_source(str(sample("cnn.onnx").path), "model.onnx.data").model_bytes is None
+
+
+@pytest.mark.parametrize("data", [b"", b"\xff\xff\xff", b"text, not protobuf"])
+def test_the_scan_of_garbage_is_false(tmp_path, data):
+    """The scan leaves judging a broken file to onnxruntime, which says what is wrong with it."""
+    path = tmp_path / "x.onnx"
+    path.write_bytes(data)
+    assert uses_external_data(str(path)) is False
+
+
+def test_optimised_external_data_model_keeps_one_data_member(tmp_path, mgedump, mgerun):
+    model = sample("external/mlp.onnx")
+    out = tmp_path / "o.mgetest"
+    flags = ["--optimize-for-inference", "--enable-ioc16", "--maxerr", "1e-2"]
+    assert mgedump(model.path, "-d", model.spec, *flags, "-o", out).code == 0
+    members = {m["name"]: m["size"] for m in bundle_manifest(out)["members"]}
+    assert list(members)[:2] == ["model.onnx", "model.onnx.data"]
+    assert members["model.onnx.data"] < (32 * 64 + 64 * 8) * 4  # float16 weights
+    assert mgerun(out, "--iter", "1").code == 0

@@ -1,0 +1,90 @@
+"""onnxruntime sessions: inputs and outputs described, failures as one readable line, no process-wide side effects."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime
+import pytest
+
+from mgedump.errors import ModelError, RunError, UsageError
+from mgedump.runtime import (
+    TensorInfo,
+    clean_ort_message,
+    model_io,
+    open_session,
+    resolve_providers,
+    run,
+    session_options,
+)
+from tests.support import sample
+
+
+def test_model_io_names_dtypes_and_shapes():
+    session = open_session(str(sample("multi_input.onnx").path))
+    inputs, outputs = model_io(session)
+    assert inputs == [TensorInfo("input:0", "float32", (1, 16)), TensorInfo("len", "int64", ())]
+    assert [o.name for o in outputs] == ["output:0", "len_out"]
+    dynamic, _ = model_io(open_session(str(sample("dynamic_batch.onnx").path)))
+    assert dynamic[0].shape == ("N", 3, 16, 16) and dynamic[0].shape_text() == "[N,3,16,16]"
+
+
+def test_ir3_weights_are_not_inputs():
+    inputs, _ = model_io(open_session(str(sample("ir3_mlp.onnx").path)))
+    assert [i.name for i in inputs] == ["x"]
+
+
+def test_tensor_info_round_trips_through_json():
+    info = TensorInfo("x", "float16", ("N", 3, None))
+    assert TensorInfo.from_json(info.to_json()) == info
+
+
+@pytest.mark.parametrize("name, message", [
+    ("bad/ir_too_new.onnx", "IR version 99 is newer than this onnxruntime supports"),
+    ("bad/not_onnx.onnx", "not a valid ONNX model (protobuf parsing failed"),
+    ("bad/truncated.onnx", "not a valid ONNX model"),
+])
+def test_load_failures_are_one_line(name, message):
+    with pytest.raises(ModelError, match=message.replace("(", r"\(")) as caught:
+        open_session(str(sample(name).path))
+    assert "\n" not in caught.value.one_line() and ".cc:" not in caught.value.one_line()
+
+
+def test_cpp_locations_and_status_prefixes_are_dropped():
+    text = "[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : /src/onnxruntime/core/x.cc:256 void ns::F(const A&, B) idx 50 out of bounds"
+    assert clean_ort_message(RuntimeError(text)) == "idx 50 out of bounds"
+
+
+def test_a_run_failure_names_the_integer_inputs():
+    session = open_session(str(sample("bad/gather_index.onnx").path))
+    assert run(session, {"idx": np.array([0, 1, 9])})[0].shape == (3, 4)
+    with pytest.raises(RunError, match="the model failed to run") as caught:
+        run(session, {"idx": np.array([0, 50, 2])})
+    assert caught.value.hint == "check the values given for integer input(s) 'idx'"
+    assert caught.value.exit_code == 1
+
+
+def test_providers():
+    assert resolve_providers(None) == ["CPUExecutionProvider"]
+    assert resolve_providers("cpu") == resolve_providers("CPUExecutionProvider") == ["CPUExecutionProvider"]
+    with pytest.raises(UsageError, match="unknown execution provider 'Nope'; this onnxruntime offers: ") as caught:
+        resolve_providers("Nope")
+    assert all(p in caught.value.message for p in onnxruntime.get_available_providers())
+
+
+def test_session_options():
+    opts = session_options(threads=2, graph_opt="basic")
+    assert opts.intra_op_num_threads == 2
+    assert opts.graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    assert opts.log_severity_level == 4  # the session is quiet; mgedump reports failures itself
+
+
+def test_no_process_wide_side_effects(monkeypatch):
+    """An application embedding mgedump keeps onnxruntime's warnings for its own sessions."""
+    calls = []
+    monkeypatch.setattr(onnxruntime, "set_default_logger_severity", lambda level: calls.append(level))
+    session = open_session(str(sample("cnn.onnx").path))
+    run(session, {"data": np.zeros((1, 3, 32, 32), np.float32)})
+    with pytest.raises(ModelError):
+        open_session(str(sample("bad/not_onnx.onnx").path))
+    assert calls == []
+    assert not [name for name in vars(onnxruntime) if "mgedump" in name]
