@@ -96,9 +96,13 @@ def assert_equal(name: str, expect: np.ndarray, got: np.ndarray, maxerr: float) 
     got = np.asarray(got)
     stats = _stats(expect, got)
     if expect.shape != got.shape:
-        return OutputCheck(name, False, None, maxerr, f"shape differs: expect {list(expect.shape)}, get {list(got.shape)}", stats=stats)
+        return OutputCheck(
+            name, False, None, maxerr, f"shape differs: expect {list(expect.shape)}, get {list(got.shape)}", stats=stats
+        )
     if expect.dtype != got.dtype and not (expect.dtype.kind in "OUS" and got.dtype.kind in "OUS"):
-        return OutputCheck(name, False, None, maxerr, f"dtype differs: expect {expect.dtype}, get {got.dtype}", stats=stats)
+        return OutputCheck(
+            name, False, None, maxerr, f"dtype differs: expect {expect.dtype}, get {got.dtype}", stats=stats
+        )
     if expect.size == 0:
         return OutputCheck(name, True, 0.0, maxerr, stats=stats)
     if expect.dtype.kind not in "fc":
@@ -108,8 +112,15 @@ def assert_equal(name: str, expect: np.ndarray, got: np.ndarray, maxerr: float) 
             return OutputCheck(name, True, 0.0, maxerr, stats=stats)
         index = tuple(int(i) for i in np.unravel_index(int(np.argmax(differ)), expect.shape))
         return OutputCheck(
-            name, False, float(count), maxerr, f"{count} of {expect.size} elements differ (exact comparison)",
-            index, expect[index], got[index], stats,
+            name,
+            False,
+            float(count),
+            maxerr,
+            f"{count} of {expect.size} elements differ (exact comparison)",
+            index,
+            expect[index],
+            got[index],
+            stats,
         )
     e = expect.astype(np.float64)
     g = got.astype(np.float64)
@@ -118,8 +129,15 @@ def assert_equal(name: str, expect: np.ndarray, got: np.ndarray, maxerr: float) 
         index = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), expect.shape))
         side = "expect" if not np.isfinite(e[index]) else "get"
         return OutputCheck(
-            name, False, None, maxerr, f"NaN or infinity in {side} ({int(np.count_nonzero(bad))} elements)",
-            index, expect[index], got[index], stats,
+            name,
+            False,
+            None,
+            maxerr,
+            f"NaN or infinity in {side} ({int(np.count_nonzero(bad))} elements)",
+            index,
+            expect[index],
+            got[index],
+            stats,
         )
     err_each = np.abs(e - g) / np.maximum(np.minimum(np.abs(e), np.abs(g)), 1.0)
     flat = int(np.argmax(err_each))

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import os
 import zipfile
-from types import CodeType
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import CodeType
 
 import numpy as np
 
@@ -97,12 +97,12 @@ def _generator_shape(gen: Generator, info: TensorInfo) -> tuple[int, ...]:
             warn_once(
                 f"input {info.name!r} dim {axis} ({label}) is symbolic: using 1; give the shape in the spec, "
                 f"e.g. {info.name}:#{gen.kind}({','.join(str(p) for p in gen.params)},"
-                f"{','.join(str(d if isinstance(d, int) else 1) for d in model[:axis + 1])},...)"
+                f"{','.join(str(d if isinstance(d, int) else 1) for d in model[: axis + 1])},...)"
             )
             tail.append(1)
         shape = tuple(lead) + tuple(tail)
     if model is not None:
-        for axis, (want, got) in enumerate(zip(model, shape)):
+        for axis, (want, got) in enumerate(zip(model, shape, strict=True)):
             if isinstance(want, int) and want >= 0 and want != got:
                 raise SpecError(
                     f"{gen.text}: dim {axis} is {got}, but input {info.name!r} fixes it to {want} "
@@ -128,19 +128,27 @@ def generate(gen: Generator, info: TensorInfo, rng: np.random.Generator) -> np.n
         lo, hi = gen.params
         if gen.kind == "randn":
             if kind == "b":
-                raise SpecError(f"{gen.text}: #randn makes no sense for bool input {info.name!r}", hint="use #rand(0,1)")
+                raise SpecError(
+                    f"{gen.text}: #randn makes no sense for bool input {info.name!r}", hint="use #rand(0,1)"
+                )
             return cast_to(np.rint(rng.normal(lo, hi, shape)), info, gen.text)
         lo, hi = math.ceil(lo), math.floor(hi)
         if kind == "b":
             lo, hi = max(lo, 0), min(hi, 1)
             if lo > hi:
-                raise SpecError(f"{gen.text}: no value of bool input {info.name!r} lies in [{gen.params[0]}, {gen.params[1]}]")
+                raise SpecError(
+                    f"{gen.text}: no value of bool input {info.name!r} lies in [{gen.params[0]}, {gen.params[1]}]"
+                )
             return rng.integers(lo, hi, size=shape, endpoint=True, dtype=np.int64).astype(bool)
         limits = np.iinfo(dtype)
         if lo > hi:
-            raise SpecError(f"{gen.text}: no integer lies in [{gen.params[0]}, {gen.params[1]}] for input {info.name!r}")
+            raise SpecError(
+                f"{gen.text}: no integer lies in [{gen.params[0]}, {gen.params[1]}] for input {info.name!r}"
+            )
         if lo < limits.min or hi > limits.max:
-            raise SpecError(f"{gen.text}: range does not fit {info.dtype} input {info.name!r} ([{limits.min}, {limits.max}])")
+            raise SpecError(
+                f"{gen.text}: range does not fit {info.dtype} input {info.name!r} ([{limits.min}, {limits.max}])"
+            )
         return rng.integers(lo, hi, size=shape, endpoint=True, dtype=dtype)
     if gen.kind == "rand":
         array = rng.uniform(gen.params[0], gen.params[1], shape)
@@ -173,7 +181,10 @@ def load_npy(path: str) -> np.ndarray:
             array = np.load(f, allow_pickle=False)
     except ValueError as exc:
         if "pickle" in str(exc).lower():
-            raise DataError(f"{path}: holds a pickled (object) array, which mgedump never loads", hint="save it with a numeric dtype") from None
+            raise DataError(
+                f"{path}: holds a pickled (object) array, which mgedump never loads",
+                hint="save it with a numeric dtype",
+            ) from None
         raise DataError(f"{path}: not a valid .npy file ({exc})") from None
     except (OSError, EOFError) as exc:
         raise DataError(f"{path}: cannot read .npy file ({exc})") from None
@@ -316,7 +327,7 @@ def _check_shape(array: np.ndarray, info: TensorInfo, what: str, repeat: int) ->
             f"input {info.name!r} has rank {len(model)} (shape {info.shape_text()}), but {what} has shape "
             f"{list(array.shape)} (rank {array.ndim})"
         )
-    for axis, (want, got) in enumerate(zip(model, array.shape)):
+    for axis, (want, got) in enumerate(zip(model, array.shape, strict=True)):
         if not isinstance(want, int) or want < 0 or want == got:
             continue
         if axis == 0 and repeat > 1:
@@ -343,7 +354,9 @@ def _transform(array: np.ndarray, code: CodeType, options: DataOptions, info: Te
     except Exception:
         result = None
     if result is None or result.dtype.kind not in "biufcUS":
-        raise SpecError(f"--input-transform {options.input_transform!r} did not give a numeric array for input {info.name!r}")
+        raise SpecError(
+            f"--input-transform {options.input_transform!r} did not give a numeric array for input {info.name!r}"
+        )
     return result
 
 
@@ -399,7 +412,11 @@ def build_cases(case_specs: Sequence[CaseSpec], inputs: Sequence[TensorInfo], op
             arrays.append((info.name, array))
         cases.append(TestCase(spec, arrays))
     if options.resize_input and not saw_image:
-        raise UsageError("--resize-input applies to image files, and no test case has one (it cannot apply to generators)")
+        raise UsageError(
+            "--resize-input applies to image files, and no test case has one (it cannot apply to generators)"
+        )
     if options.input_transform is not None and not saw_file:
-        raise UsageError("--input-transform applies to file data, and no test case has any (it cannot apply to generators)")
+        raise UsageError(
+            "--input-transform applies to file data, and no test case has any (it cannot apply to generators)"
+        )
     return cases

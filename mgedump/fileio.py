@@ -8,8 +8,9 @@ import os
 import tempfile
 import threading
 import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Iterator, Sequence
+from typing import IO
 
 from .errors import OutputError
 
@@ -48,7 +49,8 @@ def atomic_output(path: str) -> Iterator[IO[bytes]]:
     target = check_target(path)
     folder, base = os.path.split(target)
     try:
-        handle = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{base}.", suffix=".tmp", delete=False)
+        # closed by the `with handle:` below, once it exists
+        handle = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{base}.", suffix=".tmp", delete=False)  # noqa: SIM115
     except OSError as exc:
         raise OutputError(f"cannot write in {os.path.dirname(path) or '.'}: {exc.strerror or exc}") from None
     try:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import mmap
 import os
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ModelError
@@ -31,9 +31,7 @@ _MAX_DEPTH = 64
 
 
 def _tensor_is_external(buf: memoryview, start: int, end: int) -> bool:
-    return any(
-        f == _TENSOR_DATA_LOCATION and w == VARINT and v == _EXTERNAL for f, w, v, _ in fields(buf, start, end)
-    )
+    return any(f == _TENSOR_DATA_LOCATION and w == VARINT and v == _EXTERNAL for f, w, v, _ in fields(buf, start, end))
 
 
 def _sparse_is_external(buf: memoryview, start: int, end: int) -> bool:
@@ -190,7 +188,8 @@ def model_source(path: str, data_location: str) -> ModelSource:
     if not uses_external_data(path):
         return ModelSource(None, ())
     import onnx
-    from onnx.external_data_helper import ExternalDataInfo, uses_external_data as tensor_external
+    from onnx.external_data_helper import ExternalDataInfo
+    from onnx.external_data_helper import uses_external_data as tensor_external
 
     try:
         model = onnx.load(path, load_external_data=False)

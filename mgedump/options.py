@@ -186,7 +186,9 @@ class OptimizeOptions:
             raise UsageError(f"{first.option} needs --optimize-for-inference", hint="add --optimize-for-inference")
         if chosen.get("enable_io16xc32") and chosen.get("enable_ioc16"):
             raise UsageError("--enable-io16xc32 and --enable-ioc16 exclude each other; pick one")
-        return cls(optimize_for_inference=bool(optimize_for_inference), discard_var_name=bool(discard_var_name), **chosen)
+        return cls(
+            optimize_for_inference=bool(optimize_for_inference), discard_var_name=bool(discard_var_name), **chosen
+        )
 
     @property
     def any(self) -> bool:
@@ -273,8 +275,11 @@ class VerifyOptions:
         if self.warmup < 0:
             raise UsageError(f"--warmup-iter must be >= 0, got {self.warmup}")
         if self.threads is not None and not 1 <= self.threads <= MAX_THREADS:
-            raise UsageError(f"--thread must be >= 1, got {self.threads}" if self.threads < 1 else
-                             f"--thread must be at most {MAX_THREADS}, got {self.threads}")
+            raise UsageError(
+                f"--thread must be >= 1, got {self.threads}"
+                if self.threads < 1
+                else f"--thread must be at most {MAX_THREADS}, got {self.threads}"
+            )
         if self.graph_opt is not None and self.graph_opt not in GRAPH_OPT_LEVELS:
             raise UsageError(f"--graph-opt must be one of {', '.join(GRAPH_OPT_LEVELS)}, got {self.graph_opt!r}")
         if any(n < 1 for n in self.repeat_sweep):

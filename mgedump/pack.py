@@ -6,9 +6,10 @@ import math
 import os
 import tempfile
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from .spec import expand_specs
 from .stripinfo import strip_info_paths, write_strip_info
 
 __all__ = ["PackOptions", "PackResult", "pack"]
+
 
 @dataclass
 class PackResult:
@@ -72,8 +74,10 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
     source = model_source(model_path, DATA_MEMBER)
     # Hash the weights in a thread while onnxruntime loads and runs the model: one read, on the other core.
     cancel = threading.Event()
-    with ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool, \
-            tempfile.TemporaryDirectory(prefix=".mgedump-", dir=os.path.dirname(os.path.abspath(output_path))) as tmp:
+    with (
+        ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool,
+        tempfile.TemporaryDirectory(prefix=".mgedump-", dir=os.path.dirname(os.path.abspath(output_path))) as tmp,
+    ):
         hashing = pool.submit(hash_files, source.data_paths or (model_path,), cancel)
         try:
             session = open_session(model_path)
@@ -134,12 +138,20 @@ def _model_members(path: str, source: ModelSource, digest: FileDigest | None) ->
         member = Member(MODEL_MEMBER, paths=(path,), digest=digest)
         return [member], member.hashed().sha256
     data_digest = digest if digest is not None else hash_files(source.data_paths)
-    members = [Member(MODEL_MEMBER, source.model_bytes), Member(DATA_MEMBER, paths=source.data_paths, digest=data_digest)]
+    members = [
+        Member(MODEL_MEMBER, source.model_bytes),
+        Member(DATA_MEMBER, paths=source.data_paths, digest=data_digest),
+    ]
     return members, members[0].hashed().sha256
 
 
-def _expected_outputs(session: Any, cases: Sequence[TestCase], inputs: Sequence[TensorInfo],
-                      b_inputs: Sequence[TensorInfo], b_outputs: Sequence[TensorInfo]) -> list[_Case]:
+def _expected_outputs(
+    session: Any,
+    cases: Sequence[TestCase],
+    inputs: Sequence[TensorInfo],
+    b_inputs: Sequence[TensorInfo],
+    b_outputs: Sequence[TensorInfo],
+) -> list[_Case]:
     """Run the model as given on each case's inputs as the bundled model takes them (e.g. float16).
 
     The expected outputs are stored in the bundled model's output dtypes, so
@@ -149,18 +161,22 @@ def _expected_outputs(session: Any, cases: Sequence[TestCase], inputs: Sequence[
     stored = []
     for index, case in enumerate(cases):
         feeds = []
-        for (name, array), info in zip(case.inputs, inputs):
+        for (name, array), info in zip(case.inputs, inputs, strict=True):
             target = by_name.get(name, info)
             feeds.append((name, cast_to(array, target, "the test data") if target.dtype != info.dtype else array))
-        original = {name: (array.astype(info.np_dtype) if array.dtype != info.np_dtype else array)
-                    for (name, array), info in zip(feeds, inputs)}
+        original = {
+            name: (array.astype(info.np_dtype) if array.dtype != info.np_dtype else array)
+            for (name, array), info in zip(feeds, inputs, strict=True)
+        }
         try:
             values = run(session, original)
         except RunError as exc:
-            raise SpecError(f"test case {index} ({case.spec.origin}: {case.spec.text!r}): {exc.message}", hint=exc.hint) from None
+            raise SpecError(
+                f"test case {index} ({case.spec.origin}: {case.spec.text!r}): {exc.message}", hint=exc.hint
+            ) from None
         expected = [
             value.astype(info.np_dtype) if info.dtype != "str" and value.dtype != info.np_dtype else value
-            for value, info in zip(to_numpy_outputs(values, b_outputs), b_outputs)
+            for value, info in zip(to_numpy_outputs(values, b_outputs), b_outputs, strict=True)
         ]
         stored.append(_Case(case, feeds, expected))
         logger.debug("test case %d (%s): ran", index, case.spec.origin)
@@ -179,7 +195,9 @@ def suggest_maxerr(err: float) -> float:
     return float(f"{10.0 ** (exponent + 1):.1g}")
 
 
-def _self_check(bundled: Any, stored: Sequence[_Case], b_outputs: Sequence[TensorInfo], maxerr: float) -> list[dict[str, Any]]:
+def _self_check(
+    bundled: Any, stored: Sequence[_Case], b_outputs: Sequence[TensorInfo], maxerr: float
+) -> list[dict[str, Any]]:
     """Run the optimised model on every test case; refuse a model that misses maxerr.
 
     Raises:
@@ -191,24 +209,29 @@ def _self_check(bundled: Any, stored: Sequence[_Case], b_outputs: Sequence[Tenso
             got = to_numpy_outputs(run(bundled, dict(case.inputs)), b_outputs)
         except RunError as exc:
             raise OptimizeError(f"the optimised model fails to run on test case {index}: {exc.message}") from None
-        for info, want, have in zip(b_outputs, case.expected, got):
+        for info, want, have in zip(b_outputs, case.expected, got, strict=True):
             check = assert_equal(info.name, want, have, maxerr)
             results.append({"case": index, "output": info.name, "err": check.err, "passed": check.passed})
             if not check.passed:
                 if check.err is None:
-                    raise OptimizeError(f"the optimised model's output {info.name!r} on test case {index}: {check.reason}")
+                    raise OptimizeError(
+                        f"the optimised model's output {info.name!r} on test case {index}: {check.reason}"
+                    )
                 failures.append(f"err={check.err:.3g} (name={info.name}, test case {index})")
                 worst = max(worst, check.err)
     if failures:
         raise OptimizeError(
-            f"the optimised model misses --maxerr {maxerr:g}: " + ", ".join(failures[:4])
+            f"the optimised model misses --maxerr {maxerr:g}: "
+            + ", ".join(failures[:4])
             + (f" and {len(failures) - 4} more" if len(failures) > 4 else ""),
             hint=f"--maxerr {suggest_maxerr(worst):g} would pass",
         )
     return results
 
 
-def _case_members(stored: Sequence[_Case], outputs: Sequence[TensorInfo], members: list[Member], no_assert: bool) -> list[dict[str, Any]]:
+def _case_members(
+    stored: Sequence[_Case], outputs: Sequence[TensorInfo], members: list[Member], no_assert: bool
+) -> list[dict[str, Any]]:
     """Add every test case's tensors to members; return the manifest's test cases."""
     manifest_cases = []
     for index, case in enumerate(stored):
@@ -219,9 +242,17 @@ def _case_members(stored: Sequence[_Case], outputs: Sequence[TensorInfo], member
             members.append(Member(input_members[-1], tensor_bytes(array, name)))
         output_members = []
         if not no_assert:
-            for k, (info, array) in enumerate(zip(outputs, case.expected)):
+            for k, (info, array) in enumerate(zip(outputs, case.expected, strict=True)):
                 output_members.append(f"{folder}/output_{k}.pb")
                 members.append(Member(output_members[-1], tensor_bytes(array, info.name)))
         spec = case.case.spec
-        manifest_cases.append({"dir": folder, "spec": spec.text, "origin": spec.origin, "inputs": input_members, "outputs": output_members})
+        manifest_cases.append(
+            {
+                "dir": folder,
+                "spec": spec.text,
+                "origin": spec.origin,
+                "inputs": input_members,
+                "outputs": output_members,
+            }
+        )
     return manifest_cases

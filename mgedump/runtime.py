@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,6 @@ _ORT_DTYPES = {
     "tensor(bool)": "bool",
     "tensor(string)": "str",
 }
-
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class TensorInfo:
         return {"name": self.name, "dtype": self.dtype, "shape": None if self.shape is None else list(self.shape)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "TensorInfo":
+    def from_json(cls, data: dict[str, Any]) -> TensorInfo:
         shape = data.get("shape")
         return cls(str(data["name"]), str(data["dtype"]), None if shape is None else tuple(shape))
 
@@ -234,8 +233,10 @@ def run_error(exc: BaseException, feeds: dict[str, np.ndarray]) -> RunError:
 def to_numpy_outputs(values: Sequence[Any], infos: Sequence[TensorInfo]) -> list[np.ndarray]:
     """Check that every output is a numpy array (not a sequence or map)."""
     arrays = []
-    for value, info in zip(values, infos):
+    for value, info in zip(values, infos, strict=True):
         if not isinstance(value, np.ndarray):
-            raise ModelError(f"output {info.name!r} is not a tensor ({type(value).__name__}); mgedump checks tensors only")
+            raise ModelError(
+                f"output {info.name!r} is not a tensor ({type(value).__name__}); mgedump checks tensors only"
+            )
         arrays.append(value)
     return arrays

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, Union
 
 from .errors import SpecError
 
@@ -61,7 +61,7 @@ class FileSource:
     path: str
 
 
-Source = Union[Generator, FileSource]
+Source = Generator | FileSource
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ only those kernels can be built (``build.sh --include_ops_by_config FILE``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any
@@ -22,8 +23,22 @@ FORMAT = "mgedump-strip-info"
 VERSION = 1
 
 _DTYPE_NAMES = {
-    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 8: "string", 9: "bool",
-    10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 14: "complex64", 15: "complex128", 16: "bfloat16",
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    4: "uint16",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    8: "string",
+    9: "bool",
+    10: "float16",
+    11: "float64",
+    12: "uint32",
+    13: "uint64",
+    14: "complex64",
+    15: "complex128",
+    16: "bfloat16",
 }
 
 
@@ -55,10 +70,8 @@ def model_strip_info(model_path: str, *, model_sha256: str | None = None) -> dic
     import onnx
 
     model = onnx.load(model_path, load_external_data=False)
-    try:
+    with contextlib.suppress(Exception):  # shape inference is best effort: the ops do not depend on it
         model = onnx.shape_inference.infer_shapes(model)  # dtypes of intermediate tensors
-    except Exception:  # shape inference is best effort: the ops do not depend on it
-        pass
     opsets = {(op.domain or "ai.onnx"): op.version for op in model.opset_import}
     ops: set[tuple[str, int, str]] = set()
     dtypes: set[str] = set()
@@ -80,7 +93,9 @@ def reduced_build_config(operators: list[dict[str, Any]], model_names: list[str]
     return "\n".join(lines) + "\n"
 
 
-def write_strip_info(model_path: str, json_path: str, *, append: bool = False, model_sha256: str | None = None) -> dict[str, Any]:
+def write_strip_info(
+    model_path: str, json_path: str, *, append: bool = False, model_sha256: str | None = None
+) -> dict[str, Any]:
     """Write the strip-info JSON and the reduced-build config beside it.
 
     Args:

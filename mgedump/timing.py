@@ -60,8 +60,14 @@ def batch_of(feeds: dict[str, np.ndarray]) -> int:
     return int(first.shape[0]) if first is not None and first.ndim >= 1 else 1
 
 
-def time_runs(session: Any, feeds: dict[str, np.ndarray], iters: int, warmup: int,
-              progress: Progress | None = None, label: str = "") -> tuple[list[float], list[Any] | None]:
+def time_runs(
+    session: Any,
+    feeds: dict[str, np.ndarray],
+    iters: int,
+    warmup: int,
+    progress: Progress | None = None,
+    label: str = "",
+) -> tuple[list[float], list[Any] | None]:
     """Run warmup untimed, then iters timed runs; return each timed run's ms and the first outputs.
 
     The timed loop does nothing but call ``session.run`` between two clock reads

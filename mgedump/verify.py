@@ -146,16 +146,33 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         inputs = [TensorInfo.from_json(d) for d in manifest["inputs"]]
         outputs = [TensorInfo.from_json(d) for d in manifest["outputs"]]
         got_in, got_out = model_io(session)
-        if [i.name for i in got_in] != [i.name for i in inputs] or [o.name for o in got_out] != [o.name for o in outputs]:
+        if [i.name for i in got_in] != [i.name for i in inputs] or [o.name for o in got_out] != [
+            o.name for o in outputs
+        ]:
             raise ModelError(f"{label}: the model's inputs/outputs do not match the manifest")
         assertion = manifest["assertion"]
         cases = []
         for case in manifest["test_cases"]:
-            feeds = {info.name: bundle.tensor(member, info.name) for info, member in zip(inputs, case["inputs"])}
-            expected = [bundle.tensor(member, info.name) for info, member in zip(outputs, case["outputs"])]
-            cases.append(_Case(case["spec"], case.get("origin", ""), feeds, expected if assertion["enabled"] else None))
+            feeds = {
+                info.name: bundle.tensor(member, info.name) for info, member in zip(inputs, case["inputs"], strict=True)
+            }
+            expected = None
+            if assertion["enabled"]:  # the manifest lists one output member per output then, none otherwise
+                expected = [
+                    bundle.tensor(member, info.name) for info, member in zip(outputs, case["outputs"], strict=True)
+                ]
+            cases.append(_Case(case["spec"], case.get("origin", ""), feeds, expected))
         bundle.verified()
-    return _Prepared("bundle", session, inputs, outputs, cases, assertion["enabled"], float(assertion["maxerr"]), assertion["verbose"])
+    return _Prepared(
+        "bundle",
+        session,
+        inputs,
+        outputs,
+        cases,
+        assertion["enabled"],
+        float(assertion["maxerr"]),
+        assertion["verbose"],
+    )
 
 
 def _from_model(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
@@ -186,8 +203,13 @@ def _check_outputs(options: VerifyOptions) -> None:
             raise OutputError(f"--bin-out-dump: folder {parent} does not exist")
 
 
-def verify(path: str, options: VerifyOptions | None = None, *, on_case: Callable[[CaseReport, Report], None] | None = None,
-           progress: Progress | None = None) -> Report:
+def verify(
+    path: str,
+    options: VerifyOptions | None = None,
+    *,
+    on_case: Callable[[CaseReport, Report], None] | None = None,
+    progress: Progress | None = None,
+) -> Report:
     """Verify every test case of a bundle (or run a plain model on ``-d`` data) and time it.
 
     Args:
@@ -221,7 +243,9 @@ def verify(path: str, options: VerifyOptions | None = None, *, on_case: Callable
             "iters": options.iters,
             "warmup": options.warmup,
         }
-        report = Report(path, prepared.kind, prepared.inputs, prepared.outputs, assertion, maxerr, verbose, session_info)
+        report = Report(
+            path, prepared.kind, prepared.inputs, prepared.outputs, assertion, maxerr, verbose, session_info
+        )
         for index, case in enumerate(prepared.cases):
             result = _run_case(prepared, index, case, maxerr if assertion else None, options, progress)
             report.cases.append(result)
@@ -232,26 +256,41 @@ def verify(path: str, options: VerifyOptions | None = None, *, on_case: Callable
         if options.profile:
             report.profile = _save_profile(prepared.session, options.profile)
     if options.report_json:
-        write_bytes_atomic(options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode())
+        write_bytes_atomic(
+            options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode()
+        )
     return report
 
 
-def _run_case(prepared: _Prepared, index: int, case: _Case, maxerr: float | None, options: VerifyOptions,
-              progress: Progress | None) -> CaseReport:
+def _run_case(
+    prepared: _Prepared,
+    index: int,
+    case: _Case,
+    maxerr: float | None,
+    options: VerifyOptions,
+    progress: Progress | None,
+) -> CaseReport:
     batch = batch_of(case.feeds)
     try:
-        latencies, first = time_runs(prepared.session, case.feeds, options.iters, options.warmup, progress, f"test case {index}")
+        latencies, first = time_runs(
+            prepared.session, case.feeds, options.iters, options.warmup, progress, f"test case {index}"
+        )
         got = to_numpy_outputs(first or [], prepared.outputs)
         sweep = []
         for n in options.repeat_sweep:
             feeds = {k: (np.repeat(v, n, axis=0) if v.ndim else v) for k, v in case.feeds.items()}
-            sweep_ms, _ = time_runs(prepared.session, feeds, options.iters, options.warmup, progress, f"test case {index}, batch x{n}")
+            sweep_ms, _ = time_runs(
+                prepared.session, feeds, options.iters, options.warmup, progress, f"test case {index}, batch x{n}"
+            )
             sweep.append(Timing(batch_of(feeds), sweep_ms))
     except (RunError, ModelError) as exc:
         return CaseReport(index, case.spec, case.origin, [], Timing(batch, []), error=exc.one_line())
     checks = []
     if maxerr is not None and case.expected is not None:
-        checks = [assert_equal(info.name, want, have, maxerr) for info, want, have in zip(prepared.outputs, case.expected, got)]
+        checks = [
+            assert_equal(info.name, want, have, maxerr)
+            for info, want, have in zip(prepared.outputs, case.expected, got, strict=True)
+        ]
     return CaseReport(index, case.spec, case.origin, checks, Timing(batch, latencies), sweep=sweep, outputs=got)
 
 
@@ -275,7 +314,7 @@ def _dump_outputs(folder: str, index: int, infos: Sequence[TensorInfo], outputs:
     case_dir = os.path.join(folder, f"test_data_set_{index}")
     os.makedirs(case_dir, exist_ok=True)
     used: set[str] = set()
-    for k, (info, array) in enumerate(zip(infos, outputs)):
+    for k, (info, array) in enumerate(zip(infos, outputs, strict=True)):
         name = _safe_name(info.name)
         if name in used:
             name = f"{name}_{k}"

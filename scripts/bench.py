@@ -87,9 +87,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "docs" / "benchmarks.md"
@@ -174,7 +175,9 @@ def run_process(argv: Sequence[str | Path], *, cwd: Path | None = None) -> ProcR
     """Run a command (stdout discarded); time it from spawn to reap and read its own peak RSS with os.wait4."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen([str(a) for a in argv], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [str(a) for a in argv], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait again
@@ -210,7 +213,9 @@ def run_worker(name: str, tmp: Path, **kwargs: Any) -> Any:
     this process's peak RSS is the floor of every child's ru_maxrss.
     """
     result = tmp / f"worker-{name}-{time.monotonic_ns()}.json"
-    proc = run_process([sys.executable, Path(__file__).resolve(), "--worker", name, json.dumps(kwargs), result], cwd=ROOT)
+    proc = run_process(
+        [sys.executable, Path(__file__).resolve(), "--worker", name, json.dumps(kwargs), result], cwd=ROOT
+    )
     if not proc.ok:
         raise RuntimeError(f"worker {name} failed ({proc.failure()})\n{proc.stderr_tail}")
     value = json.loads(result.read_text())
@@ -276,7 +281,10 @@ def overhead_worker(bundle: str, iters: int, warmup: int, rounds: int) -> list[d
         manifest = opened.manifest
         model_bytes = opened.read(manifest["model"]["member"])
         case = manifest["test_cases"][0]
-        feeds = {info["name"]: opened.tensor(member, info["name"]) for info, member in zip(manifest["inputs"], case["inputs"])}
+        feeds = {
+            info["name"]: opened.tensor(member, info["name"])
+            for info, member in zip(manifest["inputs"], case["inputs"], strict=True)
+        }
 
     def with_mgerun() -> float:
         report = verify(bundle, VerifyOptions(iters=iters, warmup=warmup))
@@ -323,8 +331,14 @@ def section_overhead(ctx: Context) -> Table:
         ratios.append(entry["mgerun"] / entry["bare"])
         table.rows.append([str(index), fmt(entry["mgerun"], 4), fmt(entry["bare"], 4), fmt_ratio(ratios[-1])])
     overall = median(ratios)
-    table.rows.append(["**median**", fmt(median([e["mgerun"] for e in rounds]), 4),
-                       fmt(median([e["bare"] for e in rounds]), 4), f"**{fmt_ratio(overall)}**"])
+    table.rows.append(
+        [
+            "**median**",
+            fmt(median([e["mgerun"] for e in rounds]), 4),
+            fmt(median([e["bare"] for e in rounds]), 4),
+            f"**{fmt_ratio(overall)}**",
+        ]
+    )
     table.checks.append(Check("overhead: mgerun / bare loop", "<= 1.02", fmt_ratio(overall), at_most(overall, 1.02)))
     return table
 
@@ -405,8 +419,13 @@ def big_model_worker(path: str, dim: int, layers: int) -> list[str]:
         out = "y" if i == layers - 1 else f"t{i}"
         nodes += [helper.make_node("MatMul", [current, f"w{i}"], [f"m{i}"]), helper.make_node("Tanh", [f"m{i}"], [out])]
         current = out
-    graph = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, dim])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, dim])], initializer=weights)
+    graph = helper.make_graph(
+        nodes,
+        "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, dim])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, dim])],
+        initializer=weights,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     del weights, graph
     onnx.save_model(model, str(target), save_as_external_data=True, all_tensors_to_one_file=True, location=data.name)
@@ -419,7 +438,9 @@ def big_model_files(ctx: Context) -> tuple[int, list[Path]]:
     def make() -> tuple[int, list[Path]]:
         dim = 1024 if ctx.quick else 8192
         log(f"generating the [{dim},{dim}] x 4 model")
-        return dim, [Path(f) for f in run_worker("big_model", ctx.tmp, path=str(ctx.tmp / "big.onnx"), dim=dim, layers=4)]
+        return dim, [
+            Path(f) for f in run_worker("big_model", ctx.tmp, path=str(ctx.tmp / "big.onnx"), dim=dim, layers=4)
+        ]
 
     return ctx.once("big_model", make)
 
@@ -452,8 +473,19 @@ def pack_commands(model: Model, tmp: Path) -> dict[str, tuple[list[str | Path], 
     }
     poly = polygraphy_command()
     if poly:
-        commands["B"] = ([*poly, "run", model.path, "--onnxrt", "--save-inputs", out["B"] / "IN.json",
-                          "--save-outputs", out["B"] / "OUT.json"], out["B"])
+        commands["B"] = (
+            [
+                *poly,
+                "run",
+                model.path,
+                "--onnxrt",
+                "--save-inputs",
+                out["B"] / "IN.json",
+                "--save-outputs",
+                out["B"] / "OUT.json",
+            ],
+            out["B"],
+        )
     return dict(sorted(commands.items()))
 
 
@@ -509,8 +541,10 @@ def failure_notes(label: str, results: dict[str, list[ProcResult]]) -> list[str]
     for name, runs in results.items():
         failed = [r for r in runs if not r.ok]
         if failed:
-            notes.append(f"{label}: {name} failed in {len(failed)} of {len(runs)} runs ({failed[0].failure()}); "
-                         "medians use the runs that passed.")
+            notes.append(
+                f"{label}: {name} failed in {len(failed)} of {len(runs)} runs ({failed[0].failure()}); "
+                "medians use the runs that passed."
+            )
     return notes
 
 
@@ -518,8 +552,8 @@ def weight_cost_worker(files: list[str], folder: str) -> dict[str, float]:
     """What bundling the weights costs at least: sha256 of every byte (a sha256 per member) and a kernel copy + fsync."""
     import hashlib
 
-    from mgedump.fileio import hash_files
     from mgedump.bundle.zipwrite import copy_range
+    from mgedump.fileio import hash_files
 
     size = sum(os.path.getsize(f) for f in files)
     start = time.perf_counter()
@@ -561,24 +595,32 @@ def weight_notes(ctx: Context, model: Model, floor_s: float | None) -> list[str]
     """Why a model whose weights dominate cannot pack near the floor: the measured cost of hashing and copying them."""
     cost = run_worker("weight_cost", ctx.tmp, files=[str(f) for f in model.files], folder=str(ctx.tmp))
     sha_ni = "sha_ni" in (read_first("/proc/cpuinfo", "flags") or "")
-    note = (f"Profile of the {mib(cost['bytes'])} model: mgedump must sha256 every byte it bundles (DESIGN 3: a sha256 per "
-            f"member) and copy it into the bundle. Here sha256 runs at {cost['sha256_mb_s']:.0f} MB/s (the CPU "
-            f"{'has' if sha_ni else 'has no'} SHA extensions), so hashing the weights took {cost['hash_s']:.2f} s "
-            f"and the kernel copy + fsync {cost['copy_fsync_s']:.2f} s")
+    note = (
+        f"Profile of the {mib(cost['bytes'])} model: mgedump must sha256 every byte it bundles (DESIGN 3: a sha256 per "
+        f"member) and copy it into the bundle. Here sha256 runs at {cost['sha256_mb_s']:.0f} MB/s (the CPU "
+        f"{'has' if sha_ni else 'has no'} SHA extensions), so hashing the weights took {cost['hash_s']:.2f} s "
+        f"and the kernel copy + fsync {cost['copy_fsync_s']:.2f} s"
+    )
     if floor_s:
-        note += (f": {(cost['hash_s'] + cost['copy_fsync_s']) / floor_s:.1f}x the floor's whole run, which neither "
-                 "hashes nor copies the weights. mgedump hashes in a thread while onnxruntime loads and runs the model, "
-                 "so its wall time is about the hash plus the copy, not their sum with the floor. What would reach "
-                 "1.1x: a CPU with SHA extensions (sha256 at 1.5 GB/s and more, hidden behind session creation), or "
-                 "a bundle format that hashes large members in chunks on every core")
+        note += (
+            f": {(cost['hash_s'] + cost['copy_fsync_s']) / floor_s:.1f}x the floor's whole run, which neither "
+            "hashes nor copies the weights. mgedump hashes in a thread while onnxruntime loads and runs the model, "
+            "so its wall time is about the hash plus the copy, not their sum with the floor. What would reach "
+            "1.1x: a CPU with SHA extensions (sha256 at 1.5 GB/s and more, hidden behind session creation), or "
+            "a bundle format that hashes large members in chunks on every core"
+        )
     return [note + "."]
 
 
 def rss_notes(ctx: Context, model: Model) -> list[str]:
     """What onnxruntime alone needs: a session with and without weight prepacking, and how far their outputs differ."""
     notes = []
-    with_pack = run_worker("prepack", ctx.tmp, model=str(model.path), disable_prepacking=False, out=str(ctx.tmp / "pp1.npy"))
-    without = run_worker("prepack", ctx.tmp, model=str(model.path), disable_prepacking=True, out=str(ctx.tmp / "pp0.npy"))
+    with_pack = run_worker(
+        "prepack", ctx.tmp, model=str(model.path), disable_prepacking=False, out=str(ctx.tmp / "pp1.npy")
+    )
+    without = run_worker(
+        "prepack", ctx.tmp, model=str(model.path), disable_prepacking=True, out=str(ctx.tmp / "pp0.npy")
+    )
     err = run_worker("assert_err", ctx.tmp, a=str(ctx.tmp / "pp1.npy"), b=str(ctx.tmp / "pp0.npy"))
     size = model.disk_bytes
     notes.append(
@@ -588,7 +630,8 @@ def rss_notes(ctx: Context, model: Model) -> list[str]:
         f"Without prepacking the outputs differ by AssertEqual err={err:.3g} from a default session's (another "
         "summation order, drifting further as reductions get wider), so expected outputs packed that way would not "
         "be what `mgerun` computes: mgedump keeps onnxruntime's default session, and the 1.3x target sits below what "
-        "onnxruntime itself needs on this machine.")
+        "onnxruntime itself needs on this machine."
+    )
     return notes
 
 
@@ -605,29 +648,56 @@ def assert_err_worker(a: str, b: str) -> float:
 def section_pack(ctx: Context) -> Table:
     table = Table(
         "Pack wall time",
-        "Wall time (spawn to exit) of packing a model with random test data: (A) `mgedump M -d \"#rand(0,255)\" -o OUT`, "
+        'Wall time (spawn to exit) of packing a model with random test data: (A) `mgedump M -d "#rand(0,255)" -o OUT`, '
         "(B) `polygraphy run M --onnxrt --save-inputs IN.json --save-outputs OUT.json`, (C) the floor, a minimal "
         "onnxruntime script that loads, makes inputs, runs once and saves with `np.save`. Medians of alternated runs "
         "after one warm-up each. Targets: ResNet-50 A/C <= 1.15 and A < B; 1 GiB model A/C <= 1.1.",
-        ["model", "size on disk", "A mgedump (s)", "B polygraphy (s)", "C floor (s)", "A / C", "A / B", "A's bundle verifies"],
+        [
+            "model",
+            "size on disk",
+            "A mgedump (s)",
+            "B polygraphy (s)",
+            "C floor (s)",
+            "A / C",
+            "A / B",
+            "A's bundle verifies",
+        ],
     )
     for model, results, usable in ctx.once("pack", lambda: measure_pack(ctx)):
         wall = {name: median(ok_values(results.get(name, []), lambda r: r.wall_s)) for name in "ABC"}
         a_c, a_b = ratio(wall["A"], wall["C"]), ratio(wall["A"], wall["B"])
-        table.rows.append([model.label, mib(model.disk_bytes), fmt(wall["A"]), fmt(wall["B"]) if "B" in results else "skipped",
-                           fmt(wall["C"]), fmt_ratio(a_c), fmt_ratio(a_b), usable])
+        table.rows.append(
+            [
+                model.label,
+                mib(model.disk_bytes),
+                fmt(wall["A"]),
+                fmt(wall["B"]) if "B" in results else "skipped",
+                fmt(wall["C"]),
+                fmt_ratio(a_c),
+                fmt_ratio(a_b),
+                usable,
+            ]
+        )
         short = model.label.split(" (")[0]
-        table.checks.append(Check(f"pack {short}: A / C", f"<= {model.max_a_over_c}", fmt_ratio(a_c), at_most(a_c, model.max_a_over_c)))
+        table.checks.append(
+            Check(f"pack {short}: A / C", f"<= {model.max_a_over_c}", fmt_ratio(a_c), at_most(a_c, model.max_a_over_c))
+        )
         if model.a_below_b:
-            table.checks.append(Check(f"pack {short}: A < B", "A / B < 1", fmt_ratio(a_b), None if a_b is None else a_b < 1))
+            table.checks.append(
+                Check(f"pack {short}: A < B", "A / B < 1", fmt_ratio(a_b), None if a_b is None else a_b < 1)
+            )
         for name, runs in results.items():
-            table.notes.append(f"{short}, {name} per run (s): " + " ".join(fmt(r.wall_s) if r.ok else "failed" for r in runs))
+            table.notes.append(
+                f"{short}, {name} per run (s): " + " ".join(fmt(r.wall_s) if r.ok else "failed" for r in runs)
+            )
         table.notes += failure_notes(short, results)
         if a_c is not None and a_c > model.max_a_over_c and model.max_rss_a is not None:
             table.notes += weight_notes(ctx, model, wall["C"])
     if polygraphy_command() is None:
-        table.notes.append("B skipped: polygraphy is not installed (it is in the project's optional `bench` extra: "
-                           "`pip install -e \".[bench]\"`).")
+        table.notes.append(
+            "B skipped: polygraphy is not installed (it is in the project's optional `bench` extra: "
+            '`pip install -e ".[bench]"`).'
+        )
     return table
 
 
@@ -646,12 +716,20 @@ def section_rss(ctx: Context) -> Table:
         table.rows.append([model.label, mib(size), *peaks, *ratios])
         if model.max_rss_a is not None:
             a_size = ratio(rss["A"], size)
-            table.checks.append(Check(f"rss {model.label.split(' (')[0]}: A / size on disk", f"<= {model.max_rss_a}",
-                                      fmt_ratio(a_size), at_most(a_size, model.max_rss_a)))
+            table.checks.append(
+                Check(
+                    f"rss {model.label.split(' (')[0]}: A / size on disk",
+                    f"<= {model.max_rss_a}",
+                    fmt_ratio(a_size),
+                    at_most(a_size, model.max_rss_a),
+                )
+            )
             if a_size is not None and a_size > model.max_rss_a:
                 table.notes += rss_notes(ctx, model)
-    table.notes.append("ResNet-50 here makes its weights at run time (`ConstantOfShape`), so its file is small and its ratios to "
-                       "size on disk are large by construction; it has no memory target.")
+    table.notes.append(
+        "ResNet-50 here makes its weights at run time (`ConstantOfShape`), so its file is small and its ratios to "
+        "size on disk are large by construction; it has no memory target."
+    )
     return table
 
 
@@ -685,7 +763,9 @@ def section_startup(ctx: Context) -> Table:
         value = median(walls[name])
         diff = None if value is None or base is None else value - base
         table.rows.append([f"`{name}`", fmt(value), fmt(base), fmt(diff), fmt_ratio(ratio(value, base))])
-        table.checks.append(Check(f"startup: `{name}` - `python -c pass`", "<= 0.25 s", f"{fmt(diff)} s", at_most(diff, 0.25)))
+        table.checks.append(
+            Check(f"startup: `{name}` - `python -c pass`", "<= 0.25 s", f"{fmt(diff)} s", at_most(diff, 0.25))
+        )
     return table
 
 
@@ -700,7 +780,10 @@ OPTIMIZE_VARIANTS: list[tuple[str, dict[str, bool]]] = [
     ("--optimize-for-inference", {"optimize_for_inference": True}),
     ("+ --enable-io16xc32", {"optimize_for_inference": True, "enable_io16xc32": True}),
     ("+ --enable-ioc16", {"optimize_for_inference": True, "enable_ioc16": True}),
-    ("+ --enable-fuse-conv-bias-nonlinearity", {"optimize_for_inference": True, "enable_fuse_conv_bias_nonlinearity": True}),
+    (
+        "+ --enable-fuse-conv-bias-nonlinearity",
+        {"optimize_for_inference": True, "enable_fuse_conv_bias_nonlinearity": True},
+    ),
     ("+ --enable-nchw88", {"optimize_for_inference": True, "enable_nchw88": True}),
     ("--discard-var-name", {"discard_var_name": True}),
 ]
@@ -729,7 +812,10 @@ def optimize_worker(model: str, folder: str, rounds: int, iters: int) -> list[di
     feeds: dict[str, dict[str, Any]] = {}
     for label, path in paths.items():
         inputs, _ = model_io(open_session(path))
-        feeds[label] = {i.name: rng.uniform(0, 1, [d if isinstance(d, int) else 1 for d in i.shape]).astype(i.np_dtype) for i in inputs}
+        feeds[label] = {
+            i.name: rng.uniform(0, 1, [d if isinstance(d, int) else 1 for d in i.shape]).astype(i.np_dtype)
+            for i in inputs
+        }
     create: dict[str, list[float]] = {label: [] for label in paths}
     latency: dict[str, list[float]] = {label: [] for label in paths}
     for _, label in alternate(list(paths), rounds):
@@ -748,10 +834,19 @@ def optimize_worker(model: str, folder: str, rounds: int, iters: int) -> list[di
         if label in skipped:
             rows.append({"label": label, "skipped": skipped[label]})
             continue
-        size = os.path.getsize(paths[label]) + sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
-                                                   if f.startswith(os.path.basename(paths[label]) + "."))
-        rows.append({"label": label, "size": size, "create_s": statistics.median(create[label]),
-                     "latency_ms": statistics.median(latency[label])})
+        size = os.path.getsize(paths[label]) + sum(
+            os.path.getsize(os.path.join(folder, f))
+            for f in os.listdir(folder)
+            if f.startswith(os.path.basename(paths[label]) + ".")
+        )
+        rows.append(
+            {
+                "label": label,
+                "size": size,
+                "create_s": statistics.median(create[label]),
+                "latency_ms": statistics.median(latency[label]),
+            }
+        )
     return rows
 
 
@@ -776,8 +871,15 @@ def section_optimize(ctx: Context) -> Table:
         if "skipped" in row:
             table.rows.append([row["label"], "-", "-", "-", f"skipped: {row['skipped']}"])
             continue
-        table.rows.append([row["label"], mib(row["size"]), fmt(row["create_s"]), fmt(row["latency_ms"]),
-                           fmt_ratio(ratio(row["latency_ms"], base["latency_ms"] if base else None))])
+        table.rows.append(
+            [
+                row["label"],
+                mib(row["size"]),
+                fmt(row["create_s"]),
+                fmt(row["latency_ms"]),
+                fmt_ratio(ratio(row["latency_ms"], base["latency_ms"] if base else None)),
+            ]
+        )
     table.notes.append("Latency on this 2-core machine is noisy; the ratio column is the comparison to read.")
     return table
 
@@ -808,11 +910,25 @@ def section_trace(ctx: Context) -> Table:
         ["variant", "ms per call", "/ direct", "eager / this"],
     )
     for row in rows[:-1]:
-        table.rows.append([row["variant"], fmt(row["ms_per_call"]), fmt_ratio(row["vs_direct"]), f"{row['speedup_vs_eager']:.1f}"])
-    table.checks.append(Check("trace: eager / compiled", f">= {checks['speedup_target']}", f"{checks['eager_over_compiled']:.1f}",
-                              checks["speedup_met"]))
-    table.checks.append(Check("trace: compiled - direct onnxruntime", f"<= {checks['overhead_ms_target']} ms",
-                              f"{checks['overhead_ms']:.3f} ms (ratio {checks['compiled_over_direct']:.2f})", checks["overhead_met"]))
+        table.rows.append(
+            [row["variant"], fmt(row["ms_per_call"]), fmt_ratio(row["vs_direct"]), f"{row['speedup_vs_eager']:.1f}"]
+        )
+    table.checks.append(
+        Check(
+            "trace: eager / compiled",
+            f">= {checks['speedup_target']}",
+            f"{checks['eager_over_compiled']:.1f}",
+            checks["speedup_met"],
+        )
+    )
+    table.checks.append(
+        Check(
+            "trace: compiled - direct onnxruntime",
+            f"<= {checks['overhead_ms_target']} ms",
+            f"{checks['overhead_ms']:.3f} ms (ratio {checks['compiled_over_direct']:.2f})",
+            checks["overhead_met"],
+        )
+    )
     return table
 
 
@@ -886,13 +1002,25 @@ def section_zip(ctx: Context) -> Table:
         ["round", "A: mgedump writer (s)", "B: zipfile (s)", "A / B"],
     )
     for row in measured:
-        table.rows.append([str(row["round"] + 1), fmt(row.get("ours_s")), fmt(row.get("stdlib_s")),
-                           fmt_ratio(ratio(row.get("ours_s"), row.get("stdlib_s")))])
+        table.rows.append(
+            [
+                str(row["round"] + 1),
+                fmt(row.get("ours_s")),
+                fmt(row.get("stdlib_s")),
+                fmt_ratio(ratio(row.get("ours_s"), row.get("stdlib_s"))),
+            ]
+        )
     a = median([r["ours_s"] for r in measured if "ours_s" in r])
     b = median([r["stdlib_s"] for r in measured if "stdlib_s" in r])
     table.rows.append(["**median**", fmt(a), fmt(b), fmt_ratio(ratio(a, b))])
-    table.checks.append(Check("zip: mgedump writer / zipfile", "< 0.9 (keep the own writer only if measurably faster)",
-                              fmt_ratio(ratio(a, b)), at_most(ratio(a, b), 0.9)))
+    table.checks.append(
+        Check(
+            "zip: mgedump writer / zipfile",
+            "< 0.9 (keep the own writer only if measurably faster)",
+            fmt_ratio(ratio(a, b)),
+            at_most(ratio(a, b), 0.9),
+        )
+    )
     return table
 
 
@@ -986,16 +1114,32 @@ def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> lis
     return [line(columns), "|" + "|".join("---" for _ in columns) + "|", *(line(r) for r in rows)]
 
 
-def render(header: list[tuple[str, str]], tables: dict[str, Table], errors: dict[str, str], meta: dict[str, str]) -> str:
+def render(
+    header: list[tuple[str, str]], tables: dict[str, Table], errors: dict[str, str], meta: dict[str, str]
+) -> str:
     """The whole document: machine, summary of targets, one table per section, notes."""
-    out = ["# mgedump benchmarks", "",
-           f"Generated by `python scripts/bench.py {meta['args']}` on {meta['date']}; the run took {meta['duration']}.",
-           "Figures are medians of alternated runs; every target compares against a baseline measured in the same run.",
-           "", "## Machine", "", *markdown_table(["", ""], header), ""]
+    out = [
+        "# mgedump benchmarks",
+        "",
+        f"Generated by `python scripts/bench.py {meta['args']}` on {meta['date']}; the run took {meta['duration']}.",
+        "Figures are medians of alternated runs; every target compares against a baseline measured in the same run.",
+        "",
+        "## Machine",
+        "",
+        *markdown_table(["", ""], header),
+        "",
+    ]
     checks = [c for t in tables.values() for c in t.checks]
     if checks:
-        out += ["## Targets", "", *markdown_table(["target", "wanted", "measured", "result"],
-                                                  [[c.what, c.target, c.measured, verdict(c.met)] for c in checks]), ""]
+        out += [
+            "## Targets",
+            "",
+            *markdown_table(
+                ["target", "wanted", "measured", "result"],
+                [[c.what, c.target, c.measured, verdict(c.met)] for c in checks],
+            ),
+            "",
+        ]
     for name, table in tables.items():
         out += [f"## {table.title} (`{name}`)", "", table.about, "", *markdown_table(table.columns, table.rows), ""]
         if table.notes:
@@ -1041,10 +1185,16 @@ def general_notes(ctx: Context, changed: list[str]) -> list[str]:
         "The machine is shared and noisy: compare the ratios, not the absolute times, across runs of this script.",
     ]
     if changed:
-        notes.insert(0, f"**mgedump's source changed while this ran** ({', '.join(f'`{n}`' for n in changed)}): "
-                        "the figures may mix two versions.")
+        notes.insert(
+            0,
+            f"**mgedump's source changed while this ran** ({', '.join(f'`{n}`' for n in changed)}): "
+            "the figures may mix two versions.",
+        )
     if ctx.quick:
-        notes.insert(0, "**--quick**: tiny sizes and few runs, a smoke test. These numbers mean nothing; targets are for full runs.")
+        notes.insert(
+            0,
+            "**--quick**: tiny sizes and few runs, a smoke test. These numbers mean nothing; targets are for full runs.",
+        )
     return notes
 
 
@@ -1054,9 +1204,15 @@ def general_notes(ctx: Context, changed: list[str]) -> list[str]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Benchmark mgedump against baselines measured in the same run.")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, few runs: a smoke test")
-    parser.add_argument("--runs", type=int, default=None, help="timed runs (rounds) per measurement (default 5, or 2 with --quick)")
-    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma list of sections (default all: {','.join(SECTIONS)})")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Markdown file to write (default docs/benchmarks.md)")
+    parser.add_argument(
+        "--runs", type=int, default=None, help="timed runs (rounds) per measurement (default 5, or 2 with --quick)"
+    )
+    parser.add_argument(
+        "--sections", default=",".join(SECTIONS), help=f"comma list of sections (default all: {','.join(SECTIONS)})"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="Markdown file to write (default docs/benchmarks.md)"
+    )
     parser.add_argument("--keep-tmp", action="store_true", help="keep the temporary folder (models, bundles)")
     parser.add_argument("--worker", nargs=3, metavar=("NAME", "KWARGS", "RESULT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

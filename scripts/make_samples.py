@@ -108,17 +108,13 @@ def _rng(name: str) -> np.random.Generator:
     return np.random.default_rng(SEEDS[name])
 
 
-def _weight(
-    rng: np.random.Generator, name: str, shape: Sequence[int], scale: float = 0.3
-) -> TensorProto:
+def _weight(rng: np.random.Generator, name: str, shape: Sequence[int], scale: float = 0.3) -> TensorProto:
     """A small random float32 initializer."""
     arr = (rng.standard_normal(shape) * scale).astype(np.float32)
     return numpy_helper.from_array(arr, name=name)
 
 
-def _batchnorm_params(
-    rng: np.random.Generator, prefix: str, channels: int
-) -> list[TensorProto]:
+def _batchnorm_params(rng: np.random.Generator, prefix: str, channels: int) -> list[TensorProto]:
     """Non-trivial scale / bias / mean / var (var strictly positive)."""
     scale = rng.uniform(0.5, 1.5, channels).astype(np.float32)
     bias = rng.uniform(-0.2, 0.2, channels).astype(np.float32)
@@ -132,15 +128,11 @@ def _batchnorm_params(
     ]
 
 
-def _value_info(
-    name: str, elem_type: int, shape: Sequence[int | str]
-) -> onnx.ValueInfoProto:
+def _value_info(name: str, elem_type: int, shape: Sequence[int | str]) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, elem_type, list(shape))
 
 
-def _make_model(
-    graph: onnx.GraphProto, ir_version: int = IR_VERSION, opset: int = OPSET
-) -> onnx.ModelProto:
+def _make_model(graph: onnx.GraphProto, ir_version: int = IR_VERSION, opset: int = OPSET) -> onnx.ModelProto:
     # onnx 1.23 defaults to an IR version newer than onnxruntime accepts, so
     # always pin it together with the opset.
     return helper.make_model(
@@ -194,32 +186,48 @@ def build_cnn() -> onnx.ModelProto:
     bn = ["scale", "bias", "mean", "var"]
     nodes = [
         helper.make_node(
-            "Conv", ["data", "conv1_W", "conv1_B"], ["conv1"], name="conv1",
-            kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+            "Conv",
+            ["data", "conv1_W", "conv1_B"],
+            ["conv1"],
+            name="conv1",
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
         ),
         helper.make_node(
-            "BatchNormalization", ["conv1", *(f"bn1_{p}" for p in bn)], ["bn1"],
-            name="bn1", epsilon=1e-5,
+            "BatchNormalization",
+            ["conv1", *(f"bn1_{p}" for p in bn)],
+            ["bn1"],
+            name="bn1",
+            epsilon=1e-5,
         ),
         helper.make_node("Relu", ["bn1"], ["relu1"], name="relu1"),
         helper.make_node(
-            "MaxPool", ["relu1"], ["pool1"], name="pool1",
-            kernel_shape=[2, 2], strides=[2, 2],
+            "MaxPool",
+            ["relu1"],
+            ["pool1"],
+            name="pool1",
+            kernel_shape=[2, 2],
+            strides=[2, 2],
         ),
         helper.make_node(
-            "Conv", ["pool1", "conv2_W"], ["conv2"], name="conv2",
-            kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+            "Conv",
+            ["pool1", "conv2_W"],
+            ["conv2"],
+            name="conv2",
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
         ),
         helper.make_node(
-            "BatchNormalization", ["conv2", *(f"bn2_{p}" for p in bn)], ["bn2"],
-            name="bn2", epsilon=1e-5,
+            "BatchNormalization",
+            ["conv2", *(f"bn2_{p}" for p in bn)],
+            ["bn2"],
+            name="bn2",
+            epsilon=1e-5,
         ),
         helper.make_node("Relu", ["bn2"], ["relu2"], name="relu2"),
         helper.make_node("GlobalAveragePool", ["relu2"], ["gap"], name="gap"),
         helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1),
-        helper.make_node(
-            "Gemm", ["flat", "fc_W", "fc_B"], ["fc"], name="fc", transB=1
-        ),
+        helper.make_node("Gemm", ["flat", "fc_W", "fc_B"], ["fc"], name="fc", transB=1),
         helper.make_node("Softmax", ["fc"], ["prob"], name="softmax", axis=1),
     ]
     graph = helper.make_graph(
@@ -254,16 +262,16 @@ def _conv_head(
     nodes: list[onnx.NodeProto] = []
     conv_in = in_name
     if nhwc:
-        nodes.append(
-            helper.make_node(
-                "Transpose", [in_name], ["nchw"], name="to_nchw", perm=[0, 3, 1, 2]
-            )
-        )
+        nodes.append(helper.make_node("Transpose", [in_name], ["nchw"], name="to_nchw", perm=[0, 3, 1, 2]))
         conv_in = "nchw"
     nodes += [
         helper.make_node(
-            "Conv", [conv_in, "conv_W", "conv_B"], ["conv"], name="conv",
-            kernel_shape=[kernel, kernel], pads=[pads] * 4,
+            "Conv",
+            [conv_in, "conv_W", "conv_B"],
+            ["conv"],
+            name="conv",
+            kernel_shape=[kernel, kernel],
+            pads=[pads] * 4,
         ),
         helper.make_node("Relu", ["conv"], ["relu"], name="relu"),
         helper.make_node("GlobalAveragePool", ["relu"], ["gap"], name="gap"),
@@ -281,22 +289,42 @@ def _conv_head(
 
 def build_nhwc() -> onnx.ModelProto:
     return _conv_head(
-        "nhwc", "image", [1, 32, 32, 3], "logits", [1, 4],
-        "nhwc.onnx", channels=(3, 4), kernel=3, nhwc=True,
+        "nhwc",
+        "image",
+        [1, 32, 32, 3],
+        "logits",
+        [1, 4],
+        "nhwc.onnx",
+        channels=(3, 4),
+        kernel=3,
+        nhwc=True,
     )
 
 
 def build_gray() -> onnx.ModelProto:
     return _conv_head(
-        "gray", "gray", [1, 1, 28, 28], "score", [1, 2],
-        "gray.onnx", channels=(1, 2), kernel=5,
+        "gray",
+        "gray",
+        [1, 1, 28, 28],
+        "score",
+        [1, 2],
+        "gray.onnx",
+        channels=(1, 2),
+        kernel=5,
     )
 
 
 def build_dynamic_batch() -> onnx.ModelProto:
     return _conv_head(
-        "dynamic_batch", "x", ["N", 3, 16, 16], "y", ["N", 4],
-        "dynamic_batch.onnx", channels=(3, 4), kernel=3, pads=1,
+        "dynamic_batch",
+        "x",
+        ["N", 3, 16, 16],
+        "y",
+        ["N", 4],
+        "dynamic_batch.onnx",
+        channels=(3, 4),
+        kernel=3,
+        pads=1,
     )
 
 
@@ -308,9 +336,7 @@ def build_multi_input() -> onnx.ModelProto:
     ]
     nodes = [
         helper.make_node("MatMul", ["input:0", "W"], ["matmul"], name="matmul"),
-        helper.make_node(
-            "Cast", ["len"], ["len_f"], name="cast_len", to=TensorProto.FLOAT
-        ),
+        helper.make_node("Cast", ["len"], ["len_f"], name="cast_len", to=TensorProto.FLOAT),
         helper.make_node("Mul", ["matmul", "len_f"], ["scaled"], name="mul"),
         helper.make_node("Relu", ["scaled"], ["output:0"], name="relu"),
         helper.make_node("Add", ["len", "one"], ["len_out"], name="len_plus_one"),
@@ -364,8 +390,11 @@ def build_wide_mlp() -> onnx.ModelProto:
         helper.make_node("MatMul", ["r", "W2"], ["y"], name="fc2"),
     ]
     graph = helper.make_graph(
-        nodes, "wide_mlp", [_value_info("x", TensorProto.FLOAT, [1, 256])],
-        [_value_info("y", TensorProto.FLOAT, [1, 16])], initializer=inits,
+        nodes,
+        "wide_mlp",
+        [_value_info("x", TensorProto.FLOAT, [1, 256])],
+        [_value_info("y", TensorProto.FLOAT, [1, 16])],
+        initializer=inits,
     )
     return _make_model(graph)
 
@@ -374,7 +403,11 @@ def build_fan() -> onnx.ModelProto:
     """One tensor read by two Convs, nodes unnamed: onnxruntime's float16 converter, with those ops kept
     float32, writes two Casts with one output name (a bug mgedump repairs)."""
     rng = _rng("fan.onnx")
-    inits = [_weight(rng, "W0", [4, 3, 3, 3], 0.1), _weight(rng, "W1", [4, 4, 1, 1], 0.1), _weight(rng, "W2", [4, 4, 1, 1], 0.1)]
+    inits = [
+        _weight(rng, "W0", [4, 3, 3, 3], 0.1),
+        _weight(rng, "W1", [4, 4, 1, 1], 0.1),
+        _weight(rng, "W2", [4, 4, 1, 1], 0.1),
+    ]
     nodes = [
         helper.make_node("Conv", ["x", "W0"], ["c"], pads=[1, 1, 1, 1]),
         helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
@@ -383,19 +416,27 @@ def build_fan() -> onnx.ModelProto:
         helper.make_node("Add", ["a", "b"], ["y"]),
     ]
     graph = helper.make_graph(
-        nodes, "fan", [_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-        [_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])], initializer=inits,
+        nodes,
+        "fan",
+        [_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])],
+        initializer=inits,
     )
     return _make_model(graph)
 
 
 def build_if_branches() -> onnx.ModelProto:
     """An If whose branches are subgraphs (Neg or Abs of the outer ``x``)."""
-    then = helper.make_graph([helper.make_node("Neg", ["x"], ["a"])], "then", [], [_value_info("a", TensorProto.FLOAT, [2])])
-    other = helper.make_graph([helper.make_node("Abs", ["x"], ["b"])], "else", [], [_value_info("b", TensorProto.FLOAT, [2])])
+    then = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["a"])], "then", [], [_value_info("a", TensorProto.FLOAT, [2])]
+    )
+    other = helper.make_graph(
+        [helper.make_node("Abs", ["x"], ["b"])], "else", [], [_value_info("b", TensorProto.FLOAT, [2])]
+    )
     node = helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)
     graph = helper.make_graph(
-        [node], "if_branches",
+        [node],
+        "if_branches",
         [_value_info("c", TensorProto.BOOL, []), _value_info("x", TensorProto.FLOAT, [2])],
         [_value_info("y", TensorProto.FLOAT, [2])],
     )
@@ -405,8 +446,10 @@ def build_if_branches() -> onnx.ModelProto:
 def build_half_relu() -> onnx.ModelProto:
     """A model that is float16 already."""
     graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "half_relu",
-        [_value_info("x", TensorProto.FLOAT16, [2])], [_value_info("y", TensorProto.FLOAT16, [2])],
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        "half_relu",
+        [_value_info("x", TensorProto.FLOAT16, [2])],
+        [_value_info("y", TensorProto.FLOAT16, [2])],
     )
     return _make_model(graph)
 
@@ -416,8 +459,11 @@ def build_gather_index() -> onnx.ModelProto:
     table = numpy_helper.from_array(np.arange(40, dtype=np.float32).reshape(10, 4), name="table")
     node = helper.make_node("Gather", ["table", "idx"], ["rows"], name="gather", axis=0)
     graph = helper.make_graph(
-        [node], "gather_index", [_value_info("idx", TensorProto.INT64, [3])],
-        [_value_info("rows", TensorProto.FLOAT, [3, 4])], initializer=[table],
+        [node],
+        "gather_index",
+        [_value_info("idx", TensorProto.INT64, [3])],
+        [_value_info("rows", TensorProto.FLOAT, [3, 4])],
+        initializer=[table],
     )
     return _make_model(graph)
 
@@ -425,8 +471,10 @@ def build_gather_index() -> onnx.ModelProto:
 def build_ir_too_new() -> onnx.ModelProto:
     """A Relu saved with IR version 99, beyond what onnxruntime reads."""
     graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "ir_too_new",
-        [_value_info("x", TensorProto.FLOAT, [1, 4])], [_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "ir_too_new",
+        [_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [_value_info("y", TensorProto.FLOAT, [1, 4])],
     )
     return _make_model(graph, ir_version=99)
 
@@ -440,8 +488,11 @@ def _mlp(seed_key: str) -> onnx.ModelProto:
         helper.make_node("MatMul", ["r", "W2"], ["y"], name="fc2"),
     ]
     graph = helper.make_graph(
-        nodes, "mlp", [_value_info("x", TensorProto.FLOAT, [1, 32])],
-        [_value_info("y", TensorProto.FLOAT, [1, 8])], initializer=inits,
+        nodes,
+        "mlp",
+        [_value_info("x", TensorProto.FLOAT, [1, 32])],
+        [_value_info("y", TensorProto.FLOAT, [1, 8])],
+        initializer=inits,
     )
     return _make_model(graph)
 
@@ -463,16 +514,24 @@ def build_function_const() -> onnx.ModelProto:
     weight = (rng.standard_normal((4, 4)) * 0.5).astype(np.float32)
     const = helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(weight, name="w_value"))
     function = helper.make_function(
-        "local", "ScaledMatMul", ["a"], ["b"],
+        "local",
+        "ScaledMatMul",
+        ["a"],
+        ["b"],
         [const, helper.make_node("MatMul", ["a", "w"], ["b"])],
         opset_imports=[helper.make_opsetid("", OPSET)],
     )
     graph = helper.make_graph(
-        [helper.make_node("ScaledMatMul", ["x"], ["y"], domain="local", name="call")], "function_const",
-        [_value_info("x", TensorProto.FLOAT, [1, 4])], [_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [helper.make_node("ScaledMatMul", ["x"], ["y"], domain="local", name="call")],
+        "function_const",
+        [_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [_value_info("y", TensorProto.FLOAT, [1, 4])],
     )
     return helper.make_model(
-        graph, ir_version=IR_VERSION, producer_name=PRODUCER, functions=[function],
+        graph,
+        ir_version=IR_VERSION,
+        producer_name=PRODUCER,
+        functions=[function],
         opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("local", 1)],
     )
 
@@ -502,8 +561,13 @@ def _write_external(build: Callable[[], onnx.ModelProto], data_name: str) -> Cal
         model = build()
         onnx.checker.check_model(model)
         onnx.save_model(
-            model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location=data_name,
-            size_threshold=0, convert_attribute=True,
+            model,
+            str(path),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=data_name,
+            size_threshold=0,
+            convert_attribute=True,
         )
 
     return write
@@ -544,49 +608,129 @@ class Sample:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "file": self.file, "spec": self.spec, "about": self.about, "kind": "bad" if self.error else "good",
-            "error": self.error, "files": list(self.files), "tags": list(self.tags),
+            "file": self.file,
+            "spec": self.spec,
+            "about": self.about,
+            "kind": "bad" if self.error else "good",
+            "error": self.error,
+            "files": list(self.files),
+            "tags": list(self.tags),
         }
 
 
 REGISTRY: tuple[Sample, ...] = (
-    Sample("cnn.onnx", _writer(build_cnn), "#rand(0,1)",
-           "the main example: NCHW [1,3,32,32] -> Conv/BatchNorm/Relu/MaxPool/Gemm/Softmax -> prob [1,10]",
-           tags=("image", "batchnorm")),
+    Sample(
+        "cnn.onnx",
+        _writer(build_cnn),
+        "#rand(0,1)",
+        "the main example: NCHW [1,3,32,32] -> Conv/BatchNorm/Relu/MaxPool/Gemm/Softmax -> prob [1,10]",
+        tags=("image", "batchnorm"),
+    ),
     Sample("nhwc.onnx", _writer(build_nhwc), "#rand(0,255)", "an NHWC image input [1,32,32,3]", tags=("image",)),
     Sample("gray.onnx", _writer(build_gray), "#rand(0,255)", "a one-channel NCHW input [1,1,28,28]", tags=("image",)),
-    Sample("multi_input.onnx", _writer(build_multi_input), "input:0:#rand(0,1);len:#const(7)",
-           "two inputs: 'input:0' float32 [1,16] (':' in the name) and 'len' an int64 scalar", tags=("names",)),
-    Sample("dynamic_batch.onnx", _writer(build_dynamic_batch), "x:#rand(0,1,2,...)",
-           "a symbolic batch dim: x [N,3,16,16] -> y [N,4]", tags=("symbolic",)),
-    Sample("ir3_mlp.onnx", _writer(build_ir3_mlp), "#rand(-1,1)",
-           "IR 3 / opset 8: every weight is also listed as a graph input", tags=("ir3",)),
-    Sample("wide_mlp.onnx", _writer(build_wide_mlp), "#rand(0,1)", "two 256-wide MatMuls: float16 halves its size",
-           tags=("float16",)),
-    Sample("fan.onnx", _writer(build_fan), "#rand(0,1)",
-           "one tensor read by two Convs, unnamed nodes: onnxruntime's float16 converter writes duplicate Casts",
-           tags=("float16",)),
-    Sample("if_branches.onnx", _writer(build_if_branches), "c:#const(1);x:#rand(-1,1)",
-           "an If with two subgraph branches", tags=("subgraph",)),
-    Sample("half_relu.onnx", _writer(build_half_relu), "#rand(-1,1)", "a model that is float16 already",
-           tags=("float16",)),
-    Sample("external/mlp.onnx", _write_external(lambda: _mlp("external/mlp.onnx"), "mlp.weights"), "#rand(0,1)",
-           "weights in an external data file", files=("external/mlp.weights",), tags=("external",)),
-    Sample("external/function_const.onnx", _write_external(build_function_const, "function_const.data"), "#rand(0,1)",
-           "a model-local function whose Constant node keeps its weight in external data",
-           files=("external/function_const.data",), tags=("external", "function")),
-    Sample("bad/not_onnx.onnx", _write_bytes(lambda: b"hello, this is text\n"), "#rand(0,1)",
-           "a text file named .onnx", error="not a valid ONNX model"),
-    Sample("bad/truncated.onnx", _write_bytes(lambda: build_cnn().SerializeToString()[:3000]), "#rand(0,1)",
-           "the first 3000 bytes of cnn.onnx", error="not a valid ONNX model"),
-    Sample("bad/ir_too_new.onnx", _write_unchecked(build_ir_too_new), "#rand(0,1)",
-           "IR version 99, newer than onnxruntime reads", error="IR version 99"),
-    Sample("bad/gather_index.onnx", _writer(build_gather_index), "#rand(0,100)",
-           "random indices beyond the table's 10 rows: the model fails to run on them", error="'idx'"),
-    Sample("bad/unsafe_external.onnx", _write_unchecked(lambda: _point_external(_mlp("external/mlp.onnx"), "../outside.bin")),
-           "#rand(0,1)", "external data outside the model's folder", error="not a safe relative path"),
-    Sample("bad/missing_external.onnx", _write_unchecked(lambda: _point_external(_mlp("external/mlp.onnx"), "missing.bin")),
-           "#rand(0,1)", "external data in a file that is not there", error="does not exist beside the model"),
+    Sample(
+        "multi_input.onnx",
+        _writer(build_multi_input),
+        "input:0:#rand(0,1);len:#const(7)",
+        "two inputs: 'input:0' float32 [1,16] (':' in the name) and 'len' an int64 scalar",
+        tags=("names",),
+    ),
+    Sample(
+        "dynamic_batch.onnx",
+        _writer(build_dynamic_batch),
+        "x:#rand(0,1,2,...)",
+        "a symbolic batch dim: x [N,3,16,16] -> y [N,4]",
+        tags=("symbolic",),
+    ),
+    Sample(
+        "ir3_mlp.onnx",
+        _writer(build_ir3_mlp),
+        "#rand(-1,1)",
+        "IR 3 / opset 8: every weight is also listed as a graph input",
+        tags=("ir3",),
+    ),
+    Sample(
+        "wide_mlp.onnx",
+        _writer(build_wide_mlp),
+        "#rand(0,1)",
+        "two 256-wide MatMuls: float16 halves its size",
+        tags=("float16",),
+    ),
+    Sample(
+        "fan.onnx",
+        _writer(build_fan),
+        "#rand(0,1)",
+        "one tensor read by two Convs, unnamed nodes: onnxruntime's float16 converter writes duplicate Casts",
+        tags=("float16",),
+    ),
+    Sample(
+        "if_branches.onnx",
+        _writer(build_if_branches),
+        "c:#const(1);x:#rand(-1,1)",
+        "an If with two subgraph branches",
+        tags=("subgraph",),
+    ),
+    Sample(
+        "half_relu.onnx", _writer(build_half_relu), "#rand(-1,1)", "a model that is float16 already", tags=("float16",)
+    ),
+    Sample(
+        "external/mlp.onnx",
+        _write_external(lambda: _mlp("external/mlp.onnx"), "mlp.weights"),
+        "#rand(0,1)",
+        "weights in an external data file",
+        files=("external/mlp.weights",),
+        tags=("external",),
+    ),
+    Sample(
+        "external/function_const.onnx",
+        _write_external(build_function_const, "function_const.data"),
+        "#rand(0,1)",
+        "a model-local function whose Constant node keeps its weight in external data",
+        files=("external/function_const.data",),
+        tags=("external", "function"),
+    ),
+    Sample(
+        "bad/not_onnx.onnx",
+        _write_bytes(lambda: b"hello, this is text\n"),
+        "#rand(0,1)",
+        "a text file named .onnx",
+        error="not a valid ONNX model",
+    ),
+    Sample(
+        "bad/truncated.onnx",
+        _write_bytes(lambda: build_cnn().SerializeToString()[:3000]),
+        "#rand(0,1)",
+        "the first 3000 bytes of cnn.onnx",
+        error="not a valid ONNX model",
+    ),
+    Sample(
+        "bad/ir_too_new.onnx",
+        _write_unchecked(build_ir_too_new),
+        "#rand(0,1)",
+        "IR version 99, newer than onnxruntime reads",
+        error="IR version 99",
+    ),
+    Sample(
+        "bad/gather_index.onnx",
+        _writer(build_gather_index),
+        "#rand(0,100)",
+        "random indices beyond the table's 10 rows: the model fails to run on them",
+        error="'idx'",
+    ),
+    Sample(
+        "bad/unsafe_external.onnx",
+        _write_unchecked(lambda: _point_external(_mlp("external/mlp.onnx"), "../outside.bin")),
+        "#rand(0,1)",
+        "external data outside the model's folder",
+        error="not a safe relative path",
+    ),
+    Sample(
+        "bad/missing_external.onnx",
+        _write_unchecked(lambda: _point_external(_mlp("external/mlp.onnx"), "missing.bin")),
+        "#rand(0,1)",
+        "external data in a file that is not there",
+        error="does not exist beside the model",
+    ),
 )
 
 
@@ -613,9 +757,7 @@ def make_cat() -> np.ndarray:
 def make_dog() -> np.ndarray:
     height, width = 48, 64
     gx, gy = _gradient(height, width)
-    img = np.stack(
-        [(1 - gy) * 220 + 20, gx * 160 + 50, (gx + gy) * 100 + 30], axis=-1
-    ).astype(np.uint8)  # BGR
+    img = np.stack([(1 - gy) * 220 + 20, gx * 160 + 50, (gx + gy) * 100 + 30], axis=-1).astype(np.uint8)  # BGR
     cv2.rectangle(img, (6, 8), (26, 30), (40, 40, 210), thickness=-1)
     cv2.rectangle(img, (34, 28), (58, 42), (200, 220, 30), thickness=-1)
     cv2.circle(img, (44, 14), 9, (250, 250, 250), thickness=-1)
@@ -643,9 +785,7 @@ def make_arrays(data_dir: Path) -> None:
     np.save(data_dir / "cnn_input.npy", cnn_input)
 
     multi = {
-        "input:0": _rng("multi_input.npz")
-        .standard_normal((1, 16))
-        .astype(np.float32),
+        "input:0": _rng("multi_input.npz").standard_normal((1, 16)).astype(np.float32),
         "len": np.array(3, dtype=np.int64),
     }
     _save_npz(data_dir / "multi_input.npz", multi)
@@ -674,16 +814,11 @@ def _smoke(path: Path, rng: np.random.Generator) -> dict[str, list[str]]:
         else:
             feeds[inp.name] = rng.integers(1, 5, size=shape).astype(dtype)
     outputs = sess.run(None, feeds)
-    for meta, value in zip(sess.get_outputs(), outputs):
+    for meta, value in zip(sess.get_outputs(), outputs, strict=True):
         expected = [d if isinstance(d, int) else 2 for d in meta.shape]
         if list(value.shape) != expected:
-            raise RuntimeError(
-                f"{path.name}: output {meta.name!r} has shape {value.shape}, "
-                f"expected {expected}"
-            )
-        if np.issubdtype(value.dtype, np.floating) and not np.all(
-            np.isfinite(value)
-        ):
+            raise RuntimeError(f"{path.name}: output {meta.name!r} has shape {value.shape}, expected {expected}")
+        if np.issubdtype(value.dtype, np.floating) and not np.all(np.isfinite(value)):
             raise RuntimeError(f"{path.name}: output {meta.name!r} is not finite")
     return {
         "inputs": [f"{i.name} {i.type} {i.shape}" for i in sess.get_inputs()],
@@ -721,7 +856,10 @@ def generate(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for sample in REGISTRY:
         sample.write(out / sample.file)
-    registry = {"about": "the sample models; written by scripts/make_samples.py", "models": [s.to_json() for s in REGISTRY]}
+    registry = {
+        "about": "the sample models; written by scripts/make_samples.py",
+        "models": [s.to_json() for s in REGISTRY],
+    }
     (out / "models.json").write_text(json.dumps(registry, indent=1) + "\n", encoding="utf-8", newline="\n")
 
     png = [cv2.IMWRITE_PNG_COMPRESSION, 9]

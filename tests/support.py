@@ -72,7 +72,9 @@ def _registry() -> dict[str, SampleModel]:
 
     entries = json.loads((SAMPLES / "models.json").read_text(encoding="utf-8"))["models"]
     return {
-        e["file"]: SampleModel(e["file"], e["spec"], e["about"], e["kind"], e["error"], tuple(e["files"]), tuple(e["tags"]))
+        e["file"]: SampleModel(
+            e["file"], e["spec"], e["about"], e["kind"], e["error"], tuple(e["files"]), tuple(e["tags"])
+        )
         for e in entries
     }
 

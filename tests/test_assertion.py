@@ -66,9 +66,15 @@ def test_strings_compare_exactly():
     assert not check.passed and check.worst_index == (1,)
 
 
-@pytest.mark.parametrize("bad, side", [
-    (("expect", np.nan), "expect"), (("get", np.inf), "get"), (("get", -np.inf), "get"), (("both", np.nan), "expect"),
-])
+@pytest.mark.parametrize(
+    "bad, side",
+    [
+        (("expect", np.nan), "expect"),
+        (("get", np.inf), "get"),
+        (("get", -np.inf), "get"),
+        (("both", np.nan), "expect"),
+    ],
+)
 def test_nan_or_infinity_on_either_side_fails(bad, side):
     expect = np.ones(4, np.float32)
     got = np.ones(4, np.float32)

@@ -10,8 +10,8 @@ import pytest
 from onnx import numpy_helper
 
 from mgedump.data import build_cases, cast_to
-from mgedump.options import DataOptions
 from mgedump.errors import DataError, SpecError, UsageError
+from mgedump.options import DataOptions
 from mgedump.runtime import TensorInfo
 from mgedump.spec import CaseSpec, expand_specs
 
@@ -105,7 +105,9 @@ def test_gray_image_and_resize(samples):
     np.testing.assert_array_equal(case["g"], gray[None, None].astype(np.float32))
     dog = cv2.imread(str(samples / "images" / "dog.jpg"), cv2.IMREAD_COLOR)
     expect = cv2.resize(dog, (32, 32), interpolation=cv2.INTER_LINEAR).transpose(2, 0, 1)[None]
-    (case,) = build([str(samples / "images" / "dog.jpg")], [TensorInfo("d", "uint8", (1, 3, 32, 32))], resize_input=True)
+    (case,) = build(
+        [str(samples / "images" / "dog.jpg")], [TensorInfo("d", "uint8", (1, 3, 32, 32))], resize_input=True
+    )
     np.testing.assert_array_equal(case["d"], expect)
 
 
@@ -113,7 +115,7 @@ def test_image_fills_symbolic_hw_and_repeat_then_transform(samples):
     dyn = TensorInfo("x", "float32", ("N", 3, "H", "W"))
     (case,) = build([str(samples / "images" / "dog.jpg")], [dyn], repeat=2, input_transform="data / 255 - 0.5")
     assert case["x"].shape == (2, 3, 48, 64)
-    assert -0.5 <= case["x"].min() and case["x"].max() <= 0.5
+    assert case["x"].min() >= -0.5 and case["x"].max() <= 0.5
     np.testing.assert_array_equal(case["x"][0], case["x"][1])
 
 
@@ -185,11 +187,14 @@ def test_case_spec_origin_in_errors():
         build_cases([CaseSpec("#rand(0,1)", "-d #1"), CaseSpec("#rand(1,0)", "-d #2")], [F32], DataOptions())
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"\x08\x02\x10\x63\x4a\x08" + b"\x00" * 8, "not a valid ONNX TensorProto file"),  # data_type 99
-    (b"\x08\x02\x10\x01\x4a\x03abc", "not a valid ONNX TensorProto file"),  # 2 floats in 3 bytes
-    (b"\xff\xff\xff\xff", "not a valid ONNX TensorProto file"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"\x08\x02\x10\x63\x4a\x08" + b"\x00" * 8, "not a valid ONNX TensorProto file"),  # data_type 99
+        (b"\x08\x02\x10\x01\x4a\x03abc", "not a valid ONNX TensorProto file"),  # 2 floats in 3 bytes
+        (b"\xff\xff\xff\xff", "not a valid ONNX TensorProto file"),
+    ],
+)
 def test_bad_pb_files_are_data_errors(tmp_path, data, message):
     (tmp_path / "t.pb").write_bytes(data)
     with pytest.raises(DataError, match=message):

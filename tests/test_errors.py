@@ -13,8 +13,18 @@ def test_one_line_joins_whitespace_and_adds_the_hint():
     assert errors.MgeError("plain").one_line() == "plain"
 
 
-@pytest.mark.parametrize("kind", [errors.UsageError, errors.SpecError, errors.DataError, errors.ModelError,
-                                  errors.BundleError, errors.OutputError, errors.OptimizeError])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        errors.UsageError,
+        errors.SpecError,
+        errors.DataError,
+        errors.ModelError,
+        errors.BundleError,
+        errors.OutputError,
+        errors.OptimizeError,
+    ],
+)
 def test_bad_usage_or_input_is_exit_2(kind):
     assert issubclass(kind, errors.MgeError) and kind("x").exit_code == errors.EXIT_USAGE == 2
 

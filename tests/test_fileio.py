@@ -38,11 +38,14 @@ def test_a_write_replaces_the_file_whole(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda t: t, "is a folder"),
-    (lambda t: t / "missing" / "out.bin", "output folder does not exist"),
-    (lambda t: (t / "file").write_bytes(b"x") and t / "file" / "out.bin", "output folder is not a folder"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda t: t, "is a folder"),
+        (lambda t: t / "missing" / "out.bin", "output folder does not exist"),
+        (lambda t: (t / "file").write_bytes(b"x") and t / "file" / "out.bin", "output folder is not a folder"),
+    ],
+)
 def test_unwritable_targets(tmp_path, make, message):
     with pytest.raises(OutputError, match=message):
         check_target(str(make(tmp_path)))

@@ -18,7 +18,8 @@ from tests.support import bundle_manifest, bundle_member, good_models, sample
 @pytest.mark.parametrize("model", good_models(), ids=lambda m: m.id)
 def test_the_scan_agrees_with_onnx(model):
     """The scan, which never parses the weights, says what onnx's own walker says (functions and subgraphs included)."""
-    from onnx.external_data_helper import _get_all_tensors, uses_external_data as tensor_is_external
+    from onnx.external_data_helper import _get_all_tensors
+    from onnx.external_data_helper import uses_external_data as tensor_is_external
 
     parsed = onnx.load(str(model.path), load_external_data=False)
     expect = any(tensor_is_external(t) for t in _get_all_tensors(parsed))
@@ -34,7 +35,9 @@ def test_a_local_functions_external_tensor_is_found():
     assert parsed.functions[0].node[0].attribute[0].t.data_location == onnx.TensorProto.EXTERNAL
     assert uses_external_data(str(path))
     source = model_source(str(path), "model.onnx.data")
-    assert source.model_bytes is not None and [os.path.basename(p) for p in source.data_paths] == ["function_const.data"]
+    assert source.model_bytes is not None and [os.path.basename(p) for p in source.data_paths] == [
+        "function_const.data"
+    ]
 
 
 @pytest.mark.parametrize("name", ["external/mlp.onnx", "external/function_const.onnx"])

@@ -9,18 +9,35 @@ from mgedump.options import DataOptions, OptimizeOptions, PackOptions, VerifyOpt
 from tests.support import SAMPLES
 
 
-@pytest.mark.parametrize("flag, target", [
-    ("--enable-hwcd4", "OpenCL"), ("--enalbe-hwcd4", "OpenCL"), ("--enable-nchw4", "CUDA"), ("--enable-nchw44", "ARM"),
-    ("--enable-nchw44-dot", "dot-product"), ("--enable-nchw32", "CUDA"), ("--enable-chwn4", "CUDA"),
-    ("--enable-fuse-conv-bias-with-z", "CUDA"),
-])
+@pytest.mark.parametrize(
+    "flag, target",
+    [
+        ("--enable-hwcd4", "OpenCL"),
+        ("--enalbe-hwcd4", "OpenCL"),
+        ("--enable-nchw4", "CUDA"),
+        ("--enable-nchw44", "ARM"),
+        ("--enable-nchw44-dot", "dot-product"),
+        ("--enable-nchw32", "CUDA"),
+        ("--enable-chwn4", "CUDA"),
+        ("--enable-fuse-conv-bias-with-z", "CUDA"),
+    ],
+)
 def test_flags_for_megengine_kernels_are_refused(flag, target, tmp_path, mgedump):
     result = mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--optimize-for-inference", flag, "-o", tmp_path / "o")
     assert result.code == 2 and target in result.err and "refuses" in result.err
     assert len(result.err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("flag", ["--enable-io16xc32", "--enable-ioc16", "--enable-fuse-conv-bias-nonlinearity", "--enable-nchw88", "--enable-hwcd4"])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--enable-io16xc32",
+        "--enable-ioc16",
+        "--enable-fuse-conv-bias-nonlinearity",
+        "--enable-nchw88",
+        "--enable-hwcd4",
+    ],
+)
 def test_enable_flags_need_optimize_for_inference(flag, tmp_path, mgedump):
     result = mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", flag, "-o", tmp_path / "o")
     assert result.code == 2
@@ -28,7 +45,16 @@ def test_enable_flags_need_optimize_for_inference(flag, tmp_path, mgedump):
 
 
 def test_io16xc32_and_ioc16_exclude_each_other(tmp_path, mgedump):
-    result = mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--optimize-for-inference", "--enable-io16xc32", "--enable-ioc16", "-o", tmp_path / "o")
+    result = mgedump(
+        SAMPLES / "cnn.onnx",
+        "-d",
+        "#rand(0,1)",
+        "--optimize-for-inference",
+        "--enable-io16xc32",
+        "--enable-ioc16",
+        "-o",
+        tmp_path / "o",
+    )
     assert result.code == 2 and "exclude each other" in result.err
 
 
@@ -38,21 +64,24 @@ def test_defaults():
     assert DataOptions() == DataOptions(seed=0, repeat=1, resize_input=False, input_transform=None)
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: PackOptions(maxerr=-1), "--maxerr must be a finite number >= 0, got -1"),
-    (lambda: PackOptions(maxerr=float("nan")), "--maxerr must be a finite number >= 0"),
-    (lambda: VerifyOptions(maxerr=float("inf")), "--maxerr must be a finite number >= 0"),
-    (lambda: VerifyOptions(iters=0), "--iter must be >= 1, got 0"),
-    (lambda: VerifyOptions(warmup=-1), "--warmup-iter must be >= 0, got -1"),
-    (lambda: VerifyOptions(threads=0), "--thread must be >= 1, got 0"),
-    (lambda: VerifyOptions(threads=2**40), "--thread must be at most 1024"),
-    (lambda: VerifyOptions(graph_opt="max"), "--graph-opt must be one of disable, basic, extended, all"),
-    (lambda: VerifyOptions(repeat_sweep=(1, 0)), "--repeat-sweep batch sizes must be >= 1"),
-    (lambda: DataOptions(repeat=0), "--repeat must be >= 1, got 0"),
-    (lambda: DataOptions(seed=-1), r"--seed must be in \[0, 2\*\*63\)"),
-    (lambda: DataOptions(input_transform="data/"), "is not a Python expression"),
-    (lambda: OptimizeOptions.from_flags(enable_nope=True), "unknown optimisation flag 'enable_nope'"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: PackOptions(maxerr=-1), "--maxerr must be a finite number >= 0, got -1"),
+        (lambda: PackOptions(maxerr=float("nan")), "--maxerr must be a finite number >= 0"),
+        (lambda: VerifyOptions(maxerr=float("inf")), "--maxerr must be a finite number >= 0"),
+        (lambda: VerifyOptions(iters=0), "--iter must be >= 1, got 0"),
+        (lambda: VerifyOptions(warmup=-1), "--warmup-iter must be >= 0, got -1"),
+        (lambda: VerifyOptions(threads=0), "--thread must be >= 1, got 0"),
+        (lambda: VerifyOptions(threads=2**40), "--thread must be at most 1024"),
+        (lambda: VerifyOptions(graph_opt="max"), "--graph-opt must be one of disable, basic, extended, all"),
+        (lambda: VerifyOptions(repeat_sweep=(1, 0)), "--repeat-sweep batch sizes must be >= 1"),
+        (lambda: DataOptions(repeat=0), "--repeat must be >= 1, got 0"),
+        (lambda: DataOptions(seed=-1), r"--seed must be in \[0, 2\*\*63\)"),
+        (lambda: DataOptions(input_transform="data/"), "is not a Python expression"),
+        (lambda: OptimizeOptions.from_flags(enable_nope=True), "unknown optimisation flag 'enable_nope'"),
+    ],
+)
 def test_bad_values_are_usage_errors(make, message):
     with pytest.raises(UsageError, match=message):
         make()

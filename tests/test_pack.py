@@ -37,8 +37,17 @@ def test_reference_models_pack_and_verify(model, tmp_path, mgedump, mgerun):
 
 def test_multi_input_binding_and_several_cases(samples, tmp_path, mgedump, mgerun):
     out = tmp_path / "multi.mgetest"
-    packed = mgedump(samples / "multi_input.onnx", "-d", "input:0:#rand(0,1);len:#const(7)",
-                     "-d", "len:#const(2);input:0:#const(1)", "-d", samples / "data" / "multi_input.npz", "-o", out)
+    packed = mgedump(
+        samples / "multi_input.onnx",
+        "-d",
+        "input:0:#rand(0,1);len:#const(7)",
+        "-d",
+        "len:#const(2);input:0:#const(1)",
+        "-d",
+        samples / "data" / "multi_input.npz",
+        "-o",
+        out,
+    )
     assert packed.code == 0, packed.err
     with zipfile.ZipFile(out) as zf:
         lens = [int(numpy_helper.to_array(_tensor(zf, f"test_data_set_{i}/input_1.pb"))) for i in range(3)]
@@ -57,7 +66,13 @@ def test_list_file_gives_a_case_per_line(samples, tmp_path, mgedump, mgerun):
     with zipfile.ZipFile(out) as zf:
         manifest = json.loads(zf.read("mgedump.json"))
         names = zf.namelist()
-    assert [c["spec"] for c in manifest["test_cases"]] == ["#rand(0,1)", "images/cat.png", "data/cnn_input.npy", "data:data/cnn_input.pb", "#rand(0,1)"]
+    assert [c["spec"] for c in manifest["test_cases"]] == [
+        "#rand(0,1)",
+        "images/cat.png",
+        "data/cnn_input.npy",
+        "data:data/cnn_input.pb",
+        "#rand(0,1)",
+    ]
     assert names[:2] == ["mgedump.json", "model.onnx"]
     assert names[2:] == [f"test_data_set_{i}/{kind}_0.pb" for i in range(5) for kind in ("input", "output")]
     result = mgerun(out, "--iter", "1")
@@ -80,7 +95,10 @@ def test_model_member_is_the_source_file_and_manifest_hashes(samples, tmp_path, 
     with zipfile.ZipFile(out) as zf:
         manifest = json.loads(zf.read("mgedump.json"))
         assert zf.read("model.onnx") == (samples / "cnn.onnx").read_bytes()
-        assert all(info.compress_type == zipfile.ZIP_STORED and info.date_time == (1980, 1, 1, 0, 0, 0) for info in zf.infolist())
+        assert all(
+            info.compress_type == zipfile.ZIP_STORED and info.date_time == (1980, 1, 1, 0, 0, 0)
+            for info in zf.infolist()
+        )
         for entry in manifest["members"]:
             assert hashlib.sha256(zf.read(entry["name"])).hexdigest() == entry["sha256"]
     assert manifest["format"] == "mgedump-bundle" and manifest["format_version"] == 1
@@ -98,7 +116,12 @@ def test_bundle_passes_onnx_backend_test_runner(samples, tmp_path, mgedump):
     from onnx.backend.test.runner import Runner
 
     out = tmp_path / "b.mgetest"
-    assert mgedump(samples / "multi_input.onnx", "-d", "input:0:#rand(0,1);len:#const(3)", "-d", "#rand(0,4)", "-o", out).code == 0
+    assert (
+        mgedump(
+            samples / "multi_input.onnx", "-d", "input:0:#rand(0,1);len:#const(3)", "-d", "#rand(0,4)", "-o", out
+        ).code
+        == 0
+    )
     folder = tmp_path / "unzipped"
     with zipfile.ZipFile(out) as zf:
         zf.extractall(folder)
@@ -115,11 +138,21 @@ def test_bundle_passes_onnx_backend_test_runner(samples, tmp_path, mgedump):
 
     runner = BundleRunner(onnxruntime.backend)
     runner._add_model_test(
-        TestCase(name="test_mgedump_bundle", model_name="bundle", url=None, model_dir=str(folder), model=None,
-                 data_sets=None, kind="real", rtol=1e-3, atol=1e-7),
+        TestCase(
+            name="test_mgedump_bundle",
+            model_name="bundle",
+            url=None,
+            model_dir=str(folder),
+            model=None,
+            data_sets=None,
+            kind="real",
+            rtol=1e-3,
+            atol=1e-7,
+        ),
         "Bundle",
     )
-    result = unittest.TextTestRunner(verbosity=0, stream=open(os.devnull, "w")).run(runner.test_suite)
+    with open(os.devnull, "w") as quiet:
+        result = unittest.TextTestRunner(verbosity=0, stream=quiet).run(runner.test_suite)
     assert result.testsRun >= 1 and result.wasSuccessful(), result.failures + result.errors
     assert len(result.skipped) < result.testsRun  # the CPU test ran
 

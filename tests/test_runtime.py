@@ -38,11 +38,14 @@ def test_tensor_info_round_trips_through_json():
     assert TensorInfo.from_json(info.to_json()) == info
 
 
-@pytest.mark.parametrize("name, message", [
-    ("bad/ir_too_new.onnx", "IR version 99 is newer than this onnxruntime supports"),
-    ("bad/not_onnx.onnx", "not a valid ONNX model (protobuf parsing failed"),
-    ("bad/truncated.onnx", "not a valid ONNX model"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("bad/ir_too_new.onnx", "IR version 99 is newer than this onnxruntime supports"),
+        ("bad/not_onnx.onnx", "not a valid ONNX model (protobuf parsing failed"),
+        ("bad/truncated.onnx", "not a valid ONNX model"),
+    ],
+)
 def test_load_failures_are_one_line(name, message):
     with pytest.raises(ModelError, match=message.replace("(", r"\(")) as caught:
         open_session(str(sample(name).path))

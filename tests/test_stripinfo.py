@@ -10,8 +10,19 @@ from tests.support import SAMPLES, bundle_manifest, bundled_model, sample
 
 def test_strip_info_lists_exactly_the_bundled_operators(tmp_path, mgedump):
     out = tmp_path / "o.mgetest"
-    assert mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--optimize-for-inference", "--enable-fuse-conv-bias-nonlinearity",
-                   "--output-strip-info", "-o", out).code == 0
+    assert (
+        mgedump(
+            SAMPLES / "cnn.onnx",
+            "-d",
+            "#rand(0,1)",
+            "--optimize-for-inference",
+            "--enable-fuse-conv-bias-nonlinearity",
+            "--output-strip-info",
+            "-o",
+            out,
+        ).code
+        == 0
+    )
     model = bundled_model(out)
     info = json.loads((tmp_path / "o.mgetest.json").read_text())
     opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
@@ -31,4 +42,7 @@ def test_strip_info_counts_subgraph_ops_and_appends(tmp_path):
     merged = write_strip_info(str(SAMPLES / "gray.onnx"), str(tmp_path / "s.json"), append=True)
     assert len(merged["models"]) == 2
     assert {o["op_type"] for o in merged["operators"]} >= {"Abs", "If", "Neg", "Conv", "Relu"}
-    assert "ai.onnx;13;Abs,Conv,Flatten,GlobalAveragePool,If,Neg,Relu" in (tmp_path / "s.required_operators.config").read_text()
+    assert (
+        "ai.onnx;13;Abs,Conv,Flatten,GlobalAveragePool,If,Neg,Relu"
+        in (tmp_path / "s.required_operators.config").read_text()
+    )

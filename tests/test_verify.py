@@ -24,10 +24,28 @@ def bundle(tmp_path, mgedump):
 
 def test_report_numbers_are_consistent(bundle, tmp_path, mgerun):
     report_path = tmp_path / "r.json"
-    result = mgerun(bundle, "--iter", "20", "--warmup-iter", "2", "--thread", "1", "--graph-opt", "basic", "--report-json", report_path)
+    result = mgerun(
+        bundle,
+        "--iter",
+        "20",
+        "--warmup-iter",
+        "2",
+        "--thread",
+        "1",
+        "--graph-opt",
+        "basic",
+        "--report-json",
+        report_path,
+    )
     assert result.code == 0, result.err
     report = json.loads(report_path.read_text())
-    assert report["session"] == {"providers": ["CPUExecutionProvider"], "threads": 1, "graph_opt": "basic", "iters": 20, "warmup": 2}
+    assert report["session"] == {
+        "providers": ["CPUExecutionProvider"],
+        "threads": 1,
+        "graph_opt": "basic",
+        "iters": 20,
+        "warmup": 2,
+    }
     for case in report["test_cases"]:
         lat = case["latency_ms"]
         assert lat["count"] == 20 == len(case["latencies_ms"])
@@ -82,8 +100,17 @@ def test_profile_is_onnxruntime_json(bundle, tmp_path, mgerun):
 
 def test_repeat_sweep_times_each_batch(tmp_path, mgerun):
     report_path = tmp_path / "r.json"
-    result = mgerun("--repeat-sweep", "1,2,4", SAMPLES / "dynamic_batch.onnx", "-d", "x:#rand(0,1,1,...)", "--iter", "3",
-                    "--report-json", report_path)
+    result = mgerun(
+        "--repeat-sweep",
+        "1,2,4",
+        SAMPLES / "dynamic_batch.onnx",
+        "-d",
+        "x:#rand(0,1,1,...)",
+        "--iter",
+        "3",
+        "--report-json",
+        report_path,
+    )
     assert result.code == 0, result.err
     sweep = json.loads(report_path.read_text())["test_cases"][0]["sweep"]
     assert [s["batch"] for s in sweep] == [1, 2, 4]
@@ -103,8 +130,11 @@ def test_progress_callback_for_long_runs(bundle, monkeypatch):
 
     monkeypatch.setattr(timing, "PROGRESS_AFTER_S", 0.0)
     calls = []
-    report = verify_module.verify(str(bundle), verify_module.VerifyOptions(iters=50, warmup=0),
-                                  progress=lambda label, done, total: calls.append((label, done, total)))
+    report = verify_module.verify(
+        str(bundle),
+        verify_module.VerifyOptions(iters=50, warmup=0),
+        progress=lambda label, done, total: calls.append((label, done, total)),
+    )
     assert report.passed
     first_case = [done for label, done, total in calls if label == "test case 0"]
     assert first_case[0] == 1 and first_case[-1] == 50 and first_case == sorted(first_case)
@@ -165,8 +195,12 @@ def test_changed_weight_fails_the_assertion_with_location_and_values(samples, tm
     changed[3] += 2.0
     gemm_bias.CopyFrom(numpy_helper.from_array(changed, gemm_bias.name))
     bad = tmp_path / "bad.mgetest"
-    rewrite_bundle(out, bad, lambda names, manifest, members: members.update({"model.onnx": model.SerializeToString()}),
-                   fix_hashes=True)
+    rewrite_bundle(
+        out,
+        bad,
+        lambda names, manifest, members: members.update({"model.onnx": model.SerializeToString()}),
+        fix_hashes=True,
+    )
     result = mgerun(bad, "--iter", "1")
     assert result.code == 1, result.out + result.err
     assert "AssertEqual: err=" in result.out and "(name=prob) FAILED" in result.out

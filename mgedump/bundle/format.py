@@ -86,9 +86,15 @@ def _is_str_list(value: Any) -> bool:
 def _check_tensor_infos(value: Any, key: str) -> None:
     _require(isinstance(value, list), f"{key!r} must be a list")
     for entry in value:
-        _require(isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("dtype"), str), f"bad entry in {key!r}")
+        _require(
+            isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("dtype"), str),
+            f"bad entry in {key!r}",
+        )
         shape = entry.get("shape")
-        _require(shape is None or (isinstance(shape, list) and all(d is None or isinstance(d, (int, str)) for d in shape)), f"bad shape in {key!r}")
+        _require(
+            shape is None or (isinstance(shape, list) and all(d is None or isinstance(d, (int, str)) for d in shape)),
+            f"bad shape in {key!r}",
+        )
 
 
 def validate_manifest(manifest: Any) -> None:
@@ -111,31 +117,52 @@ def validate_manifest(manifest: Any) -> None:
     if version != FORMAT_VERSION:
         raise BundleError(f"unknown bundle format version {version} (this mgedump reads version {FORMAT_VERSION})")
     model = manifest.get("model")
-    _require(isinstance(model, dict) and isinstance(model.get("member"), str) and isinstance(model.get("sha256"), str), "'model' must name a member and its sha256")
-    _require(model.get("external_data") is None or isinstance(model.get("external_data"), str), "'model.external_data' must be a member name or null")
+    _require(
+        isinstance(model, dict) and isinstance(model.get("member"), str) and isinstance(model.get("sha256"), str),
+        "'model' must name a member and its sha256",
+    )
+    _require(
+        model.get("external_data") is None or isinstance(model.get("external_data"), str),
+        "'model.external_data' must be a member name or null",
+    )
     _require(_is_str_list(manifest.get("optimizations")), "'optimizations' must be a list of strings")
     _require(_is_str_list(manifest.get("requirements")), "'requirements' must be a list of strings")
     _check_tensor_infos(manifest.get("inputs"), "inputs")
     _check_tensor_infos(manifest.get("outputs"), "outputs")
     assertion = manifest.get("assertion")
     _require(isinstance(assertion, dict), "'assertion' must be an object")
-    _require(isinstance(assertion.get("enabled"), bool) and isinstance(assertion.get("verbose"), bool), "'assertion.enabled' and 'assertion.verbose' must be true or false")
+    _require(
+        isinstance(assertion.get("enabled"), bool) and isinstance(assertion.get("verbose"), bool),
+        "'assertion.enabled' and 'assertion.verbose' must be true or false",
+    )
     maxerr = assertion.get("maxerr")
-    _require(isinstance(maxerr, (int, float)) and not isinstance(maxerr, bool) and math.isfinite(maxerr) and maxerr >= 0, "'assertion.maxerr' must be a number >= 0")
+    _require(
+        isinstance(maxerr, (int, float)) and not isinstance(maxerr, bool) and math.isfinite(maxerr) and maxerr >= 0,
+        "'assertion.maxerr' must be a number >= 0",
+    )
     cases = manifest.get("test_cases")
     _require(isinstance(cases, list) and cases, "'test_cases' must be a non-empty list")
     n_in, n_out = len(manifest["inputs"]), len(manifest["outputs"])
     for case in cases:
         _require(isinstance(case, dict) and isinstance(case.get("spec"), str), "each test case needs a 'spec'")
-        _require(_is_str_list(case.get("inputs")) and len(case["inputs"]) == n_in, "each test case needs one input member per model input")
+        _require(
+            _is_str_list(case.get("inputs")) and len(case["inputs"]) == n_in,
+            "each test case needs one input member per model input",
+        )
         outputs = case.get("outputs")
-        _require(_is_str_list(outputs) and len(outputs) == (n_out if assertion["enabled"] else 0), "each test case needs one output member per model output when assertions are on, none when off")
+        _require(
+            _is_str_list(outputs) and len(outputs) == (n_out if assertion["enabled"] else 0),
+            "each test case needs one output member per model output when assertions are on, none when off",
+        )
     members = manifest.get("members")
     _require(isinstance(members, list), "'members' must be a list")
     for entry in members:
         _require(
-            isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("sha256"), str)
-            and isinstance(entry.get("size"), int) and entry["size"] >= 0,
+            isinstance(entry, dict)
+            and isinstance(entry.get("name"), str)
+            and isinstance(entry.get("sha256"), str)
+            and isinstance(entry.get("size"), int)
+            and entry["size"] >= 0,
             "each member needs a name, size and sha256",
         )
         check_member_name(entry["name"])
@@ -147,5 +174,3 @@ def validate_manifest(manifest: Any) -> None:
     for name in referenced:
         if name not in listed:
             raise BundleError(f"bundle manifest refers to member {name!r}, which it does not list")
-
-

@@ -49,7 +49,7 @@ class Bundle:
             self.close()
             raise
 
-    def __enter__(self) -> "Bundle":
+    def __enter__(self) -> Bundle:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -90,9 +90,11 @@ class Bundle:
                 raise BundleError(f"{self.path}: member {missing[0]!r} is listed in the manifest but missing")
             raise BundleError(f"{self.path}: members are not in the manifest's order")
         large = []
-        for entry, info in zip(manifest["members"], infos[1:]):
+        for entry, info in zip(manifest["members"], infos[1:], strict=True):
             if info.file_size != entry["size"]:
-                raise BundleError(f"{self.path}: member {entry['name']!r} is {info.file_size} bytes, manifest says {entry['size']}")
+                raise BundleError(
+                    f"{self.path}: member {entry['name']!r} is {info.file_size} bytes, manifest says {entry['size']}"
+                )
             if info.file_size > DEFER_HASH_BYTES:
                 large.append(entry)
             else:
@@ -112,7 +114,9 @@ class Bundle:
         except (zipfile.BadZipFile, OSError, KeyError) as exc:
             raise BundleError(f"{self.path}: member {entry['name']!r} is corrupt or tampered with ({exc})") from None
         if not self._cancel.is_set() and digest.hexdigest() != entry["sha256"]:
-            raise BundleError(f"{self.path}: member {entry['name']!r} does not match its sha256 in the manifest (tampered or corrupt)")
+            raise BundleError(
+                f"{self.path}: member {entry['name']!r} does not match its sha256 in the manifest (tampered or corrupt)"
+            )
 
     def _check_large(self, entries: list[dict[str, Any]]) -> None:
         with zipfile.ZipFile(self.path) as zf:

@@ -19,9 +19,20 @@ from ..protowire import LENGTH_DELIMITED, VARINT, WireError, fields, write_varin
 
 # onnx.TensorProto.DataType
 _CODES = {
-    np.dtype("float32"): 1, np.dtype("uint8"): 2, np.dtype("int8"): 3, np.dtype("uint16"): 4, np.dtype("int16"): 5,
-    np.dtype("int32"): 6, np.dtype("int64"): 7, np.dtype("bool"): 9, np.dtype("float16"): 10, np.dtype("float64"): 11,
-    np.dtype("uint32"): 12, np.dtype("uint64"): 13, np.dtype("complex64"): 14, np.dtype("complex128"): 15,
+    np.dtype("float32"): 1,
+    np.dtype("uint8"): 2,
+    np.dtype("int8"): 3,
+    np.dtype("uint16"): 4,
+    np.dtype("int16"): 5,
+    np.dtype("int32"): 6,
+    np.dtype("int64"): 7,
+    np.dtype("bool"): 9,
+    np.dtype("float16"): 10,
+    np.dtype("float64"): 11,
+    np.dtype("uint32"): 12,
+    np.dtype("uint64"): 13,
+    np.dtype("complex64"): 14,
+    np.dtype("complex128"): 15,
 }
 _DTYPES = {code: dtype for dtype, code in _CODES.items()}
 STRING = 8

@@ -58,18 +58,18 @@ def write_bundle(path: str, manifest: dict[str, Any], members: Sequence[Member])
     for member in members:
         check_member_name(member.name)
         digests.append(member.hashed())
-    listed = [{"name": m.name, "size": d.size, "sha256": d.sha256} for m, d in zip(members, digests)]
+    listed = [{"name": m.name, "size": d.size, "sha256": d.sha256} for m, d in zip(members, digests, strict=True)]
     manifest = dict(manifest, members=listed)
-    manifest_bytes = (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n").encode()
+    manifest_bytes = (
+        json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
+    ).encode()
     with atomic_output(path) as f:
         writer = StoredZipWriter(f)
         writer.add_bytes(MANIFEST, manifest_bytes)
-        for member, digest in zip(members, digests):
+        for member, digest in zip(members, digests, strict=True):
             if member.data is not None:
                 writer.add_bytes(member.name, member.data)
             else:
                 writer.add_files(member.name, member.paths, digest.size, digest.crc32)
         writer.close()
     return manifest
-
-

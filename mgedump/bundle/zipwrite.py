@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Sequence
+from typing import BinaryIO
 
 _DOS_TIME = 0
 _DOS_DATE = (0 << 9) | (1 << 5) | 1  # 1980-01-01
@@ -52,8 +53,18 @@ class StoredZipWriter:
         zip64 = size >= _ZIP64_LIMIT
         extra = struct.pack("<HHQQ", 0x0001, 16, size, size) if zip64 else b""
         header = struct.pack(
-            "<IHHHHHIIIHH", 0x04034B50, 45 if zip64 else 20, flags, 0, _DOS_TIME, _DOS_DATE, crc,
-            _MAX32 if zip64 else size, _MAX32 if zip64 else size, len(raw), len(extra),
+            "<IHHHHHIIIHH",
+            0x04034B50,
+            45 if zip64 else 20,
+            flags,
+            0,
+            _DOS_TIME,
+            _DOS_DATE,
+            crc,
+            _MAX32 if zip64 else size,
+            _MAX32 if zip64 else size,
+            len(raw),
+            len(extra),
         )
         self._write(header + raw + extra)
         self._entries.append(entry)
@@ -107,10 +118,24 @@ class StoredZipWriter:
             version = 45 if zip64 else 20
             self._write(
                 struct.pack(
-                    "<IHHHHHHIIIHHHHHII", 0x02014B50, (3 << 8) | version, version, entry.flags, 0, _DOS_TIME,
-                    _DOS_DATE, entry.crc, _MAX32 if entry.size >= _ZIP64_LIMIT else entry.size,
-                    _MAX32 if entry.size >= _ZIP64_LIMIT else entry.size, len(entry.name), len(extra), 0, 0, 0,
-                    _UNIX_0644, _MAX32 if entry.offset >= _ZIP64_LIMIT else entry.offset,
+                    "<IHHHHHHIIIHHHHHII",
+                    0x02014B50,
+                    (3 << 8) | version,
+                    version,
+                    entry.flags,
+                    0,
+                    _DOS_TIME,
+                    _DOS_DATE,
+                    entry.crc,
+                    _MAX32 if entry.size >= _ZIP64_LIMIT else entry.size,
+                    _MAX32 if entry.size >= _ZIP64_LIMIT else entry.size,
+                    len(entry.name),
+                    len(extra),
+                    0,
+                    0,
+                    0,
+                    _UNIX_0644,
+                    _MAX32 if entry.offset >= _ZIP64_LIMIT else entry.offset,
                 )
                 + entry.name
                 + extra
@@ -118,11 +143,22 @@ class StoredZipWriter:
         end = self._pos
         count, cd_size = len(self._entries), end - start
         if count >= _MAX16 or cd_size >= _ZIP64_LIMIT or start >= _ZIP64_LIMIT:
-            self._write(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, (3 << 8) | 45, 45, 0, 0, count, count, cd_size, start))
+            self._write(
+                struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, (3 << 8) | 45, 45, 0, 0, count, count, cd_size, start)
+            )
             self._write(struct.pack("<IIQI", 0x07064B50, 0, end, 1))
         self._write(
-            struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(count, _MAX16), min(count, _MAX16),
-                        _MAX32 if cd_size >= _ZIP64_LIMIT else cd_size, _MAX32 if start >= _ZIP64_LIMIT else start, 0)
+            struct.pack(
+                "<IHHHHIIH",
+                0x06054B50,
+                0,
+                0,
+                min(count, _MAX16),
+                min(count, _MAX16),
+                _MAX32 if cd_size >= _ZIP64_LIMIT else cd_size,
+                _MAX32 if start >= _ZIP64_LIMIT else start,
+                0,
+            )
         )
         self._f.flush()
 

@@ -55,18 +55,28 @@ def data_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The options that make test data from ``-d`` specs (both commands)."""
     options = [
         click.option(
-            "-d", "--data", "specs", multiple=True, metavar="SPEC",
+            "-d",
+            "--data",
+            "specs",
+            multiple=True,
+            metavar="SPEC",
             help="Test case: '#rand(MIN,MAX[,dims][,...])', '#randn(MEAN,STD)', '#const(V)', an image, "
             ".npy, .npz or .pb file, 'NAME:SOURCE;NAME:SOURCE', or @LIST (one test case per line). Repeatable.",
         ),
-        click.option("--seed", type=int, default=None, help=with_default("Seed of the random generators.", DataOptions, "seed")),
         click.option(
-            "--repeat", type=int, default=None,
+            "--seed", type=int, default=None, help=with_default("Seed of the random generators.", DataOptions, "seed")
+        ),
+        click.option(
+            "--repeat",
+            type=int,
+            default=None,
             help=with_default("Repeat file data N times along axis 0 (batch).", DataOptions, "repeat"),
         ),
         click.option("--resize-input", is_flag=True, default=None, help="Resize images to the model's H and W."),
         click.option(
-            "--input-transform", metavar="EXPR", default=None,
+            "--input-transform",
+            metavar="EXPR",
+            default=None,
             help="Python expression of 'data' and 'np' applied to file data, e.g. 'data/255'.",
         ),
     ]

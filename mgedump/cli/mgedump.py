@@ -17,7 +17,9 @@ def optimize_options(f: Any) -> Any:
         aliases = ["--" + alias.replace("_", "-") for alias in flag.aliases]
         f = click.option(flag.option, *aliases, flag.name, is_flag=True, default=None, help=flag.help)(f)
     return click.option(
-        "--optimize-for-inference", is_flag=True, default=None,
+        "--optimize-for-inference",
+        is_flag=True,
+        default=None,
         help="Portable rewrites: constant folding, Identity/Dropout removal, BatchNorm and bias folded into Conv/Gemm.",
     )(f)
 
@@ -26,15 +28,32 @@ def optimize_options(f: Any) -> Any:
 @click.argument("model", metavar="MODEL")
 @click.option("-o", "--output", required=True, metavar="OUT", help="The bundle to write (e.g. model.mgetest).")
 @data_options
-@click.option("--maxerr", type=float, default=None, help=with_default("AssertEqual threshold recorded in the bundle.", PackOptions, "maxerr"))
+@click.option(
+    "--maxerr",
+    type=float,
+    default=None,
+    help=with_default("AssertEqual threshold recorded in the bundle.", PackOptions, "maxerr"),
+)
 @click.option("--no-assert", is_flag=True, default=None, help="Store no expected outputs: mgerun only runs and times.")
 @click.option("--silent", is_flag=True, default=None, help="Record that mgerun prints failures only.")
 @optimize_options
-@click.option("--discard-var-name", is_flag=True, default=None, help="Rename internal tensors and weights, drop node names and doc strings.")
-@click.option("--output-strip-info", is_flag=True, default=None, help="Also write OUT.json (operators, dtypes) and onnxruntime's reduced-build config.")
+@click.option(
+    "--discard-var-name",
+    is_flag=True,
+    default=None,
+    help="Rename internal tensors and weights, drop node names and doc strings.",
+)
+@click.option(
+    "--output-strip-info",
+    is_flag=True,
+    default=None,
+    help="Also write OUT.json (operators, dtypes) and onnxruntime's reduced-build config.",
+)
 @common_options
 @click.pass_context
-def mgedump_command(ctx: click.Context, model: str, output: str, verbose: int, quiet: bool | None, **values: Any) -> int:
+def mgedump_command(
+    ctx: click.Context, model: str, output: str, verbose: int, quiet: bool | None, **values: Any
+) -> int:
     """Pack MODEL (ONNX) with test cases from -d into one bundle OUT.
 
     \b

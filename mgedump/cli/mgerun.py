@@ -12,8 +12,17 @@ from .common import CONTEXT, DATA_FIELDS, common_options, data_options, given, s
 from .output import ProgressBar, print_case, print_summary, print_timing
 
 VERIFY_FIELDS = (
-    "maxerr", "silent", "no_assert", "iters", "warmup", "threads", "provider", "graph_opt", "profile",
-    "bin_out_dump", "report_json",
+    "maxerr",
+    "silent",
+    "no_assert",
+    "iters",
+    "warmup",
+    "threads",
+    "provider",
+    "graph_opt",
+    "profile",
+    "bin_out_dump",
+    "report_json",
 )
 
 
@@ -38,18 +47,42 @@ def parse_sweep(value: str | None) -> tuple[int, ...]:
 @click.option("--maxerr", type=float, default=None, help="Override the bundle's AssertEqual threshold.")
 @click.option("--silent", is_flag=True, default=None, help="Print failures only.")
 @click.option("--no-assert", is_flag=True, default=None, help="Run and time only; check nothing.")
-@click.option("--iter", "iters", type=int, default=None, help=with_default("Timed runs per test case.", VerifyOptions, "iters"))
-@click.option("--warmup-iter", "warmup", type=int, default=None, help=with_default("Untimed runs before timing.", VerifyOptions, "warmup"))
-@click.option("--thread", "threads", type=int, default=None, help="onnxruntime intra-op threads (default: onnxruntime's choice).")
-@click.option("--provider", metavar="NAME", default=None, help="Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU).")
 @click.option(
-    "--graph-opt", type=click.Choice(GRAPH_OPT_LEVELS), default=None,
+    "--iter", "iters", type=int, default=None, help=with_default("Timed runs per test case.", VerifyOptions, "iters")
+)
+@click.option(
+    "--warmup-iter",
+    "warmup",
+    type=int,
+    default=None,
+    help=with_default("Untimed runs before timing.", VerifyOptions, "warmup"),
+)
+@click.option(
+    "--thread", "threads", type=int, default=None, help="onnxruntime intra-op threads (default: onnxruntime's choice)."
+)
+@click.option(
+    "--provider",
+    metavar="NAME",
+    default=None,
+    help="Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU).",
+)
+@click.option(
+    "--graph-opt",
+    type=click.Choice(GRAPH_OPT_LEVELS),
+    default=None,
     help="onnxruntime graph optimisation level (default: onnxruntime's, all).",
 )
 @click.option("--profile", metavar="FILE", default=None, help="Write onnxruntime's profile (JSON) to FILE.")
 @click.option("--bin-out-dump", metavar="DIR", default=None, help="Write every output as DIR/test_data_set_N/NAME.npy.")
-@click.option("--repeat-sweep", metavar="N,N,...", default=None, help="Also time each test case with its inputs repeated N times along axis 0.")
-@click.option("--report-json", metavar="FILE", default=None, help="Write a machine-readable report (schema in the README).")
+@click.option(
+    "--repeat-sweep",
+    metavar="N,N,...",
+    default=None,
+    help="Also time each test case with its inputs repeated N times along axis 0.",
+)
+@click.option(
+    "--report-json", metavar="FILE", default=None, help="Write a machine-readable report (schema in the README)."
+)
 @common_options
 @click.pass_context
 def mgerun_command(ctx: click.Context, path: str, verbose: int, quiet: bool | None, **values: Any) -> int:

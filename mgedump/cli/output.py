@@ -79,7 +79,10 @@ def table(rows: Sequence[Sequence[str]]) -> list[str]:
     """Rows as aligned text: the first column left-aligned, the others right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
-        "  ".join(cell.rjust(width) if i else cell.ljust(width) for i, (cell, width) in enumerate(zip(row, widths, strict=True))).rstrip()
+        "  ".join(
+            cell.rjust(width) if i else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
         for row in rows
     ]
 
@@ -97,21 +100,34 @@ def timing_lines(report: Any) -> list[str]:
         if not stats.get("count"):
             continue
         rate = case.timing.throughput()
-        rows.append([
-            f"test case {case.index}", str(case.timing.batch), str(stats["count"]),
-            *(f"{stats[c]:.3f}" for c in STAT_COLUMNS), _rate(rate["inferences_per_s"]), _rate(rate["samples_per_s"]),
-        ])
+        rows.append(
+            [
+                f"test case {case.index}",
+                str(case.timing.batch),
+                str(stats["count"]),
+                *(f"{stats[c]:.3f}" for c in STAT_COLUMNS),
+                _rate(rate["inferences_per_s"]),
+                _rate(rate["samples_per_s"]),
+            ]
+        )
     if len(rows) > 1:
         lines += table(rows)
     sweep = [["batch sweep (ms)", "batch", "median", "min", "p90", "ms/sample", "inf/s", "samples/s"]]
     for case in report.cases:
         for timing in case.sweep:
             stats, rate = timing.stats(), timing.throughput()
-            sweep.append([
-                f"test case {case.index}", str(timing.batch), f"{stats['median']:.3f}", f"{stats['min']:.3f}",
-                f"{stats['p90']:.3f}", f"{stats['median'] / timing.batch:.3f}",
-                _rate(rate["inferences_per_s"]), _rate(rate["inferences_per_s"] * timing.batch),
-            ])
+            sweep.append(
+                [
+                    f"test case {case.index}",
+                    str(timing.batch),
+                    f"{stats['median']:.3f}",
+                    f"{stats['min']:.3f}",
+                    f"{stats['p90']:.3f}",
+                    f"{stats['median'] / timing.batch:.3f}",
+                    _rate(rate["inferences_per_s"]),
+                    _rate(rate["inferences_per_s"] * timing.batch),
+                ]
+            )
     if len(sweep) > 1:
         lines += table(sweep)
     return lines

@@ -98,7 +98,9 @@ def optimize_file(src: str, dst: str, options: OptimizeOptions) -> OptimizeResul
             try:
                 onnx.checker.check_model(model)
             except onnx.checker.ValidationError as exc:
-                raise ModelError(f"the optimised model fails onnx.checker: {' '.join(str(exc).split())[:300]}") from None
+                raise ModelError(
+                    f"the optimised model fails onnx.checker: {' '.join(str(exc).split())[:300]}"
+                ) from None
         _save(model, dst, external)
     return OptimizeResult(dst, options.names(), requirements_of(options), notes)
 
@@ -117,7 +119,14 @@ def _save(model: Any, path: str, external: bool) -> None:
     if external:
         # "model.onnx" keeps its data in "model.onnx.data", the bundle's data member
         location = os.path.basename(path) + ".data"
-        onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location=location, size_threshold=1024)
+        onnx.save_model(
+            model,
+            path,
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=location,
+            size_threshold=1024,
+        )
     else:
         onnx.save_model(model, path)
 
@@ -129,7 +138,9 @@ def _ort_offline(src: str, out: str, level: str, external: bool) -> Any:
     opts = session_options(graph_opt=level)
     opts.optimized_model_filepath = out
     if external:
-        opts.add_session_config_entry("session.optimized_model_external_initializers_file_name", os.path.basename(out) + ".data")
+        opts.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", os.path.basename(out) + ".data"
+        )
         opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
     open_session(src, options=opts)
     model = onnx.load(out)

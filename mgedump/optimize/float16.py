@@ -19,7 +19,16 @@ from ..errors import ModelError
 from ..log import warn_once
 
 # ops that must stay float32 whatever the kernels say (their inputs are indices, scales or sizes)
-FLOAT32_ONLY_OPS = ("Resize", "Upsample", "TopK", "NonMaxSuppression", "Range", "CumSum", "RoiAlign", "RandomUniformLike")
+FLOAT32_ONLY_OPS = (
+    "Resize",
+    "Upsample",
+    "TopK",
+    "NonMaxSuppression",
+    "Range",
+    "CumSum",
+    "RoiAlign",
+    "RandomUniformLike",
+)
 
 
 def _cpu_float16_ops() -> set[str]:
@@ -28,9 +37,9 @@ def _cpu_float16_ops() -> set[str]:
 
     ops = set()
     for kernel in C.get_all_opkernel_def():
-        if kernel.provider == "CPUExecutionProvider" and kernel.domain in ("", "ai.onnx"):
-            if any("tensor(float16)" in types for types in kernel.type_constraints.values()):
-                ops.add(kernel.op_name)
+        on_cpu = kernel.provider == "CPUExecutionProvider" and kernel.domain in ("", "ai.onnx")
+        if on_cpu and any("tensor(float16)" in types for types in kernel.type_constraints.values()):
+            ops.add(kernel.op_name)
     return ops
 
 
@@ -60,7 +69,9 @@ def _warn_clamped(model: Any) -> None:
             count += int(big.sum())
             worst = max(worst, float(np.abs(values[np.isfinite(values)]).max()))
     if count:
-        warn_once(f"float16 conversion clamps {count} weight value(s) beyond float16's range (largest magnitude {worst:g}) to 65504")
+        warn_once(
+            f"float16 conversion clamps {count} weight value(s) beyond float16's range (largest magnitude {worst:g}) to 65504"
+        )
 
 
 def _is_float16_model(model: Any) -> bool:
@@ -109,7 +120,10 @@ def io16xc32(model: Any, notes: list[str]) -> Any:
         return model
     inferred = onnx.shape_inference.infer_shapes(model)
     graph = model.graph
-    types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.value_info) + list(graph.input) + list(graph.output)}
+    types = {
+        v.name: v.type.tensor_type.elem_type
+        for v in list(inferred.graph.value_info) + list(graph.input) + list(graph.output)
+    }
     initializers = {i.name for i in graph.initializer}
     is_float = lambda name: types.get(name) == TensorProto.FLOAT and name not in initializers  # noqa: E731
     used = {n for node in graph.node for n in list(node.input) + list(node.output)} | {v.name for v in graph.input}
@@ -129,7 +143,9 @@ def io16xc32(model: Any, notes: list[str]) -> Any:
         if is_float(value.name):
             value.type.tensor_type.elem_type = TensorProto.FLOAT16
             as32[value.name] = fresh(value.name)
-            nodes.append(helper.make_node("Cast", [value.name], [as32[value.name]], name=fresh("cast32"), to=TensorProto.FLOAT))
+            nodes.append(
+                helper.make_node("Cast", [value.name], [as32[value.name]], name=fresh("cast32"), to=TensorProto.FLOAT)
+            )
     for node in graph.node:
         for i, name in enumerate(node.input):
             if name in as32:
@@ -148,7 +164,9 @@ def io16xc32(model: Any, notes: list[str]) -> Any:
     outputs = {v.name for v in graph.output}
     consumed = {name for node in nodes for name in node.input} | outputs
     del graph.node[:]
-    graph.node.extend(n for n in nodes if not (n.op_type == "Cast" and "__io16_" in n.output[0] and n.output[0] not in consumed))
+    graph.node.extend(
+        n for n in nodes if not (n.op_type == "Cast" and "__io16_" in n.output[0] and n.output[0] not in consumed)
+    )
     for value in graph.output:
         if types.get(value.name) == TensorProto.FLOAT:
             value.type.tensor_type.elem_type = TensorProto.FLOAT16
@@ -172,19 +190,26 @@ def check_topology(model: Any) -> None:
     for node in graph.node:
         twin = next((producers[o] for o in node.output if o in producers), None)
         if twin is not None:
-            if node.op_type == "Cast" and twin.op_type == "Cast" and list(node.input) == list(twin.input) \
-                    and list(node.output) == list(twin.output) and node.attribute == twin.attribute:
+            if (
+                node.op_type == "Cast"
+                and twin.op_type == "Cast"
+                and list(node.input) == list(twin.input)
+                and list(node.output) == list(twin.output)
+                and node.attribute == twin.attribute
+            ):
                 continue
             raise ModelError(f"float16 conversion broke the graph: two nodes write {node.output[0]!r}")
         producers.update((o, node) for o in node.output)
         unique.append(node)
-    producer_count = {name: 1 for name in producers}
+    producer_count = dict.fromkeys(producers, 1)
     pending = unique
     ordered = []
     while pending:
         ready = [n for n in pending if all(i in known or i not in producer_count for i in n.input)]
         if not ready:
-            raise ModelError(f"float16 conversion broke the graph: node {pending[0].name or pending[0].op_type!r} is in a cycle")
+            raise ModelError(
+                f"float16 conversion broke the graph: node {pending[0].name or pending[0].op_type!r} is in a cycle"
+            )
         ready_ids = {id(n) for n in ready}
         pending = [n for n in pending if id(n) not in ready_ids]
         for node in ready:
@@ -197,7 +222,7 @@ def check_topology(model: Any) -> None:
                 node.name = f"{node.name}_{index}"
             names.add(node.name)
     copies = [type(n)() for n in ordered]
-    for copy, node in zip(copies, ordered):
+    for copy, node in zip(copies, ordered, strict=True):
         copy.CopyFrom(node)
     del graph.node[:]
     graph.node.extend(copies)

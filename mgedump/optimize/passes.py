@@ -25,7 +25,12 @@ def batchnorm_to_affine(model: Any) -> int:
     nodes = []
     for node in graph.node:
         params = node.input[1:5]
-        if node.op_type != "BatchNormalization" or len(node.output) != 1 or len(params) != 4 or not all(p in weights for p in params):
+        if (
+            node.op_type != "BatchNormalization"
+            or len(node.output) != 1
+            or len(params) != 4
+            or not all(p in weights for p in params)
+        ):
             nodes.append(node)
             continue
         scale, bias, mean, var = (numpy_helper.to_array(weights[p]).astype(np.float64) for p in params)
@@ -37,9 +42,15 @@ def batchnorm_to_affine(model: Any) -> int:
         shape = (-1,) + (1,) * max(rank - 2, 0)
         base = node.output[0]
         mul_name, add_name, mid = f"{base}__bn_scale", f"{base}__bn_bias", f"{base}__bn_mul"
-        graph.initializer.extend([numpy_helper.from_array(mul.astype(dtype).reshape(shape), mul_name),
-                                  numpy_helper.from_array(add.astype(dtype).reshape(shape), add_name)])
-        nodes.append(helper.make_node("Mul", [node.input[0], mul_name], [mid], name=f"{node.name}__mul" if node.name else ""))
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(mul.astype(dtype).reshape(shape), mul_name),
+                numpy_helper.from_array(add.astype(dtype).reshape(shape), add_name),
+            ]
+        )
+        nodes.append(
+            helper.make_node("Mul", [node.input[0], mul_name], [mid], name=f"{node.name}__mul" if node.name else "")
+        )
         nodes.append(helper.make_node("Add", [mid, add_name], [base], name=f"{node.name}__add" if node.name else ""))
         count += 1
     if count:
@@ -78,8 +89,10 @@ def restore_ir(model: Any, source: Any) -> None:
     source_inits = {init.name for init in source.graph.initializer}
     real = [value for value in model.graph.input if value.name not in source_inits]
     current = {value.name: value for value in model.graph.input}
-    weights = [current.get(init.name) or helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
-               for init in model.graph.initializer]
+    weights = [
+        current.get(init.name) or helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
+        for init in model.graph.initializer
+    ]
     del model.graph.input[:]
     model.graph.input.extend(real + weights)
 

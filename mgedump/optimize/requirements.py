@@ -48,11 +48,14 @@ def check_requirements(requirements: list[str], provider: str | None = None) -> 
     """
     unknown = [r for r in requirements if r not in KNOWN]
     if unknown:
-        raise UsageError(f"the bundle's model needs {', '.join(unknown)}, which this mgedump does not know", hint="upgrade mgedump")
+        raise UsageError(
+            f"the bundle's model needs {', '.join(unknown)}, which this mgedump does not know", hint="upgrade mgedump"
+        )
     if REQ_AVX2 in requirements and not cpu_has_avx2():
         raise UsageError(
             "the bundle's model uses onnxruntime's NCHWc layout for x86 CPUs with AVX2 (--enable-nchw88), "
-            "and this CPU has no AVX2", hint="pack it again without --enable-nchw88 for this machine",
+            "and this CPU has no AVX2",
+            hint="pack it again without --enable-nchw88 for this machine",
         )
     if REQ_ORT_CPU in requirements and provider not in (None, "CPUExecutionProvider"):
         raise UsageError(f"the bundle's model uses onnxruntime CPU-only ops (NCHWc); it cannot run on {provider}")

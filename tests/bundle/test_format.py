@@ -12,16 +12,30 @@ from mgedump.errors import BundleError
 
 def _manifest() -> dict:
     return {
-        "format": "mgedump-bundle", "format_version": 1, "generator": {"name": "mgedump", "version": "0"},
+        "format": "mgedump-bundle",
+        "format_version": 1,
+        "generator": {"name": "mgedump", "version": "0"},
         "model": {"member": "model.onnx", "sha256": "0" * 64, "source_sha256": "0" * 64, "external_data": None},
-        "optimizations": [], "requirements": [],
+        "optimizations": [],
+        "requirements": [],
         "inputs": [{"name": "x", "dtype": "float32", "shape": [1, "N", None]}],
         "outputs": [{"name": "y", "dtype": "float32", "shape": None}],
-        "assertion": {"enabled": True, "maxerr": 1e-4, "verbose": True}, "seed": 0, "data_options": {},
-        "test_cases": [{"dir": "test_data_set_0", "spec": "#rand(0,1)", "origin": "-d #1",
-                        "inputs": ["test_data_set_0/input_0.pb"], "outputs": ["test_data_set_0/output_0.pb"]}],
-        "members": [{"name": n, "size": 1, "sha256": "0" * 64}
-                    for n in ("model.onnx", "test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb")],
+        "assertion": {"enabled": True, "maxerr": 1e-4, "verbose": True},
+        "seed": 0,
+        "data_options": {},
+        "test_cases": [
+            {
+                "dir": "test_data_set_0",
+                "spec": "#rand(0,1)",
+                "origin": "-d #1",
+                "inputs": ["test_data_set_0/input_0.pb"],
+                "outputs": ["test_data_set_0/output_0.pb"],
+            }
+        ],
+        "members": [
+            {"name": n, "size": 1, "sha256": "0" * 64}
+            for n in ("model.onnx", "test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb")
+        ],
     }
 
 

@@ -55,12 +55,15 @@ def _duplicate(names, manifest, members):
     return [*names, names[-1]]
 
 
-@pytest.mark.parametrize("edit, message", [
-    (_reorder, "members are not in the manifest's order"),
-    (_drop_member, "'test_data_set_1/output_0.pb' is listed in the manifest but missing"),
-    (_drop_manifest, "the first member is not mgedump.json"),
-    (_manifest_last, "the first member is not mgedump.json"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (_reorder, "members are not in the manifest's order"),
+        (_drop_member, "'test_data_set_1/output_0.pb' is listed in the manifest but missing"),
+        (_drop_manifest, "the first member is not mgedump.json"),
+        (_manifest_last, "the first member is not mgedump.json"),
+    ],
+)
 def test_member_order_and_presence(bundle, tmp_path, edit, message):
     bad = rewrite_bundle(bundle, tmp_path / "bad.mgetest", edit)
     with pytest.raises(BundleError, match=message.replace("(", r"\(")):
@@ -86,12 +89,15 @@ def test_an_oversized_manifest_is_refused_before_it_is_parsed(bundle, tmp_path, 
         _open(bundle)
 
 
-@pytest.mark.parametrize("text, message", [
-    (b"{not json", "manifest is not valid JSON"),
-    (b"\xff\xfe", "manifest is not valid JSON"),
-    (b"[1, 2]", "not a JSON object"),
-    (b'{"format": "other"}', "manifest format is 'other'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (b"{not json", "manifest is not valid JSON"),
+        (b"\xff\xfe", "manifest is not valid JSON"),
+        (b"[1, 2]", "not a JSON object"),
+        (b'{"format": "other"}', "manifest format is 'other'"),
+    ],
+)
 def test_an_invalid_manifest_is_refused(bundle, tmp_path, text, message):
     def edit(names, manifest, members):
         manifest.clear()
@@ -128,10 +134,17 @@ def _large_bundle(tmp_path, payload: bytes) -> Path:
 
 def _minimal_manifest() -> dict:
     return {
-        "format": "mgedump-bundle", "format_version": 1, "generator": {"name": "mgedump", "version": "0"},
+        "format": "mgedump-bundle",
+        "format_version": 1,
+        "generator": {"name": "mgedump", "version": "0"},
         "model": {"member": "model.onnx", "sha256": "0" * 64, "source_sha256": "0" * 64, "external_data": None},
-        "optimizations": [], "requirements": [], "inputs": [], "outputs": [],
-        "assertion": {"enabled": False, "maxerr": 0.0, "verbose": True}, "seed": 0, "data_options": {},
+        "optimizations": [],
+        "requirements": [],
+        "inputs": [],
+        "outputs": [],
+        "assertion": {"enabled": False, "maxerr": 0.0, "verbose": True},
+        "seed": 0,
+        "data_options": {},
         "test_cases": [{"dir": "test_data_set_0", "spec": "x", "origin": "-d #1", "inputs": [], "outputs": []}],
     }
 

@@ -19,14 +19,18 @@ def _write(path, members) -> dict:
 def test_members_are_listed_in_order_with_their_hashes(tmp_path):
     data = tmp_path / "data.bin"
     data.write_bytes(b"weights" * 1000)
-    manifest = _write(tmp_path / "b.zip", [Member("model.onnx", b"model"), Member("model.onnx.data", paths=(str(data),))])
+    manifest = _write(
+        tmp_path / "b.zip", [Member("model.onnx", b"model"), Member("model.onnx.data", paths=(str(data),))]
+    )
     assert [m["name"] for m in manifest["members"]] == ["model.onnx", "model.onnx.data"]
     with zipfile.ZipFile(tmp_path / "b.zip") as zf:
         assert zf.namelist() == ["mgedump.json", "model.onnx", "model.onnx.data"]
         for entry in manifest["members"]:
             payload = zf.read(entry["name"])
             assert entry["size"] == len(payload) and entry["sha256"] == hashlib.sha256(payload).hexdigest()
-        assert all(i.compress_type == zipfile.ZIP_STORED and i.date_time == (1980, 1, 1, 0, 0, 0) for i in zf.infolist())
+        assert all(
+            i.compress_type == zipfile.ZIP_STORED and i.date_time == (1980, 1, 1, 0, 0, 0) for i in zf.infolist()
+        )
 
 
 def test_same_members_same_bytes(tmp_path):

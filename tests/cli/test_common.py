@@ -54,7 +54,11 @@ def test_help_states_the_dataclass_defaults(command, prog):
 def test_click_options_default_to_not_given(command):
     """No click option carries a default of its own: the dataclasses hold every default."""
     for param in command.params:
-        if isinstance(param, click.Option) and not param.required and param.name not in ("verbose", "help", "version", "specs"):
+        if (
+            isinstance(param, click.Option)
+            and not param.required
+            and param.name not in ("verbose", "help", "version", "specs")
+        ):
             assert param.default is None, param.name
 
 

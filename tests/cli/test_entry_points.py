@@ -39,11 +39,14 @@ def test_console_scripts_and_python_m(tmp_path):
     assert module.returncode == 0 and "mgedump" in module.stdout
 
 
-@pytest.mark.parametrize("prog, args", [
-    ("mgedump", ["{samples}/bad/gather_index.onnx", "-d", "#rand(0,100)", "-o", "{tmp}/g.mgetest"]),
-    ("mgedump", ["{samples}/ir3_mlp.onnx", "-d", "#rand(0,1,2,...)", "-o", "{tmp}/x.mgetest"]),
-    ("mgerun", ["{samples}/cnn.onnx"]),
-])
+@pytest.mark.parametrize(
+    "prog, args",
+    [
+        ("mgedump", ["{samples}/bad/gather_index.onnx", "-d", "#rand(0,100)", "-o", "{tmp}/g.mgetest"]),
+        ("mgedump", ["{samples}/ir3_mlp.onnx", "-d", "#rand(0,1,2,...)", "-o", "{tmp}/x.mgetest"]),
+        ("mgerun", ["{samples}/cnn.onnx"]),
+    ],
+)
 def test_process_stderr_is_one_line(prog, args, tmp_path):
     result = run_script(prog, *[a.format(tmp=tmp_path, samples=SAMPLES) for a in args])
     assert result.returncode == 2

@@ -15,17 +15,28 @@ def test_the_status_line(tmp_path, mgedump):
 
 def test_the_optimised_line(tmp_path, mgedump):
     out = tmp_path / "o.mgetest"
-    result = mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--optimize-for-inference",
-                     "--enable-fuse-conv-bias-nonlinearity", "-o", out)
+    result = mgedump(
+        SAMPLES / "cnn.onnx",
+        "-d",
+        "#rand(0,1)",
+        "--optimize-for-inference",
+        "--enable-fuse-conv-bias-nonlinearity",
+        "-o",
+        out,
+    )
     assert result.code == 0
-    assert "mgedump: optimised (optimize-for-inference, fuse-conv-bias-nonlinearity); self-check worst err=" in result.err
+    assert (
+        "mgedump: optimised (optimize-for-inference, fuse-conv-bias-nonlinearity); self-check worst err=" in result.err
+    )
     assert result.err.rstrip().endswith("; needs onnxruntime")
 
 
 def test_options_reach_the_bundle(tmp_path, mgedump):
     out = tmp_path / "o.mgetest"
-    assert mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--maxerr", "0.5", "--silent", "--seed", "3",
-                   "-o", out).code == 0
+    assert (
+        mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--maxerr", "0.5", "--silent", "--seed", "3", "-o", out).code
+        == 0
+    )
     manifest = bundle_manifest(out)
     assert manifest["assertion"] == {"enabled": True, "maxerr": 0.5, "verbose": False}
     assert manifest["seed"] == 3

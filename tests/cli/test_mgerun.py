@@ -14,13 +14,16 @@ def bundle(tmp_path, mgedump):
     return out
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--thread", "0"], "--thread must be >= 1"),
-    (["--warmup-iter", "-1"], "--warmup-iter must be >= 0"),
-    (["--graph-opt", "max"], "'max' is not one of"),
-    (["--repeat-sweep", "1,x"], "not a comma-separated list"),
-    (["--repeat-sweep", "0"], "batch sizes must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--thread", "0"], "--thread must be >= 1"),
+        (["--warmup-iter", "-1"], "--warmup-iter must be >= 0"),
+        (["--graph-opt", "max"], "'max' is not one of"),
+        (["--repeat-sweep", "1,x"], "not a comma-separated list"),
+        (["--repeat-sweep", "0"], "batch sizes must be >= 1"),
+    ],
+)
 def test_bad_benchmark_options(bundle, mgerun, args, needle):
     result = mgerun(bundle, *args)
     assert result.code == 2 and needle in result.err and len(result.err.strip().splitlines()) == 1
@@ -32,7 +35,9 @@ def test_no_progress_bar_without_a_terminal(bundle):
     assert "\r" not in result.stderr and "\r" not in result.stdout
 
 
-@pytest.mark.parametrize("args", [["--seed", "0"], ["--repeat", "1"], ["--resize-input"], ["--input-transform", "data"]])
+@pytest.mark.parametrize(
+    "args", [["--seed", "0"], ["--repeat", "1"], ["--resize-input"], ["--input-transform", "data"]]
+)
 def test_data_options_given_for_a_bundle_are_refused(bundle, mgerun, args):
     """Given, even with their default value: they would silently do nothing for a bundle."""
     result = mgerun(bundle, *args)

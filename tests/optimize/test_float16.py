@@ -16,12 +16,31 @@ from tests.support import SAMPLES, bundle_manifest, bundled_model, sample
 
 def test_io16xc32_float16_io_and_the_maxerr_hint(tmp_path, mgedump, mgerun):
     spec = "#randn(0,1)"
-    failed = mgedump(SAMPLES / "cnn.onnx", "-d", spec, "--optimize-for-inference", "--enable-io16xc32", "-o", tmp_path / "f.mgetest")
+    failed = mgedump(
+        SAMPLES / "cnn.onnx", "-d", spec, "--optimize-for-inference", "--enable-io16xc32", "-o", tmp_path / "f.mgetest"
+    )
     assert failed.code == 2 and not (tmp_path / "f.mgetest").exists()
-    assert "misses --maxerr 0.0001: err=" in failed.err and "(name=prob" in failed.err and "--maxerr" in failed.err.split("hint:")[1]
+    assert (
+        "misses --maxerr 0.0001: err=" in failed.err
+        and "(name=prob" in failed.err
+        and "--maxerr" in failed.err.split("hint:")[1]
+    )
     suggested = float(failed.err.split("hint: --maxerr ")[1].split()[0])
     out = tmp_path / "o.mgetest"
-    assert mgedump(SAMPLES / "cnn.onnx", "-d", spec, "--optimize-for-inference", "--enable-io16xc32", "--maxerr", "1e-2", "-o", out).code == 0
+    assert (
+        mgedump(
+            SAMPLES / "cnn.onnx",
+            "-d",
+            spec,
+            "--optimize-for-inference",
+            "--enable-io16xc32",
+            "--maxerr",
+            "1e-2",
+            "-o",
+            out,
+        ).code
+        == 0
+    )
     model = bundled_model(out)
     io_types = {v.name: v.type.tensor_type.elem_type for v in list(model.graph.input) + list(model.graph.output)}
     assert io_types == {"data": TensorProto.FLOAT16, "prob": TensorProto.FLOAT16}
@@ -36,14 +55,29 @@ def test_io16xc32_float16_io_and_the_maxerr_hint(tmp_path, mgedump, mgerun):
         stored = onnx.TensorProto.FromString(zf.read("test_data_set_0/input_0.pb"))
     assert stored.data_type == TensorProto.FLOAT16
     assert mgerun(out, "--iter", "1").code == 0
-    assert suggested <= 1e-2 and mgedump(SAMPLES / "cnn.onnx", "-d", spec, "--optimize-for-inference", "--enable-io16xc32",
-                                          "--maxerr", str(suggested), "-o", tmp_path / "s.mgetest").code == 0
+    assert (
+        suggested <= 1e-2
+        and mgedump(
+            SAMPLES / "cnn.onnx",
+            "-d",
+            spec,
+            "--optimize-for-inference",
+            "--enable-io16xc32",
+            "--maxerr",
+            str(suggested),
+            "-o",
+            tmp_path / "s.mgetest",
+        ).code
+        == 0
+    )
 
 
 def test_ioc16_halves_the_model_and_verifies(tmp_path, mgedump, mgerun):
     source = sample("wide_mlp.onnx").path
     out = tmp_path / "o.mgetest"
-    result = mgedump(source, "-d", "#rand(0,1)", "--optimize-for-inference", "--enable-ioc16", "--maxerr", "1e-2", "-o", out)
+    result = mgedump(
+        source, "-d", "#rand(0,1)", "--optimize-for-inference", "--enable-ioc16", "--maxerr", "1e-2", "-o", out
+    )
     assert result.code == 0, result.err
     model = bundled_model(out)
     with zipfile.ZipFile(out) as zf:
@@ -68,7 +102,9 @@ def test_the_converter_still_writes_duplicate_casts():
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
     model = onnx.load(str(sample("fan.onnx").path))
-    raw = convert_float_to_float16(model, keep_io_types=False, op_block_list=["Conv", "MaxPool", "Add"], force_fp16_initializers=True)
+    raw = convert_float_to_float16(
+        model, keep_io_types=False, op_block_list=["Conv", "MaxPool", "Add"], force_fp16_initializers=True
+    )
     outputs = Counter(o for node in raw.graph.node for o in node.output)
     if all(n == 1 for n in outputs.values()):
         pytest.skip("onnxruntime's float16 converter no longer writes duplicate Casts (fixed upstream)")
@@ -79,7 +115,9 @@ def test_ioc16_repairs_the_converters_duplicate_casts(tmp_path, mgedump, mgerun)
     """The model that triggers the converter's bug packs into a valid float16 bundle that verifies."""
     out = tmp_path / "o.mgetest"
     fan = sample("fan.onnx")
-    packed = mgedump(fan.path, "-d", fan.spec, "--optimize-for-inference", "--enable-ioc16", "--maxerr", "1e-2", "-o", out)
+    packed = mgedump(
+        fan.path, "-d", fan.spec, "--optimize-for-inference", "--enable-ioc16", "--maxerr", "1e-2", "-o", out
+    )
     assert packed.code == 0, packed.err
     model = bundled_model(out)
     onnx.checker.check_model(model)

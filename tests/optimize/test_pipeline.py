@@ -32,9 +32,11 @@ def test_optimize_folds_batchnorm_and_stays_standard(tmp_path, mgedump, mgerun):
     assert mgerun(out, "--iter", "1").code == 0
 
 
-@pytest.mark.parametrize("model", [
-    pytest.param(m, marks=() if os.path.basename(m) in QUICK_REFERENCE else pytest.mark.full) for m in light_models()
-], ids=os.path.basename)
+@pytest.mark.parametrize(
+    "model",
+    [pytest.param(m, marks=() if os.path.basename(m) in QUICK_REFERENCE else pytest.mark.full) for m in light_models()],
+    ids=os.path.basename,
+)
 def test_reference_ir3_models_optimize_and_verify(model, tmp_path, mgedump, mgerun):
     out = tmp_path / "o.mgetest"
     assert mgedump(model, "-d", "#rand(0,1)", "--optimize-for-inference", "-o", out).code == 0
@@ -48,7 +50,18 @@ def test_reference_ir3_models_optimize_and_verify(model, tmp_path, mgedump, mger
 
 def test_fuse_conv_bias_nonlinearity_is_onnxruntime_only(tmp_path, mgedump, mgerun):
     out = tmp_path / "o.mgetest"
-    assert mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--optimize-for-inference", "--enable-fuse-conv-bias-nonlinearity", "-o", out).code == 0
+    assert (
+        mgedump(
+            SAMPLES / "cnn.onnx",
+            "-d",
+            "#rand(0,1)",
+            "--optimize-for-inference",
+            "--enable-fuse-conv-bias-nonlinearity",
+            "-o",
+            out,
+        ).code
+        == 0
+    )
     assert ("com.microsoft", "FusedConv") in _ops(bundled_model(out))
     assert bundle_manifest(out)["requirements"] == ["onnxruntime"]
     assert mgerun(out, "--iter", "1").code == 0

@@ -16,7 +16,7 @@ def table_rows(text: str, heading: str) -> list[list[str]]:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("## ") and heading in line)
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith("## "):
             break
         if line.startswith("|") and not line.startswith("|---"):
@@ -27,13 +27,35 @@ def table_rows(text: str, heading: str) -> list[list[str]]:
 def test_quick_run_writes_report(tmp_path):
     out = tmp_path / "b.md"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--sections", "overhead,startup", "--runs", "2", "--out", str(out)],
-        capture_output=True, text=True, timeout=180, cwd=ROOT,
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench.py"),
+            "--quick",
+            "--sections",
+            "overhead,startup",
+            "--runs",
+            "2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
     text = out.read_text()
     assert done.stdout == text
-    for key in ("## Machine", "| CPU |", "| cores |", "| RAM |", "| OS |", "| Python |", "| numpy / onnx / onnxruntime |", "| mgedump |"):
+    for key in (
+        "## Machine",
+        "| CPU |",
+        "| cores |",
+        "| RAM |",
+        "| OS |",
+        "| Python |",
+        "| numpy / onnx / onnxruntime |",
+        "| mgedump |",
+    ):
         assert key in text, key
     overhead = table_rows(text, "(`overhead`)")
     assert len(overhead) == 3  # two rounds and the median
