@@ -21,10 +21,10 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _LAZY = {
-    "pack": "mgedump.pack",
-    "PackResult": "mgedump.pack",
-    "verify": "mgedump.verify",
-    "Report": "mgedump.verify",
+    "pack": "mgedump.packer",
+    "PackResult": "mgedump.packer",
+    "verify": "mgedump.verifier",
+    "Report": "mgedump.verifier",
     "PackOptions": "mgedump.options",
     "VerifyOptions": "mgedump.options",
     "DataOptions": "mgedump.options",
@@ -45,4 +45,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mgedump' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value

@@ -11,7 +11,7 @@ Sections (``--sections``, a comma list; default: all, in this order):
 ``overhead``
     Timing-loop overhead of ``mgerun``. A bundle is packed from
     ``samples/cnn.onnx``; then one worker process alternates, for ``--runs``
-    rounds, (a) ``mgedump.verify.verify(bundle, VerifyOptions(iters=300,
+    rounds, (a) ``mgedump.verifier.verify(bundle, VerifyOptions(iters=300,
     warmup=10))``, taking the median latency of test case 0, and (b) a bare
     loop: an onnxruntime session on the same model bytes with the same session
     options and provider, the same feeds, 10 untimed and 300 timed
@@ -270,12 +270,12 @@ def mib(n_bytes: float) -> str:
 
 
 def overhead_worker(bundle: str, iters: int, warmup: int, rounds: int) -> list[dict[str, float]]:
-    """In one process, alternate mgedump.verify and a bare onnxruntime loop; per-round medians in ms."""
+    """In one process, alternate mgedump.verifier and a bare onnxruntime loop; per-round medians in ms."""
     import onnxruntime as ort
 
     from mgedump.bundle import Bundle
     from mgedump.runtime import session_options
-    from mgedump.verify import VerifyOptions, verify
+    from mgedump.verifier import VerifyOptions, verify
 
     with Bundle(bundle) as opened:
         manifest = opened.manifest

@@ -65,7 +65,7 @@ def mgedump_command(
     """
     setup(verbose, quiet, "mgedump")
     from ..options import DataOptions, OptimizeOptions
-    from ..pack import pack
+    from ..packer import pack
 
     flags = [flag.name for flag in ENABLE_FLAGS]
     optimize = OptimizeOptions.from_flags(**given(ctx, values, ["optimize_for_inference", "discard_var_name", *flags]))

@@ -100,7 +100,7 @@ def mgerun_command(ctx: click.Context, path: str, verbose: int, quiet: bool | No
     setup(verbose, quiet, "mgerun")
     from ..errors import UsageError
     from ..options import DataOptions
-    from ..verify import is_plain_model, verify
+    from ..verifier import is_plain_model, verify
 
     data = given(ctx, values, DATA_FIELDS)
     options = VerifyOptions(

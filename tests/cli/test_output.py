@@ -7,7 +7,7 @@ import numpy as np
 from mgedump.assertion import assert_equal
 from mgedump.cli.output import case_lines, table, value_text
 from mgedump.timing import Timing
-from mgedump.verify import CaseReport
+from mgedump.verifier import CaseReport
 
 
 class _Report:

@@ -126,7 +126,7 @@ def test_repeat_sweep_needs_a_free_batch_dim(bundle, mgerun):
 
 def test_progress_callback_for_long_runs(bundle, monkeypatch):
     from mgedump import timing
-    from mgedump import verify as verify_module
+    from mgedump import verifier as verify_module
 
     monkeypatch.setattr(timing, "PROGRESS_AFTER_S", 0.0)
     calls = []
