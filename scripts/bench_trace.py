@@ -39,12 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 import numpy as np
 
@@ -52,6 +47,7 @@ import mgedump.functional as F
 import mgedump.module as M
 from mgedump import Tensor, tensor
 from mgedump.jit import trace
+from mgedump.runtime import open_session, session_options
 
 BATCH = 8
 TARGET_SPEEDUP = 2.0
@@ -108,8 +104,6 @@ def section_trace(runs: int, quick: bool) -> list[dict[str, Any]]:
         "checks"`` with ``eager_over_compiled``, ``compiled_over_direct`` and
         whether each target is met.
     """
-    from mgedump.runtime import open_session, session_options
-
     net = make_net()
     x = tensor(np.random.default_rng(1).random((BATCH, 3, 32, 32), dtype=np.float32))
     compiled = trace(lambda inp: net(inp), capture_as_const=True)
@@ -138,7 +132,7 @@ def section_trace(runs: int, quick: bool) -> list[dict[str, Any]]:
         fn()
     rounds: dict[str, list[float]] = {n: [] for n in names}
     for r in range(max(1, runs)):
-        for n in names[r % len(names):] + names[:r % len(names)]:
+        for n in names[r % len(names) :] + names[: r % len(names)]:
             fn, calls = variants[n]
             rounds[n].append(_per_call_ms(fn, calls))
     medians = {n: statistics.median(v) for n, v in rounds.items()}
@@ -146,27 +140,31 @@ def section_trace(runs: int, quick: bool) -> list[dict[str, Any]]:
     eager = medians[names[0]]
     rows: list[dict[str, Any]] = []
     for n in names:
-        rows.append({
-            "variant": n,
-            "ms_per_call": medians[n],
-            "rounds_ms": rounds[n],
-            "vs_direct": medians[n] / direct,
-            "speedup_vs_eager": eager / medians[n],
-        })
+        rows.append(
+            {
+                "variant": n,
+                "ms_per_call": medians[n],
+                "rounds_ms": rounds[n],
+                "vs_direct": medians[n] / direct,
+                "speedup_vs_eager": eager / medians[n],
+            }
+        )
     speedup = eager / medians[names[1]]
     overhead = medians[names[1]] / direct
     overhead_ms = medians[names[1]] - direct
-    rows.append({
-        "variant": "checks",
-        "batch": BATCH,
-        "eager_over_compiled": speedup,
-        "speedup_target": TARGET_SPEEDUP,
-        "speedup_met": speedup >= TARGET_SPEEDUP,
-        "compiled_over_direct": overhead,
-        "overhead_ms": overhead_ms,
-        "overhead_ms_target": TARGET_OVERHEAD_MS,
-        "overhead_met": overhead_ms <= TARGET_OVERHEAD_MS,
-    })
+    rows.append(
+        {
+            "variant": "checks",
+            "batch": BATCH,
+            "eager_over_compiled": speedup,
+            "speedup_target": TARGET_SPEEDUP,
+            "speedup_met": speedup >= TARGET_SPEEDUP,
+            "compiled_over_direct": overhead,
+            "overhead_ms": overhead_ms,
+            "overhead_ms_target": TARGET_OVERHEAD_MS,
+            "overhead_met": overhead_ms <= TARGET_OVERHEAD_MS,
+        }
+    )
     return rows
 
 
@@ -180,14 +178,20 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     ]
     checks = rows[-1]
     for row in rows[:-1]:
-        lines.append(f"| {row['variant']} | {row['ms_per_call']:.3f} | {row['vs_direct']:.2f} | {row['speedup_vs_eager']:.1f} |")
+        lines.append(
+            f"| {row['variant']} | {row['ms_per_call']:.3f} | {row['vs_direct']:.2f} | {row['speedup_vs_eager']:.1f} |"
+        )
     lines += [
         "",
-        (f"- eager / compiled: **{checks['eager_over_compiled']:.1f}x** (target >= {checks['speedup_target']}: "
-         f"{'met' if checks['speedup_met'] else 'NOT met'})"),
-        (f"- compiled - direct onnxruntime: **{checks['overhead_ms']:.3f} ms** per call, ratio "
-         f"{checks['compiled_over_direct']:.2f} (target <= {checks['overhead_ms_target']} ms: "
-         f"{'met' if checks['overhead_met'] else 'NOT met'})"),
+        (
+            f"- eager / compiled: **{checks['eager_over_compiled']:.1f}x** (target >= {checks['speedup_target']}: "
+            f"{'met' if checks['speedup_met'] else 'NOT met'})"
+        ),
+        (
+            f"- compiled - direct onnxruntime: **{checks['overhead_ms']:.3f} ms** per call, ratio "
+            f"{checks['compiled_over_direct']:.2f} (target <= {checks['overhead_ms_target']} ms: "
+            f"{'met' if checks['overhead_met'] else 'NOT met'})"
+        ),
     ]
     return "\n".join(lines) + "\n"
 

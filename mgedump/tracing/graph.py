@@ -2,11 +2,12 @@
 
 The pieces:
 
-- :func:`apply` is the one dispatch every operation goes through. With no
-  trace running (or inside ``exclude_from_trace``) it computes with numpy. In
-  the first call of a trace a :class:`Recorder` computes (unless symbolic) and
-  appends an :class:`OpRecord`; in later calls a :class:`Replayer` checks each
-  operation against the record and computes nothing.
+- Every operation goes through :func:`mgedump.tracing.dispatch.apply`. While
+  a traced call runs, its :class:`Call` is registered there as the thread's
+  current call and receives every operation (outside ``exclude_from_trace``):
+  in the first call of a trace a :class:`Recorder` computes (unless symbolic)
+  and appends an :class:`OpRecord`; in later calls a :class:`Replayer` checks
+  each operation against the record and computes nothing.
 - A :class:`Program` holds what the first call recorded: the values (arguments,
   external tensors, constants, tensors made inside ``exclude_from_trace``, and
   operation results) and the operations in order. It compiles slices of the
@@ -20,17 +21,17 @@ The pieces:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ._ops import OPS
-from .tensor import ORIGIN_EXCLUDED, Tensor
+from mgedump import __version__
+from mgedump.runtime import open_session, run, session_options
 
-_local = threading.local()
+from .dispatch import ORIGIN_EXCLUDED, TensorBase, TracedCall, current, enter_call, leave_call, traced
+from .ops import OPS, compute_dtype, onnx_type, widened_inputs
 
 OPSET = 13
 IR_VERSION = 8
@@ -38,26 +39,6 @@ IR_VERSION = 8
 
 class TraceMismatchError(RuntimeError):
     """A later call of a traced function differs from the first one (the one recorded)."""
-
-
-def current() -> Call | None:
-    """The traced call running in this thread, if any."""
-    return getattr(_local, "call", None)
-
-
-def apply(op: str, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
-    """Run one operation: eagerly, or recorded/replayed by the traced call in progress.
-
-    Args:
-        op: a key of :data:`mgedump._ops.OPS`.
-        inputs: the operands, already of the dtypes the operation needs.
-        attrs: plain Python attributes (compared between calls).
-    """
-    call = getattr(_local, "call", None)
-    if call is not None and not call.excluded:
-        return call.apply(op, inputs, attrs)
-    out = OPS[op].compute([t._value() for t in inputs], attrs)
-    return Tensor._wrap(np.asarray(out))
 
 
 @dataclass
@@ -82,7 +63,7 @@ class Value:
     label: str
     op: int = -1
     data: np.ndarray | None = None
-    tensor: Tensor | None = None
+    tensor: TensorBase | None = None
     name: str | None = None
 
 
@@ -169,8 +150,6 @@ class Program:
         consts = sorted(v for v in leaves if not self.is_fed(v, cut))
         names = {v: f"v{v}" for v in (*fed, *consts, *need, *(self.ops[k].output for k in ops))}
         model = build_model(self, ops, fed, consts, [(v, names[v]) for v in need], names, graph_name=self.label)
-        from .runtime import open_session, session_options
-
         options = session_options(graph_opt=self.graph_opt, profile=self.profile_prefix)
         session = open_session(model.SerializeToString(), label=f"the trace of {self.label}", options=options)
         compiled = Compiled(session, fed)
@@ -181,8 +160,8 @@ class Program:
 # ---------------------------------------------------------------- calls
 
 
-class Call:
-    """One call of a traced function: the thread's current call while it runs."""
+class Call(TracedCall):
+    """One call of a traced function: registered with the dispatch layer as the thread's current call while it runs."""
 
     symbolic = False
 
@@ -199,18 +178,13 @@ class Call:
                 f"nested traces are not supported: {self.program.label} was called while another traced "
                 "function was running; call the inner function's undecorated version instead"
             )
-        _local.call = self
-        self.active = True
+        enter_call(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _local.call = None
-        self.active = False
+        leave_call(self)
 
-    def apply(self, op: str, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
-        raise NotImplementedError
-
-    def read_value(self, t: Tensor) -> np.ndarray:
+    def read_value(self, t: TensorBase) -> np.ndarray:
         """The value of one of this call's tensors that has none yet."""
         self.materialize([t._vid])
         return self.known[t._vid]
@@ -221,14 +195,12 @@ class Call:
         if not need:
             return
         compiled = self.program.compiled(need, frozenset(self.cut))
-        from .runtime import run
-
         outputs = run(compiled.session, {f"v{v}": self.known[v] for v in compiled.inputs})
-        for vid, array in zip(need, outputs):
+        for vid, array in zip(need, outputs, strict=True):
             self.known[vid] = array
             self.cut.add(vid)
 
-    def finish(self, flat: Sequence[Tensor]) -> list[np.ndarray]:
+    def finish(self, flat: Sequence[TensorBase]) -> list[np.ndarray]:
         """The values of the returned tensors (computed now where needed)."""
         self.materialize([t._vid for t in flat if t._call is self and t._data is None and t._vid is not None])
         return [self.known[t._vid] if t._call is self and t._data is None else t._value() for t in flat]
@@ -240,16 +212,16 @@ class Recorder(Call):
     def __init__(self, program: Program, symbolic: bool) -> None:
         super().__init__(program)
         self.symbolic = symbolic
-        self.local: dict[int, tuple[int, Tensor]] = {}  # id of a tensor made in this call -> (value id, tensor)
+        self.local: dict[int, tuple[int, TensorBase]] = {}  # id of a tensor made in this call -> (value id, tensor)
 
-    def input(self, key: Any, name: str, t: Tensor) -> Tensor:
+    def input(self, key: Any, name: str, t: TensorBase) -> TensorBase:
         value = t._value()
         vid = self.program.add(Value("arg", t.shape, t.dtype, f"argument {name!r}", name=name))
         self.program.inputs.append((key, vid))
         self.known[vid] = value
-        return Tensor._traced(None if self.symbolic else value, t.shape, t.dtype, vid, self)
+        return traced(None if self.symbolic else value, t.shape, t.dtype, vid, self)
 
-    def read_value(self, t: Tensor) -> np.ndarray:
+    def read_value(self, t: TensorBase) -> np.ndarray:
         if self.symbolic and not self.excluded:
             raise RuntimeError(
                 f"cannot read the value of a tensor (shape {t.shape}, {t.dtype}) while tracing "
@@ -258,7 +230,7 @@ class Recorder(Call):
             )
         return super().read_value(t)
 
-    def ref(self, t: Tensor) -> int:
+    def ref(self, t: TensorBase) -> int:
         """The value id of an operand, registering constants, external and excluded tensors."""
         if t._call is self:
             if t._vid is not None:
@@ -287,7 +259,7 @@ class Recorder(Call):
         self.known[vid] = value
         return vid
 
-    def apply(self, op: str, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
+    def apply(self, op: str, inputs: Sequence[TensorBase], attrs: dict[str, Any]) -> TensorBase:
         program = self.program
         refs = tuple(self.ref(t) for t in inputs)
         placeholder = any(t._data is None for t in inputs)
@@ -300,7 +272,7 @@ class Recorder(Call):
         k = len(program.ops)
         vid = program.add(Value("op", out.shape, out.dtype, f"the result of op #{k} ({op})", op=k))
         program.ops.append(OpRecord(op, attrs, refs, vid))
-        return Tensor._traced(None if placeholder else out, out.shape, out.dtype, vid, self)
+        return traced(None if placeholder else out, out.shape, out.dtype, vid, self)
 
 
 class Replayer(Call):
@@ -310,15 +282,15 @@ class Replayer(Call):
         super().__init__(program)
         self.pos = 0
 
-    def input(self, vid: int, t: Tensor) -> Tensor:
+    def input(self, vid: int, t: TensorBase) -> TensorBase:
         value = t._value()
         self.known[vid] = value
-        return Tensor._traced(value, t.shape, t.dtype, vid, self)
+        return traced(value, t.shape, t.dtype, vid, self)
 
     def _mismatch(self, k: int, message: str) -> TraceMismatchError:
         return TraceMismatchError(f"{self.program.label}: op #{k} ({self.program.ops[k].name}): {message}")
 
-    def apply(self, op: str, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
+    def apply(self, op: str, inputs: Sequence[TensorBase], attrs: dict[str, Any]) -> TensorBase:
         program = self.program
         k = self.pos
         if k >= len(program.ops):
@@ -335,31 +307,44 @@ class Replayer(Call):
             raise self._mismatch(k, f"attributes differ ({detail})")
         if len(rec.inputs) != len(inputs):
             raise self._mismatch(k, f"the trace has {len(rec.inputs)} input(s), this call gives {len(inputs)}")
-        for p, (t, vid) in enumerate(zip(inputs, rec.inputs)):
+        for p, (t, vid) in enumerate(zip(inputs, rec.inputs, strict=True)):
             if t._call is self and t._vid is not None:
                 if t._vid != vid:
-                    raise self._mismatch(k, f"input {p}: the trace has {program.describe(vid)}, this call gives {program.describe(t._vid)}")
+                    raise self._mismatch(
+                        k,
+                        f"input {p}: the trace has {program.describe(vid)}, this call gives {program.describe(t._vid)}",
+                    )
             else:
                 self._check_operand(k, p, t, vid)
         self.pos = k + 1
         value = program.values[rec.output]
-        return Tensor._traced(None, value.shape, value.dtype, rec.output, self)
+        return traced(None, value.shape, value.dtype, rec.output, self)
 
-    def _check_operand(self, k: int, p: int, t: Tensor, vid: int) -> None:
+    def _check_operand(self, k: int, p: int, t: TensorBase, vid: int) -> None:
         program = self.program
         expected = program.values[vid]
         if t._call is self:
             if t._origin == ORIGIN_EXCLUDED:
                 if expected.kind != "xin":
-                    raise self._mismatch(k, f"input {p}: the trace has {expected.label}, this call gives a tensor computed inside exclude_from_trace")
+                    raise self._mismatch(
+                        k,
+                        f"input {p}: the trace has {expected.label}, this call gives a tensor computed inside exclude_from_trace",
+                    )
                 if t.shape != expected.shape or t.dtype != expected.dtype:
-                    raise self._mismatch(k, f"input {p} ({expected.label}): traced {expected.dtype}{list(expected.shape)}, got {t.dtype}{list(t.shape)}")
+                    raise self._mismatch(
+                        k,
+                        f"input {p} ({expected.label}): traced {expected.dtype}{list(expected.shape)}, got {t.dtype}{list(t.shape)}",
+                    )
                 self.known[vid] = t._data
                 return
             if expected.kind != "const":
-                raise self._mismatch(k, f"input {p}: the trace has {expected.label}, this call gives a constant {_short(t._data)}")
+                raise self._mismatch(
+                    k, f"input {p}: the trace has {expected.label}, this call gives a constant {_short(t._data)}"
+                )
             if not _same(expected.data, t._data):
-                raise self._mismatch(k, f"input {p}: a constant changed: traced {_short(expected.data)}, got {_short(t._data)}")
+                raise self._mismatch(
+                    k, f"input {p}: a constant changed: traced {_short(expected.data)}, got {_short(t._data)}"
+                )
             return
         if expected.kind != "ext":
             what = f"external tensor {t.name!r}" if t.name else "an external tensor (one made outside the function)"
@@ -371,19 +356,21 @@ class Replayer(Call):
             if program.capture_as_const:
                 if not _same(expected.data, value):
                     raise self._mismatch(
-                        k, f"input {p}: captured constant {expected.label} changed since the trace was made "
+                        k,
+                        f"input {p}: captured constant {expected.label} changed since the trace was made "
                         f"(traced {_short(expected.data)}, now {_short(value)}); capture_as_const=True bakes the "
                         "values of external tensors into the graph: make a new trace, or use capture_as_const=False",
                     )
             elif value.shape != expected.shape or value.dtype != expected.dtype:
                 raise self._mismatch(
-                    k, f"input {p}: {expected.label} was {expected.dtype}{list(expected.shape)} when traced, "
+                    k,
+                    f"input {p}: {expected.label} was {expected.dtype}{list(expected.shape)} when traced, "
                     f"now {value.dtype}{list(value.shape)}",
                 )
         if not program.capture_as_const:
             self.known[vid] = value
 
-    def finish(self, flat: Sequence[Tensor]) -> list[np.ndarray]:
+    def finish(self, flat: Sequence[TensorBase]) -> list[np.ndarray]:
         program = self.program
         if self.pos != len(program.ops):
             rec = program.ops[self.pos]
@@ -477,12 +464,9 @@ def build_model(
     """
     from onnx import helper, numpy_helper
 
-    from . import __version__
-    from ._ops import _onnx_type
-
     values = program.values
     b = Builder(set(names.values()) | {name for _, name in outputs}, node_names, descriptive)
-    graph_inputs = [helper.make_tensor_value_info(names[v], _onnx_type(values[v].dtype), values[v].shape) for v in fed]
+    graph_inputs = [helper.make_tensor_value_info(names[v], onnx_type(values[v].dtype), values[v].shape) for v in fed]
     initializers = [numpy_helper.from_array(values[v].data, names[v]) for v in consts]
     for k in ops:
         rec = program.ops[k]
@@ -495,18 +479,21 @@ def build_model(
     for vid, name in outputs:
         if names[vid] != name:
             b.node("Identity", [names[vid]], [name])
-        graph_outputs.append(helper.make_tensor_value_info(name, _onnx_type(values[vid].dtype), values[vid].shape))
-    graph = helper.make_graph(b.nodes, graph_name, graph_inputs, graph_outputs, initializer=initializers + b.initializers)
+        graph_outputs.append(helper.make_tensor_value_info(name, onnx_type(values[vid].dtype), values[vid].shape))
+    graph = helper.make_graph(
+        b.nodes, graph_name, graph_inputs, graph_outputs, initializer=initializers + b.initializers
+    )
     return helper.make_model(
-        graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)],
-        producer_name="mgedump.jit.trace", producer_version=__version__,
+        graph,
+        ir_version=IR_VERSION,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        producer_name="mgedump.jit.trace",
+        producer_version=__version__,
     )
 
 
 def _emit(b: Builder, rec: OpRecord, ins: list[str], out: str, infos: list[tuple], oinfo: tuple) -> None:
     """Emit one operation, in a wider dtype where onnxruntime has no kernel for its own."""
-    from ._ops import _onnx_type, compute_dtype, widened_inputs
-
     if 0 in oinfo[0]:  # an empty result is known from its shape (and opset 13's Reshape reads 0 as "keep")
         b.node("Identity", [b.const(np.zeros(oinfo[0], oinfo[1]), "empty")], [out])
         return
@@ -520,22 +507,23 @@ def _emit(b: Builder, rec: OpRecord, ins: list[str], out: str, infos: list[tuple
     for p in positions:
         if infos[p][1] == dtype:
             cast = b.tmp("widen")
-            b.node("Cast", [ins[p]], [cast], to=_onnx_type(wide))
+            b.node("Cast", [ins[p]], [cast], to=onnx_type(wide))
             ins[p], infos[p] = cast, (infos[p][0], wide)
     if oinfo[1] == dtype:
         wide_out = b.tmp("wide")
         OPS[rec.name].emit(b, ins, wide_out, rec.attrs, infos, (oinfo[0], wide))
-        b.node("Cast", [wide_out], [out], to=_onnx_type(dtype))
+        b.node("Cast", [wide_out], [out], to=onnx_type(dtype))
     else:
         OPS[rec.name].emit(b, ins, out, rec.attrs, infos, oinfo)
 
 
-def flatten_outputs(result: Any, label: str) -> tuple[Any, list[Tensor]]:
+def flatten_outputs(result: Any, label: str) -> tuple[Any, list[TensorBase]]:
     """The returned tensors in order, and the structure to rebuild (a Tensor, tuple/list or dict of them, or None).
 
     Raises:
         TypeError: something other than tensors was returned.
     """
+
     def bad(what: str) -> TypeError:
         return TypeError(
             f"{label} must return a Tensor, a tuple or list of Tensors, a dict of Tensors or None; it returned {what}"
@@ -543,24 +531,24 @@ def flatten_outputs(result: Any, label: str) -> tuple[Any, list[Tensor]]:
 
     if result is None:
         return ("none", None), []
-    if isinstance(result, Tensor):
+    if isinstance(result, TensorBase):
         return ("tensor", None), [result]
     if isinstance(result, (tuple, list)):
         for i, t in enumerate(result):
-            if not isinstance(t, Tensor):
+            if not isinstance(t, TensorBase):
                 raise bad(f"a {type(t).__name__} at position {i}")
         return (type(result).__name__, len(result)), list(result)
     if isinstance(result, dict):
         for key, t in result.items():
             if not isinstance(key, str):
                 raise bad(f"a dict with a {type(key).__name__} key {key!r} (keys must be str)")
-            if not isinstance(t, Tensor):
+            if not isinstance(t, TensorBase):
                 raise bad(f"a {type(t).__name__} under key {key!r}")
         return ("dict", list(result)), list(result.values())
     raise bad(f"a {type(result).__name__}")
 
 
-def rebuild_outputs(structure: Any, tensors: list[Tensor]) -> Any:
+def rebuild_outputs(structure: Any, tensors: list[TensorBase]) -> Any:
     kind, meta = structure
     if kind == "none":
         return None
@@ -570,10 +558,12 @@ def rebuild_outputs(structure: Any, tensors: list[Tensor]) -> Any:
         return tuple(tensors)
     if kind == "list":
         return list(tensors)
-    return dict(zip(meta, tensors))
+    return dict(zip(meta, tensors, strict=True))
 
 
-def run_function(fn: Callable[..., Any], call: Call, args: list[Tensor], kwargs: dict[str, Any], label: str) -> tuple[Any, list[np.ndarray]]:
+def run_function(
+    fn: Callable[..., Any], call: Call, args: list[TensorBase], kwargs: dict[str, Any], label: str
+) -> tuple[Any, list[np.ndarray]]:
     """Run the function in the call; return the output structure and the output values."""
     with call:
         result = fn(*args, **kwargs)
@@ -581,5 +571,8 @@ def run_function(fn: Callable[..., Any], call: Call, args: list[Tensor], kwargs:
         arrays = call.finish(flat)
         if isinstance(call, Recorder):
             call.program.structure = structure
-            call.program.output_vids = [None if (t._call is call and t._origin == ORIGIN_EXCLUDED and t._vid is None) else call.ref(t) for t in flat]
+            call.program.output_vids = [
+                None if (t._call is call and t._origin == ORIGIN_EXCLUDED and t._vid is None) else call.ref(t)
+                for t in flat
+            ]
     return structure, arrays

@@ -1,7 +1,7 @@
 """numpy interoperability: which numpy functions act on tensors, and how.
 
 ``Tensor.__array_ufunc__`` and ``Tensor.__array_function__`` land here. A
-supported ufunc or function becomes the matching :mod:`mgedump.functional`
+supported ufunc or function becomes the matching :mod:`mgedump.tracing.functional`
 call, so it is traced. Anything else raises a TypeError naming it while a trace
 records or replays (outside ``exclude_from_trace``); with no trace running it
 runs in numpy on the tensors' values and returns a numpy result.
@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _graph
 from . import functional as F
-from .tensor import Tensor
+from .dispatch import TensorBase, intercepting
 
 _NV = np._NoValue
 
@@ -30,20 +29,46 @@ def _require(ok: bool) -> None:
         raise _Unsupported
 
 
-def _t(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else F.as_tensor(x)
+def _t(x: Any) -> TensorBase:
+    return x if isinstance(x, TensorBase) else F.as_tensor(x)
 
 
 _BINARY_UFUNCS: dict[Any, str] = {
-    np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div", np.floor_divide: "floordiv",
-    np.remainder: "mod", np.power: "pow", np.maximum: "maximum", np.minimum: "minimum", np.greater: "greater",
-    np.greater_equal: "greater_equal", np.less: "less", np.less_equal: "less_equal", np.equal: "equal",
-    np.not_equal: "not_equal", np.matmul: "matmul",
+    np.add: "add",
+    np.subtract: "sub",
+    np.multiply: "mul",
+    np.true_divide: "div",
+    np.floor_divide: "floordiv",
+    np.remainder: "mod",
+    np.power: "pow",
+    np.maximum: "maximum",
+    np.minimum: "minimum",
+    np.greater: "greater",
+    np.greater_equal: "greater_equal",
+    np.less: "less",
+    np.less_equal: "less_equal",
+    np.equal: "equal",
+    np.not_equal: "not_equal",
+    np.matmul: "matmul",
 }
-_LOGICAL_UFUNCS: dict[Any, str] = {np.logical_and: "logical_and", np.logical_or: "logical_or", np.logical_xor: "logical_xor"}
+_LOGICAL_UFUNCS: dict[Any, str] = {
+    np.logical_and: "logical_and",
+    np.logical_or: "logical_or",
+    np.logical_xor: "logical_xor",
+}
 _UNARY_UFUNCS: dict[Any, str] = {
-    np.negative: "neg", np.absolute: "abs", np.exp: "exp", np.log: "log", np.sqrt: "sqrt", np.tanh: "tanh",
-    np.sin: "sin", np.cos: "cos", np.floor: "floor", np.ceil: "ceil", np.rint: "round", np.sign: "sign",
+    np.negative: "neg",
+    np.absolute: "abs",
+    np.exp: "exp",
+    np.log: "log",
+    np.sqrt: "sqrt",
+    np.tanh: "tanh",
+    np.sin: "sin",
+    np.cos: "cos",
+    np.floor: "floor",
+    np.ceil: "ceil",
+    np.rint: "round",
+    np.sign: "sign",
     np.reciprocal: "reciprocal",
 }
 
@@ -175,15 +200,32 @@ def _astype(x, dtype, /, *, copy=True, device=None):
 
 
 _FUNCTIONS: dict[Any, Callable] = {
-    np.sum: _sum, np.mean: _mean, np.prod: _prod,
-    np.max: _reducer("max"), np.min: _reducer("min"),
-    np.amax: _reducer("max"), np.amin: _reducer("min"),
-    np.argmax: _arg("argmax"), np.argmin: _arg("argmin"),
-    np.concatenate: _concatenate, np.stack: _stack, np.where: _where,
-    np.reshape: _reshape, np.transpose: _transpose, np.swapaxes: _swapaxes, np.clip: _clip,
-    np.expand_dims: _expand_dims, np.squeeze: _squeeze, np.ravel: _ravel, np.dot: _dot,
-    np.round: _round, np.around: _round, np.copy: _copy,
-    np.shape: lambda a: _t(a).shape, np.ndim: lambda a: _t(a).ndim, np.size: lambda a, axis=None: _t(a).size if axis is None else _t(a).shape[axis],
+    np.sum: _sum,
+    np.mean: _mean,
+    np.prod: _prod,
+    np.max: _reducer("max"),
+    np.min: _reducer("min"),
+    np.amax: _reducer("max"),
+    np.amin: _reducer("min"),
+    np.argmax: _arg("argmax"),
+    np.argmin: _arg("argmin"),
+    np.concatenate: _concatenate,
+    np.stack: _stack,
+    np.where: _where,
+    np.reshape: _reshape,
+    np.transpose: _transpose,
+    np.swapaxes: _swapaxes,
+    np.clip: _clip,
+    np.expand_dims: _expand_dims,
+    np.squeeze: _squeeze,
+    np.ravel: _ravel,
+    np.dot: _dot,
+    np.round: _round,
+    np.around: _round,
+    np.copy: _copy,
+    np.shape: lambda a: _t(a).shape,
+    np.ndim: lambda a: _t(a).ndim,
+    np.size: lambda a, axis=None: _t(a).size if axis is None else _t(a).shape[axis],
 }
 if hasattr(np, "astype"):
     _FUNCTIONS[np.astype] = _astype
@@ -194,7 +236,10 @@ if hasattr(np, "permute_dims"):
 
 SUPPORTED_FUNCTIONS = sorted({f"np.{f.__name__}" for f in _FUNCTIONS})
 SUPPORTED_UFUNCS = sorted(
-    {f"np.{u.__name__}" for u in (*_BINARY_UFUNCS, *_UNARY_UFUNCS, *_LOGICAL_UFUNCS, np.logical_not, np.positive, np.square)}
+    {
+        f"np.{u.__name__}"
+        for u in (*_BINARY_UFUNCS, *_UNARY_UFUNCS, *_LOGICAL_UFUNCS, np.logical_not, np.positive, np.square)
+    }
 )
 
 
@@ -211,8 +256,7 @@ def array_function(func: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
 
 
 def _fallback(name: str, fn: Callable, args: Any, kwargs: dict[str, Any]) -> Any:
-    call = _graph.current()
-    if call is not None and not call.excluded:
+    if intercepting() is not None:
         raise TypeError(
             f"numpy function {name} is not supported by mgedump tracing (it would bake values into the "
             f"graph as constants); use mgedump.functional or a supported numpy function, or run it inside "
@@ -222,7 +266,7 @@ def _fallback(name: str, fn: Callable, args: Any, kwargs: dict[str, Any]) -> Any
 
 
 def _values(x: Any) -> Any:
-    if isinstance(x, Tensor):
+    if isinstance(x, TensorBase):
         return x._value()
     if isinstance(x, (list, tuple)):
         return type(x)(_values(v) for v in x)

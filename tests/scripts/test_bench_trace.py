@@ -5,13 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import ROOT
+from tests.support import ROOT
 
 
 def test_bench_trace_quick_prints_a_table():
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench_trace.py"), "--quick", "--runs", "1"],
-        capture_output=True, text=True, timeout=180, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and not line.startswith("| variant")]

@@ -1,10 +1,14 @@
-"""The traced operations: a numpy implementation and an ONNX (opset 13) emitter for each.
+"""The op table: for each traced operation, a numpy implementation and an ONNX (opset 13) emitter.
 
-Every operation a traced function issues goes through one of these. An
-operation receives arrays of the dtypes the functional layer already cast them
-to (ONNX has no implicit type promotion), and its attributes are plain Python
-values (ints, floats, bools, strings and tuples of them), so two calls can be
-compared attribute by attribute.
+Every operation goes through :func:`mgedump.tracing.dispatch.apply` with a key
+of :data:`OPS`: the dispatch layer runs ``compute`` eagerly, and the graph
+builder (:mod:`mgedump.tracing.graph`) calls ``emit`` to write the nodes. An
+operation receives arrays of the dtypes :mod:`mgedump.tracing.functional`
+already cast them to (ONNX has no implicit type promotion), and its attributes
+are plain Python values (ints, floats, bools, strings and tuples of them), so
+two calls can be compared attribute by attribute.
+
+This module imports no other module of the project.
 """
 
 from __future__ import annotations
@@ -141,11 +145,11 @@ def _binary_emitter(name: str, onnx_op: str) -> Callable:
                 b.node("Floor", [q], [out])
             else:  # integers: in float64, exact below 2**53
                 fa, fb, q, fq = b.tmp("a"), b.tmp("b"), b.tmp("div"), b.tmp("floor")
-                b.node("Cast", [ins[0]], [fa], to=_onnx_type(np.float64))
-                b.node("Cast", [ins[1]], [fb], to=_onnx_type(np.float64))
+                b.node("Cast", [ins[0]], [fa], to=onnx_type(np.float64))
+                b.node("Cast", [ins[1]], [fb], to=onnx_type(np.float64))
                 b.node("Div", [fa, fb], [q])
                 b.node("Floor", [q], [fq])
-                b.node("Cast", [fq], [out], to=_onnx_type(dtype))
+                b.node("Cast", [fq], [out], to=onnx_type(dtype))
         elif name == "mod":
             if dtype.kind == "f":  # a - floor(a / b) * b: the sign of b, as numpy
                 q, fq, m = b.tmp("div"), b.tmp("floor"), b.tmp("mul")
@@ -204,15 +208,20 @@ _register("clip", _clip_compute, _clip_emit)
 
 
 def _cast_emit(b, ins, out, attrs, infos, oinfo):
-    b.node("Cast", ins, [out], to=_onnx_type(np.dtype(attrs["dtype"])))
+    b.node("Cast", ins, [out], to=onnx_type(np.dtype(attrs["dtype"])))
 
 
 _register("cast", lambda a, attrs: a[0].astype(attrs["dtype"]), _cast_emit)
 
 # ------------------------------------------------------------------ reductions
 
-_REDUCE = {"sum": (np.sum, "ReduceSum"), "mean": (np.mean, "ReduceMean"), "max": (np.max, "ReduceMax"),
-           "min": (np.min, "ReduceMin"), "prod": (np.prod, "ReduceProd")}
+_REDUCE = {
+    "sum": (np.sum, "ReduceSum"),
+    "mean": (np.mean, "ReduceMean"),
+    "max": (np.max, "ReduceMax"),
+    "min": (np.min, "ReduceMin"),
+    "prod": (np.prod, "ReduceProd"),
+}
 
 
 def _reduce_compute(a, attrs):
@@ -382,24 +391,28 @@ def _is_int(v: Any) -> bool:
 
 
 def _getitem_emit(b, ins, out, attrs, infos, oinfo):
-    starts, ends, axes, steps = [], [], [], []
+    slices = []  # (start, end, axis, step) of each axis that is cut
     axis = 0
     shape = infos[0][0]
     for item in attrs["key"]:
         if item[0] == "new":
             continue
         if item[0] == "int":
-            starts.append(item[1]), ends.append(item[1] + 1), axes.append(axis), steps.append(1)
+            slices.append((item[1], item[1] + 1, axis, 1))
         else:
             _, start, stop, step = item
             if not (start == 0 and stop == shape[axis] and step == 1):
-                starts.append(start), ends.append(INT64_MIN if stop is None else stop), axes.append(axis), steps.append(step)
+                slices.append((start, INT64_MIN if stop is None else stop, axis, step))
         axis += 1
     x = ins[0]
-    if starts:
+    if slices:
         sliced = b.tmp("slice")
-        b.node("Slice", [x, b.const(np.array(starts, np.int64), "starts"), b.const(np.array(ends, np.int64), "ends"),
-                         b.const(np.array(axes, np.int64), "axes"), b.const(np.array(steps, np.int64), "steps")], [sliced])
+        starts, ends, axes, steps = zip(*slices, strict=True)
+        params = [
+            b.const(np.array(v, np.int64), hint)
+            for v, hint in ((starts, "starts"), (ends, "ends"), (axes, "axes"), (steps, "steps"))
+        ]
+        b.node("Slice", [x, *params], [sliced])
         x = sliced
     b.node("Reshape", [x, b.const(np.array(oinfo[0], np.int64), "shape")], [out])
 
@@ -419,10 +432,16 @@ def _log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
-_register("softmax", lambda a, attrs: _softmax(a[0], attrs["axis"]),
-          lambda b, ins, out, attrs, infos, oinfo: b.node("Softmax", ins, [out], axis=attrs["axis"]))
-_register("log_softmax", lambda a, attrs: _log_softmax(a[0], attrs["axis"]),
-          lambda b, ins, out, attrs, infos, oinfo: b.node("LogSoftmax", ins, [out], axis=attrs["axis"]))
+_register(
+    "softmax",
+    lambda a, attrs: _softmax(a[0], attrs["axis"]),
+    lambda b, ins, out, attrs, infos, oinfo: b.node("Softmax", ins, [out], axis=attrs["axis"]),
+)
+_register(
+    "log_softmax",
+    lambda a, attrs: _log_softmax(a[0], attrs["axis"]),
+    lambda b, ins, out, attrs, infos, oinfo: b.node("LogSoftmax", ins, [out], axis=attrs["axis"]),
+)
 
 
 def _windows(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int]) -> np.ndarray:
@@ -450,8 +469,8 @@ def _conv2d_compute(a, attrs):
     outs = []
     ocg = oc // groups
     for g in range(groups):
-        cols = win[:, g * icg:(g + 1) * icg].transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, icg * kh * kw)
-        wg = w[g * ocg:(g + 1) * ocg].reshape(ocg, icg * kh * kw)
+        cols = win[:, g * icg : (g + 1) * icg].transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, icg * kh * kw)
+        wg = w[g * ocg : (g + 1) * ocg].reshape(ocg, icg * kh * kw)
         outs.append((cols @ wg.T).reshape(n, oh, ow, ocg))
     y = (outs[0] if groups == 1 else np.concatenate(outs, axis=3)).transpose(0, 3, 1, 2)
     if len(a) > 2:
@@ -462,8 +481,16 @@ def _conv2d_compute(a, attrs):
 def _conv2d_emit(b, ins, out, attrs, infos, oinfo):
     ph, pw = attrs["padding"]
     kh, kw = infos[1][0][2:]
-    b.node("Conv", ins, [out], kernel_shape=[kh, kw], strides=list(attrs["stride"]), pads=[ph, pw, ph, pw],
-           dilations=list(attrs["dilation"]), group=attrs["groups"])
+    b.node(
+        "Conv",
+        ins,
+        [out],
+        kernel_shape=[kh, kw],
+        strides=list(attrs["stride"]),
+        pads=[ph, pw, ph, pw],
+        dilations=list(attrs["dilation"]),
+        group=attrs["groups"],
+    )
 
 
 _register("conv2d", _conv2d_compute, _conv2d_emit)
@@ -492,7 +519,15 @@ def _pool_emitter(op: str) -> Callable:
     def emit(b, ins, out, attrs, infos, oinfo):
         ph, pw = attrs["padding"]
         extra = {"count_include_pad": int(attrs["count_include_pad"])} if op == "AveragePool" else {}
-        b.node(op, ins, [out], kernel_shape=list(attrs["kernel"]), strides=list(attrs["stride"]), pads=[ph, pw, ph, pw], **extra)
+        b.node(
+            op,
+            ins,
+            [out],
+            kernel_shape=list(attrs["kernel"]),
+            strides=list(attrs["stride"]),
+            pads=[ph, pw, ph, pw],
+            **extra,
+        )
 
     return emit
 
@@ -577,7 +612,8 @@ def widened_inputs(name: str, n: int) -> range:
     return range(1, 3) if name == "where" else range(n)
 
 
-def _onnx_type(dtype: Any) -> int:
+def onnx_type(dtype: Any) -> int:
+    """The ONNX ``TensorProto`` element type of a numpy dtype."""
     from onnx import helper
 
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))

@@ -1,10 +1,14 @@
-"""Eager tensors backed by numpy arrays, recorded when a trace is active.
+"""The public tensor: :class:`Tensor` and :func:`tensor` (MegEngine's ``megengine.Tensor`` and ``megengine.tensor``).
 
-A :class:`Tensor` wraps an immutable numpy array. Its operators, methods and
-the numpy functions it supports (through ``__array_ufunc__`` and
-``__array_function__``) all go through :mod:`mgedump.functional`, so inside a
-function decorated with :func:`mgedump.jit.trace` every one of them is recorded
-into the static graph.
+A :class:`Tensor` wraps an immutable numpy array. Its value mechanics come
+from :class:`~mgedump.tracing.dispatch.TensorBase`; this class adds the
+constructor, the operators and methods, and numpy interoperability. Operators
+and methods go through :mod:`mgedump.tracing.functional`, and the numpy
+functions it supports (through ``__array_ufunc__`` and ``__array_function__``)
+through :mod:`mgedump.tracing.numpy_api`, so inside a function decorated with
+:func:`mgedump.jit.trace` every one of them is recorded into the static graph.
+The class registers itself with the dispatch layer, which makes every tensor
+an operation returns a Tensor.
 
 Like MegEngine, :func:`tensor` turns float64 data into float32 and int64 data
 into int32 unless a ``dtype`` is given. Arithmetic follows numpy's promotion
@@ -13,28 +17,22 @@ rules (a Python scalar adopts the tensor's dtype).
 
 from __future__ import annotations
 
-import math
-import sys
-import types
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from . import functional as _F
+from . import numpy_api as _numpy_api
+from .dispatch import TensorBase, freeze, intercepting, register_tensor_type
+
+__all__ = ["Tensor", "tensor"]
+
 _DEFAULT_CAST = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32)}
 
-# the origin of a tensor made while a traced function runs
-ORIGIN_CONST = "const"  # made in the function from data: a graph constant
-ORIGIN_EXCLUDED = "excluded"  # made inside exclude_from_trace: fed to the graph as an input
 
-
-def _frozen(array: np.ndarray) -> np.ndarray:
-    if array.flags.writeable:
-        array.flags.writeable = False
-    return array
-
-
-class Tensor:
+@register_tensor_type
+class Tensor(TensorBase):
     """An n-dimensional array with eager numpy semantics that a trace can record.
 
     Args:
@@ -43,15 +41,17 @@ class Tensor:
             as float32 and int64 as int32.
         name: a name for messages and dumped graphs (modules name their parameters).
 
+    Raises:
+        TypeError: the data is not bool, integer or floating-point.
+
     Tensors are immutable: operations return new tensors.
     """
 
-    __slots__ = ("__weakref__", "_call", "_data", "_dtype", "_origin", "_shape", "_vid", "name")
+    __slots__ = ()
 
     def __init__(self, data: Any, dtype: Any = None, *, name: str | None = None) -> None:
-        if isinstance(data, Tensor):
-            call = _graph.current()
-            if call is not None and not call.excluded:  # a traced copy, not a constant of its value
+        if isinstance(data, TensorBase):
+            if intercepting() is not None:  # a traced copy, not a constant of its value
                 copied = _F.unary("identity", data) if dtype is None else _F.astype(data, dtype)
                 self._init(copied._data, copied._shape, copied._dtype, copied._vid, copied._call, copied._origin)
                 self.name = name
@@ -62,125 +62,12 @@ class Tensor:
             array = array.astype(_DEFAULT_CAST[array.dtype])
         if array.dtype.kind not in "biuf":
             raise TypeError(f"a tensor holds bool, integer or floating-point data, not {array.dtype}")
-        self._init(_frozen(array), array.shape, array.dtype, None)
+        self._init(freeze(array), array.shape, array.dtype, None)
         self.name = name
-
-    def _init(self, data: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype, vid: int | None,
-              call: Any = None, origin: str | None = None) -> None:
-        self._data = data
-        self._shape = tuple(shape)
-        self._dtype = dtype
-        self._vid = vid
-        if call is None and vid is None:
-            call = _graph.current()
-            if call is not None:
-                origin = ORIGIN_EXCLUDED if call.excluded else ORIGIN_CONST
-        self._call = call
-        self._origin = origin
-
-    @classmethod
-    def _wrap(cls, array: np.ndarray, name: str | None = None) -> Tensor:
-        """A tensor on an array that nobody else writes to (no copy, no dtype change)."""
-        t = object.__new__(cls)
-        array = np.asarray(array)
-        t._init(_frozen(array), array.shape, array.dtype, None)
-        t.name = name
-        return t
-
-    @classmethod
-    def _traced(cls, data: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype, vid: int, call: Any) -> Tensor:
-        """A value of a trace: computed (``data``) or not (a placeholder or a replayed value)."""
-        t = object.__new__(cls)
-        t._init(None if data is None else _frozen(data), shape, dtype, vid, call)
-        t.name = None
-        return t
-
-    # ------------------------------------------------------------ values
-
-    def _value(self) -> np.ndarray:
-        if self._data is not None:
-            return self._data
-        call = self._call
-        if call is None or not call.active:
-            raise RuntimeError(
-                "this tensor was made inside a traced call that has ended and has no value; "
-                "return it from the traced function to get its value"
-            )
-        return call.read_value(self)
-
-    def numpy(self) -> np.ndarray:
-        """A copy of the value as a numpy array (reads the value: see :mod:`mgedump.jit`)."""
-        return np.array(self._value(), copy=True)
-
-    def item(self) -> Any:
-        """The value of a one-element tensor as a Python number."""
-        value = self._value()
-        if value.size != 1:
-            raise ValueError(f"item() needs a tensor with one element; this one has shape {self._shape}")
-        return value.item()
-
-    def tolist(self) -> Any:
-        return self._value().tolist()
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        call = _graph.current()
-        if call is not None and not call.excluded:
-            raise TypeError(
-                "a tensor was converted to a numpy array (np.asarray, np.array, or a numpy function mgedump "
-                "does not support) inside a traced function, which would bake its value into the graph; use "
-                "mgedump.functional or a supported numpy function, .numpy() to read a value on purpose, or "
-                "`with jit.exclude_from_trace():`"
-            )
-        value = self._value()
-        if dtype is not None and np.dtype(dtype) != value.dtype:
-            return value.astype(dtype)
-        return np.array(value, copy=True) if copy else value
-
-    def __bool__(self) -> bool:
-        value = self._value()
-        if value.size != 1:
-            raise ValueError(f"the truth value of a tensor of shape {self._shape} is ambiguous")
-        return bool(value.item())
-
-    def __float__(self) -> float:
-        return float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
-    # ------------------------------------------------------------ metadata
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self._shape)
-
-    def __len__(self) -> int:
-        if not self._shape:
-            raise TypeError("len() of a 0-d tensor")
-        return self._shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
         for i in range(len(self)):
             yield self[i]
-
-    def __repr__(self) -> str:
-        label = f", name={self.name!r}" if self.name else ""
-        if self._data is None:
-            return f"Tensor(<no value yet>, shape={self._shape}, dtype={self._dtype}{label})"
-        body = np.array2string(self._data, separator=", ", prefix="Tensor(")
-        return f"Tensor({body}, dtype={self._dtype}{label})"
 
     __hash__ = object.__hash__
 
@@ -356,23 +243,8 @@ def tensor(data: Any, dtype: Any = None) -> Tensor:
 
     Returns:
         A new Tensor. Made inside a traced function, it is a constant of the graph.
+
+    Raises:
+        TypeError: the data is not bool, integer or floating-point.
     """
     return Tensor(data, dtype)
-
-
-class _CallableModule(types.ModuleType):
-    """``mgedump.tensor`` is both this module and the function: once the module is
-    imported, Python binds the package attribute to the module, so the module
-    itself must be callable for ``mgedump.tensor([1, 2])`` to keep working."""
-
-    def __call__(self, data: Any, dtype: Any = None) -> Tensor:
-        return tensor(data, dtype)
-
-
-sys.modules[__name__].__class__ = _CallableModule
-
-from . import (
-    _graph,
-    _numpy_api,
-)
-from . import functional as _F

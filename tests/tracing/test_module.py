@@ -1,0 +1,80 @@
+"""mgedump.tracing.module: parameter names and kinds, state dicts, modes, Sequential."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mgedump.module as M
+from mgedump import Tensor, tensor
+from tests.tracing.support import SmallCNN, batch, make_cnn
+
+
+def test_parameters_and_buffers_are_named_by_attribute_path(cnn):
+    names = [n for n, _ in cnn.named_parameters()]
+    assert names == [
+        "conv1.weight",
+        "conv1.bias",
+        "bn1.weight",
+        "bn1.bias",
+        "conv2.weight",
+        "conv2.bias",
+        "bn2.weight",
+        "bn2.bias",
+        "fc.weight",
+        "fc.bias",
+    ]
+    assert [n for n, _ in cnn.named_buffers()] == [
+        "bn1.running_mean",
+        "bn1.running_var",
+        "bn2.running_mean",
+        "bn2.running_var",
+    ]
+    assert all(t.name == n for n, t in cnn.named_tensors())
+    assert [n for n, _ in cnn.named_modules()] == ["", "conv1", "bn1", "conv2", "bn2", "fc"]
+    assert len(list(cnn.parameters())) == 10 and len(list(cnn.buffers())) == 4
+
+
+def test_module_state_dict_roundtrip(cnn):
+    other = make_cnn(seed=5)
+    x = batch()
+    assert not np.allclose(other(x).numpy(), cnn(x).numpy())
+    other.load_state_dict(cnn.state_dict())
+    np.testing.assert_array_equal(other(x).numpy(), cnn(x).numpy())
+    assert other.bn1.running_mean.name == "bn1.running_mean"
+    with pytest.raises(KeyError, match="missing"):
+        other.load_state_dict({"fc.weight": np.zeros((10, 256))})
+    with pytest.raises(ValueError, match="shape"):
+        other.load_state_dict({"fc.weight": np.zeros((3, 3))}, strict=False)
+    with pytest.raises(RuntimeError, match="eval"):
+        SmallCNN()(x)  # training mode: BatchNorm refuses
+
+
+def test_modes_and_sequential():
+    np.random.seed(0)
+    seq = M.Sequential(M.Linear(3, 4), M.ReLU(), M.Linear(4, 2, bias=False), M.Softmax(axis=1))
+    assert [n for n, _ in seq.named_parameters()] == ["0.weight", "0.bias", "2.weight"]
+    assert seq[2].bias is None and len(seq) == 4 and seq.training
+    assert not seq.eval().training and not seq[0].training and seq.train().training
+    x = tensor(np.random.rand(5, 3))
+    w0, b0, w2 = (t.numpy() for t in seq.parameters())
+    h = np.maximum(x.numpy() @ w0.T + b0, 0) @ w2.T
+    e = np.exp(h - h.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(seq(x).numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+    outer = M.Sequential({"body": seq})
+    assert [n for n, _ in outer.named_parameters()][0] == "body.0.weight" and seq[0].weight.name == "body.0.weight"
+    with pytest.raises(TypeError, match="Sequential takes modules"):
+        M.Sequential(lambda x: x)
+
+
+def test_module_needs_super_init_and_forward():
+    class NoInit(M.Module):
+        def __init__(self):
+            self.w = Tensor([1.0])
+
+    with pytest.raises(RuntimeError, match=r"must call super\(\).__init__\(\)"):
+        NoInit()
+    with pytest.raises(NotImplementedError, match="has no forward"):
+        M.Module()(tensor([1.0]))
+    with pytest.raises(ValueError, match="divisible by groups"):
+        M.Conv2d(3, 8, 3, groups=2)
