@@ -42,6 +42,13 @@ Sections (``--sections``, a comma list; default: all, in this order):
     ``mgedump.jit.trace`` on a small CNN at batch 8: eager vs compiled time per
     call, and a compiled call's overhead over onnxruntime run directly on the
     dumped model (``scripts/bench_trace.py``, in a worker).
+``zip``
+    The bundle's own stored-ZIP writer against the standard library's
+    ``zipfile`` on the generated ~1 GiB weights as one member, both hashing the
+    bytes with sha256 as a bundle needs: mgedump's writer reuses the CRC-32 of
+    that hashing read and copies with ``copy_file_range``; ``zipfile`` (fixed
+    ``date_time``, ``force_zip64``) reads and CRCs the bytes again as it writes
+    them. Target: < 0.9, or the project carries ``zipfile`` alone.
 ``startup``
     Wall time of ``mgedump --help`` and ``mgerun --help`` against ``python -c
     pass`` with the same interpreter, alternated, 3 x ``--runs`` runs each
