@@ -11,6 +11,7 @@ compare exactly; shapes and dtypes must match. An output passes when
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,3 +145,39 @@ def assert_equal(name: str, expect: np.ndarray, got: np.ndarray, maxerr: float) 
     index = tuple(int(i) for i in np.unravel_index(flat, expect.shape))
     err = float(err_each.reshape(-1)[flat])
     return OutputCheck(name, err <= maxerr, err, maxerr, None, index, expect[index], got[index], stats)
+
+
+HINT_LIMIT = 0.5  # no --maxerr hint at or above this: an error that large means the outputs are destroyed
+
+
+def suggest_maxerr(err: float) -> float:
+    """A round --maxerr a little above a measured error: 1, 2 or 5 times a power of ten."""
+    if err <= 0:
+        return 0.0
+    exponent = math.floor(math.log10(err * 1.2))
+    for step in (1, 2, 5, 10):
+        candidate = step * 10.0**exponent
+        if candidate >= err * 1.2:
+            return float(f"{candidate:.1g}")
+    return float(f"{10.0 ** (exponent + 1):.1g}")
+
+
+def maxerr_hint(err: float | None, scale: float = 1.0) -> str | None:
+    """A ``--maxerr`` that would pass, only where the error is small against the outputs' own scale.
+
+    Args:
+        err: the worst AssertEqual error measured.
+        scale: the largest magnitude of the expected outputs (the metric is
+            absolute below 1, so the scale counts from 1).
+
+    Returns:
+        ``"--maxerr X would pass"``, or None for an error that means the
+        outputs are destroyed (non-finite, at or above :data:`HINT_LIMIT`, or
+        over a tenth of the outputs' scale).
+    """
+    if err is None or not math.isfinite(err) or err <= 0:
+        return None
+    suggested = suggest_maxerr(err)
+    if suggested >= HINT_LIMIT or err > 0.1 * max(scale, 1.0):
+        return None
+    return f"--maxerr {suggested:g} would pass"

@@ -148,6 +148,8 @@ class OptimizeOptions:
         enable_fuse_conv_bias_nonlinearity: onnxruntime's fused Conv (onnxruntime only).
         enable_nchw88: onnxruntime's NCHWc layout (onnxruntime's CPU provider, x86 AVX2).
         discard_var_name: rename internal tensors, drop node names and doc strings.
+        fp32_nodes: glob patterns of node names or op types that stay float32
+            in a float16 mode, whatever the test data says.
     """
 
     optimize_for_inference: bool = False
@@ -156,10 +158,21 @@ class OptimizeOptions:
     enable_fuse_conv_bias_nonlinearity: bool = False
     enable_nchw88: bool = False
     discard_var_name: bool = False
+    fp32_nodes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.fp32_nodes and not (self.enable_ioc16 or self.enable_io16xc32):
+            raise UsageError(
+                "--fp32-nodes keeps nodes float32 in a float16 mode: add --enable-ioc16 or --enable-io16xc32"
+            )
 
     @classmethod
     def from_flags(
-        cls, optimize_for_inference: bool = False, discard_var_name: bool = False, **enable_flags: bool
+        cls,
+        optimize_for_inference: bool = False,
+        discard_var_name: bool = False,
+        fp32_nodes: Sequence[str] = (),
+        **enable_flags: bool,
     ) -> OptimizeOptions:
         """Options from flag names (``enable_io16xc32=True``, ...), as the command line and ``trace.dump`` give them.
 
@@ -193,11 +206,20 @@ class OptimizeOptions:
     @property
     def any(self) -> bool:
         """Whether any rewrite is on."""
-        return any(getattr(self, f.name) for f in fields(self))
+        return bool(self.names())
+
+    @property
+    def float16(self) -> str | None:
+        """The float16 mode, ``"ioc16"`` or ``"io16xc32"``, if one is on."""
+        return "ioc16" if self.enable_ioc16 else "io16xc32" if self.enable_io16xc32 else None
 
     def names(self) -> list[str]:
         """The rewrites that are on, as manifest entries (``optimize-for-inference``, ``io16xc32``, ...)."""
-        return [f.name.removeprefix("enable_").replace("_", "-") for f in fields(self) if getattr(self, f.name)]
+        return [
+            f.name.removeprefix("enable_").replace("_", "-")
+            for f in fields(self)
+            if isinstance(getattr(self, f.name), bool) and getattr(self, f.name)
+        ]
 
 
 @dataclass(frozen=True)

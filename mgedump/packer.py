@@ -6,7 +6,7 @@ import math
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .assertion import assert_equal
+from .assertion import assert_equal, maxerr_hint
 from .bundle import DATA_MEMBER, FORMAT, FORMAT_VERSION, MODEL_MEMBER, Member, tensor_bytes, write_bundle
 from .data import TestCase, build_cases, cast_to
-from .errors import OptimizeError, RunError, SpecError
+from .errors import MgeError, OptimizeError, RunError, SpecError
 from .fileio import FileDigest, check_target, hash_files
 from .log import logger
 from .modelfile import ModelSource, model_source
@@ -84,13 +84,27 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
             inputs, outputs = model_io(session)
             cases = build_cases(expand_specs(list(options.specs)), inputs, options.data)
             if options.optimize.any:
-                optimized = optimize_file(model_path, os.path.join(tmp, MODEL_MEMBER), options.optimize)
+                optimized = optimize_file(
+                    model_path,
+                    os.path.join(tmp, MODEL_MEMBER),
+                    options.optimize,
+                    test_inputs=[dict(case.inputs) for case in cases],
+                    maxerr=maxerr,
+                )
                 bundled = open_session(optimized.path, label="the optimised model")
                 b_inputs, b_outputs = model_io(bundled)
             else:
                 optimized, bundled, b_inputs, b_outputs = None, None, inputs, outputs
             stored = _expected_outputs(session, cases, inputs, b_inputs, b_outputs)
-            checks = _self_check(bundled, stored, b_outputs, maxerr) if bundled is not None else []
+            checks = []
+            if bundled is not None:
+                checks = _self_check(
+                    bundled,
+                    stored,
+                    b_outputs,
+                    maxerr,
+                    lambda k: _explain(model_path, optimized.path, stored[k], maxerr, tmp),
+                )
             digest = hashing.result()
         except BaseException:
             cancel.set()
@@ -114,6 +128,7 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
                 "external_data": DATA_MEMBER if any(m.name == DATA_MEMBER for m in members) else None,
             },
             "optimizations": optimizations,
+            **({"float16": optimized.float16} if optimized is not None and optimized.float16 else {}),
             "requirements": requirements,
             "inputs": [info.to_json() for info in b_inputs],
             "outputs": [info.to_json() for info in b_outputs],
@@ -183,27 +198,24 @@ def _expected_outputs(
     return stored
 
 
-def suggest_maxerr(err: float) -> float:
-    """A round --maxerr a little above a measured error: 1, 2 or 5 times a power of ten."""
-    if err <= 0:
-        return 0.0
-    exponent = math.floor(math.log10(err * 1.2))
-    for step in (1, 2, 5, 10):
-        candidate = step * 10.0**exponent
-        if candidate >= err * 1.2:
-            return float(f"{candidate:.1g}")
-    return float(f"{10.0 ** (exponent + 1):.1g}")
-
-
 def _self_check(
-    bundled: Any, stored: Sequence[_Case], b_outputs: Sequence[TensorInfo], maxerr: float
+    bundled: Any,
+    stored: Sequence[_Case],
+    b_outputs: Sequence[TensorInfo],
+    maxerr: float,
+    explain: Callable[[int], str | None],
 ) -> list[dict[str, Any]]:
     """Run the optimised model on every test case; refuse a model that misses maxerr.
 
+    Args:
+        explain: names the first divergence of a failing test case (or None).
+
     Raises:
-        OptimizeError: with the measured error per output and a --maxerr that would pass.
+        OptimizeError: with the measured error per output, and either a
+            --maxerr that would pass (when the error is small against the
+            outputs' scale) or the first divergence.
     """
-    results, failures, worst = [], [], 0.0
+    results, failures, worst, scale, worst_case = [], [], 0.0, 0.0, 0
     for index, case in enumerate(stored):
         try:
             got = to_numpy_outputs(run(bundled, dict(case.inputs)), b_outputs)
@@ -212,21 +224,45 @@ def _self_check(
         for info, want, have in zip(b_outputs, case.expected, got, strict=True):
             check = assert_equal(info.name, want, have, maxerr)
             results.append({"case": index, "output": info.name, "err": check.err, "passed": check.passed})
-            if not check.passed:
-                if check.err is None:
-                    raise OptimizeError(
-                        f"the optimised model's output {info.name!r} on test case {index}: {check.reason}"
-                    )
-                failures.append(f"err={check.err:.3g} (name={info.name}, test case {index})")
-                worst = max(worst, check.err)
+            if check.passed:
+                continue
+            failures.append(
+                f"err={check.err:.3g} (name={info.name}, test case {index})"
+                if check.err is not None
+                else f"{check.reason} (name={info.name}, test case {index})"
+            )
+            err = math.inf if check.err is None else check.err
+            if err > worst or not failures[:-1]:
+                worst, worst_case = err, index
+            scale = max(scale, abs(check.stats.get("expect_max") or 0.0), abs(check.stats.get("expect_min") or 0.0))
     if failures:
-        raise OptimizeError(
-            f"the optimised model misses --maxerr {maxerr:g}: "
-            + ", ".join(failures[:4])
-            + (f" and {len(failures) - 4} more" if len(failures) > 4 else ""),
-            hint=f"--maxerr {suggest_maxerr(worst):g} would pass",
-        )
+        message = f"the optimised model misses --maxerr {maxerr:g}: " + ", ".join(failures[:4])
+        message += f" and {len(failures) - 4} more" if len(failures) > 4 else ""
+        hint = maxerr_hint(worst, scale)
+        if hint is None:
+            first = explain(worst_case)
+            message += f"; first divergence on test case {worst_case}: {first}" if first else ""
+        raise OptimizeError(message, hint=hint)
     return results
+
+
+def _explain(given: str, optimized: str, case: _Case, maxerr: float, scratch: str) -> str | None:
+    """The first divergence between the model as given and the optimised one on a test case, if one is found."""
+    from .diagnose.compare import compare_models, describe
+
+    try:
+        report = compare_models(
+            (given, "given"),
+            (optimized, "optimised"),
+            [(0, dict(case.inputs))],
+            scratch,
+            maxerr=maxerr,
+            labels=("the model as given", "the optimised model"),
+        )
+    except MgeError:
+        return None  # the diagnosis is a bonus: the refusal stands without it
+    first = report.cases[0].first_divergence
+    return describe(first) if first is not None else None
 
 
 def _case_members(

@@ -83,8 +83,17 @@ _CPP_LOCATION = re.compile(r"\S+\.(?:cc|cpp|h):\d+\s+(?:[\w:~<>*&,\s]+?\((?:[^()
 _SILENT = 4  # onnxruntime's severity levels: 0 verbose .. 3 error, 4 fatal
 
 
-def session_options(*, threads: int | None = None, graph_opt: str | None = None, profile: str | None = None):
+def session_options(
+    *,
+    threads: int | None = None,
+    graph_opt: str | None = None,
+    profile: str | None = None,
+    data_folder: str | None = None,
+):
     """onnxruntime ``SessionOptions`` with the given settings.
+
+    ``data_folder`` is where a model opened from bytes finds its external data
+    (a model opened from a file finds it beside the file).
 
     The session logs nothing itself (``log_severity_level`` 4, fatal only):
     mgedump reports every failure in one line. onnxruntime's process-wide
@@ -107,6 +116,8 @@ def session_options(*, threads: int | None = None, graph_opt: str | None = None,
     if profile is not None:
         opts.enable_profiling = True
         opts.profile_file_prefix = profile
+    if data_folder is not None:
+        opts.add_session_config_entry("session.model_external_initializers_file_folder_path", data_folder)
     return opts
 
 

@@ -31,6 +31,10 @@ Manifest keys (all REQUIRED unless marked):
     "external_data": str or null}``: the bundled model, the hash of the model
     file it was made from, and the member holding external data, if any.
 ``optimizations``: list of str, the rewrites applied (empty: the model as given).
+``float16`` (OPTIONAL, present when a float16 mode was applied): ``{"mode":
+    "ioc16" or "io16xc32", "kept_float32": [{"node": str, "op_type": str,
+    "why": str}], "weights_float32": [{"weight": str, "why": str}],
+    "search_rounds": int}``: the nodes and weights that stay float32, and why.
 ``requirements``: list of str, what the bundled model needs at run time beyond
     a standard ONNX runtime (e.g. ``"onnxruntime"``, ``"x86-avx2"``).
 ``inputs``, ``outputs``: lists of ``{"name": str, "dtype": str, "shape": list
@@ -127,6 +131,11 @@ def validate_manifest(manifest: Any) -> None:
     )
     _require(_is_str_list(manifest.get("optimizations")), "'optimizations' must be a list of strings")
     _require(_is_str_list(manifest.get("requirements")), "'requirements' must be a list of strings")
+    float16 = manifest.get("float16")
+    _require(
+        float16 is None or (isinstance(float16, dict) and isinstance(float16.get("kept_float32"), list)),
+        "'float16' must be an object listing 'kept_float32'",
+    )
     _check_tensor_infos(manifest.get("inputs"), "inputs")
     _check_tensor_infos(manifest.get("outputs"), "outputs")
     assertion = manifest.get("assertion")

@@ -28,6 +28,28 @@ def print_packed(output: str, result: Any) -> None:
             f"mgedump: optimised ({', '.join(manifest['optimizations'])}); self-check worst err={worst:.3g}{needs}",
             err=True,
         )
+    for line in float16_lines(manifest.get("float16")):
+        click.echo(f"mgedump: {line}", err=True)
+
+
+def float16_lines(float16: dict[str, Any] | None, limit: int = 10) -> list[str]:
+    """What a float16 mode kept float32, and why: one line each, the first ``limit`` of them."""
+    if not float16:
+        return []
+    kept = float16["kept_float32"]
+    weights = float16.get("weights_float32", [])
+    if not kept and not weights:
+        return [f"{float16['mode']}: every node converted"]
+    lines = [f"{float16['mode']}: {len(kept)} node(s) and {len(weights)} weight(s) kept float32"]
+    for entry in kept[:limit]:
+        op = f" ({entry['op_type']})" if entry.get("op_type") else ""
+        lines.append(f"  node {entry['node']!r}{op}: {entry['why']}")
+    for entry in weights[: max(limit - len(kept), 0)]:
+        lines.append(f"  weight {entry['weight']!r}: {entry['why']}")
+    hidden = len(kept) + len(weights) - min(len(kept), limit) - min(len(weights), max(limit - len(kept), 0))
+    if hidden > 0:
+        lines.append(f"  ... and {hidden} more (the bundle's manifest lists them all)")
+    return lines
 
 
 def value_text(value: Any) -> str:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,8 @@ from ..errors import ModelError
 from ..modelfile import uses_external_data
 from ..options import OptimizeOptions
 from ..runtime import open_session, session_options
-from .float16 import io16xc32, ioc16
+from .autocast import autocast
+from .float16 import convert, is_float16_model, matching_nodes, name_nodes
 from .passes import batchnorm_to_affine, discard_names, restore_ir, strip_opsets
 from .requirements import check_can_make, requirements_of
 
@@ -52,20 +54,46 @@ __all__ = ["OptimizeOptions", "OptimizeResult", "level_of", "optimize_file"]
 
 @dataclass
 class OptimizeResult:
-    """The optimised model file and what it needs."""
+    """The optimised model file and what it needs.
+
+    Attributes:
+        path: the optimised model.
+        optimizations: the rewrites applied, as the manifest lists them.
+        requirements: what the model needs at run time beyond a standard ONNX runtime.
+        notes: remarks for the user.
+        float16: with a float16 mode: the nodes and weights kept float32 and why
+            (:meth:`~mgedump.optimize.autocast.Autocast.to_json`).
+    """
 
     path: str
     optimizations: list[str]
     requirements: list[str]
     notes: list[str] = field(default_factory=list)
+    float16: dict[str, Any] | None = None
 
 
-def optimize_file(src: str, dst: str, options: OptimizeOptions) -> OptimizeResult:
+def optimize_file(
+    src: str,
+    dst: str,
+    options: OptimizeOptions,
+    *,
+    test_inputs: Sequence[Mapping[str, Any]] | None = None,
+    maxerr: float | None = None,
+) -> OptimizeResult:
     """Write src, optimised as options say, to dst (with dst's external data beside it if the model needs it).
+
+    Args:
+        src, dst: the model, and where the optimised one goes.
+        options: the rewrites.
+        test_inputs: the test cases' inputs. With a float16 mode, the nodes
+            that must stay float32 are found by running on them
+            (:mod:`.autocast`); without, only the weights' ranges decide.
+        maxerr: what the float16 model's outputs must meet on the test cases.
 
     Raises:
         UsageError: nchw88 on a CPU without AVX2.
         ModelError: the model cannot be optimised or the result fails ``onnx.checker``.
+        OptimizeError: no float16 model meets ``maxerr`` on the test cases.
     """
     import onnx
 
@@ -82,10 +110,32 @@ def optimize_file(src: str, dst: str, options: OptimizeOptions) -> OptimizeResul
                 model = _ort_offline(staged, os.path.join(tmp, "basic2.onnx"), "basic", external)
         else:
             model = onnx.load(src)
-        if options.enable_ioc16:
-            model = ioc16(model, notes)
-        elif options.enable_io16xc32:
-            model = io16xc32(model, notes)
+        float16 = None
+        if options.float16 is not None:
+            if is_float16_model(model):
+                notes.append("the model is float16 already")
+            elif test_inputs:
+                staged = os.path.join(tmp, "float32.onnx")
+                _save(model, staged, external)
+                found = autocast(
+                    staged,
+                    options.float16,
+                    test_inputs,
+                    maxerr=1e-2 if maxerr is None else maxerr,
+                    fp32_nodes=options.fp32_nodes,
+                    scratch=tmp,
+                )
+                model, float16 = found.model, found.to_json()
+            else:
+                name_nodes(model)
+                kept = matching_nodes(model, options.fp32_nodes)
+                conversion = convert(model, options.float16, kept)
+                float16 = {
+                    "mode": options.float16,
+                    "kept_float32": [{"node": n, "op_type": "", "why": why} for n, why in kept.items()],
+                    "weights_float32": [{"weight": n, "why": why} for n, why in conversion.weights32.items()],
+                    "search_rounds": 0,
+                }
         level = level_of(options)
         if level != "basic":
             staged = os.path.join(tmp, "staged.onnx")
@@ -102,7 +152,7 @@ def optimize_file(src: str, dst: str, options: OptimizeOptions) -> OptimizeResul
                     f"the optimised model fails onnx.checker: {' '.join(str(exc).split())[:300]}"
                 ) from None
         _save(model, dst, external)
-    return OptimizeResult(dst, options.names(), requirements_of(options), notes)
+    return OptimizeResult(dst, options.names(), requirements_of(options), notes, float16)
 
 
 def level_of(options: OptimizeOptions) -> str:
@@ -142,7 +192,7 @@ def _ort_offline(src: str, out: str, level: str, external: bool) -> Any:
             "session.optimized_model_external_initializers_file_name", os.path.basename(out) + ".data"
         )
         opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
-    open_session(src, options=opts)
+    open_session(src, label=f"the model being optimised ({level} level)", options=opts)
     model = onnx.load(out)
     restore_ir(model, onnx.load(src, load_external_data=False))
     return model

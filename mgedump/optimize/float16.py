@@ -1,24 +1,51 @@
-"""float16 for inference: ``--enable-ioc16`` and ``--enable-io16xc32``.
+"""float16 for inference (DESIGN sections 5 and 13): one pass for ``--enable-ioc16`` and ``--enable-io16xc32``.
 
-- ``--enable-ioc16``: onnxruntime's float16 converter
-  (``onnxruntime.transformers.float16``), with every op that has no float16 CPU
-  kernel in onnxruntime (and the ops that must stay float32: Resize, TopK,
-  Range, CumSum, NMS, ...) kept float32 behind Casts; weights stored as float16.
-  The converter's known breakage is repaired (duplicate Cast names on unnamed
-  nodes, topological order).
-- ``--enable-io16xc32``: our own pass: every float tensor between operators and
-  at the model's inputs and outputs is float16; each operator casts its inputs
-  to float32, computes in float32 and casts its outputs back.
+Every float tensor has a *storage* type (float16 or float32) and every node a
+*compute* type:
+
+- ``ioc16``: a node computes in float16 when onnxruntime's CPU provider has a
+  float16 kernel for it and it is not kept float32; its float outputs are then
+  stored float16. Other nodes compute in float32 and their outputs stay
+  float32. Weights are stored float16 (the model is about half the size)
+  unless float16 cannot hold them or a node kept float32 reads them.
+- ``io16xc32``: every node computes in float32, and the float tensors between
+  operators are stored float16, except the outputs of nodes kept float32 and
+  values an operator needs exact (Resize scales, TopK, Range, ...); weights
+  stay float32.
+- In both, the model's float inputs and outputs are float16.
+
+A Cast is inserted wherever a tensor's storage differs from what its reader
+needs: one per (tensor, type), named after the tensor, right before its first
+reader, so the graph stays topologically sorted and every name unique. Which
+inputs and outputs of a node follow its float type comes from the operator's
+ONNX schema (a float input with a fixed type, such as Resize's scales, stays
+float32).
+
+Control flow (If, Loop, Scan) is converted consistently: its subgraphs are
+converted as graphs whose inputs, outputs and outer-scope reads stay float32,
+and a control-flow node kept float32 keeps its subgraphs float32 whole.
+
+:func:`convert` takes the nodes to keep float32 (by name, with the reason);
+the mixed-precision search of :mod:`mgedump.optimize.autocast` decides them
+from the test data.
 """
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ModelError
-from ..log import warn_once
+import numpy as np
 
-# ops that must stay float32 whatever the kernels say (their inputs are indices, scales or sizes)
+from ..errors import ModelError
+
+FLOAT16_MAX = 65504.0
+FLOAT16_TINY = 2.0**-24  # the smallest float16 (subnormal): a weight entirely below it (an epsilon) becomes zero
+IOC16, IO16XC32 = "ioc16", "io16xc32"
+CONTROL_FLOW = ("If", "Loop", "Scan")
+# ops whose values must stay exact whatever the kernels say (indices, scales, sizes, counts)
 FLOAT32_ONLY_OPS = (
     "Resize",
     "Upsample",
@@ -28,10 +55,14 @@ FLOAT32_ONLY_OPS = (
     "CumSum",
     "RoiAlign",
     "RandomUniformLike",
+    "RandomNormalLike",
 )
+# ops whose float output type is not the type of a float input (so computing them "in float16" means nothing)
+_NOT_ELEMENTWISE_TYPED = ("Cast", "CastLike", "Shape", "Size", "ConstantOfShape", "EyeLike", "Constant")
+_FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
 
 
-def _cpu_float16_ops() -> set[str]:
+def cpu_float16_ops() -> set[str]:
     """Ops of the default domain that have a float16 kernel in onnxruntime's CPU provider."""
     from onnxruntime.capi import _pybind_state as C
 
@@ -43,186 +74,486 @@ def _cpu_float16_ops() -> set[str]:
     return ops
 
 
-def _all_op_types(graph: Any, out: set[str]) -> set[str]:
-    for node in graph.node:
-        out.add(node.op_type)
-        for attr in node.attribute:
-            if attr.HasField("g"):
-                _all_op_types(attr.g, out)
-            for sub in attr.graphs:
-                _all_op_types(sub, out)
-    return out
-
-
-def _warn_clamped(model: Any) -> None:
-    """float16 converters clamp out-of-range weights silently: say how many and the worst."""
-    import numpy as np
-    from onnx import numpy_helper
-
-    count, worst = 0, 0.0
-    for init in model.graph.initializer:
-        if init.data_type != 1:  # FLOAT
-            continue
-        values = numpy_helper.to_array(init)
-        big = np.abs(values[np.isfinite(values)]) > 65504
-        if big.any():
-            count += int(big.sum())
-            worst = max(worst, float(np.abs(values[np.isfinite(values)]).max()))
-    if count:
-        warn_once(
-            f"float16 conversion clamps {count} weight value(s) beyond float16's range (largest magnitude {worst:g}) to 65504"
-        )
-
-
-def _is_float16_model(model: Any) -> bool:
-    from onnx import TensorProto
-
+def is_float16_model(model: Any) -> bool:
+    """Whether the model's float inputs and outputs are float16 already."""
     io = list(model.graph.input) + list(model.graph.output)
-    floats = [v for v in io if v.type.tensor_type.elem_type in (TensorProto.FLOAT, TensorProto.FLOAT16)]
-    return bool(floats) and all(v.type.tensor_type.elem_type == TensorProto.FLOAT16 for v in floats)
+    floats = [v for v in io if v.type.tensor_type.elem_type in (_FLOAT, _FLOAT16)]
+    return bool(floats) and all(v.type.tensor_type.elem_type == _FLOAT16 for v in floats)
 
 
-def ioc16(model: Any, notes: list[str]) -> Any:
-    """float16 storage and arithmetic; ops without a float16 CPU kernel stay float32 behind Casts."""
-    if _is_float16_model(model):
-        notes.append("the model is float16 already")
-        return model
-    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
+def name_nodes(model: Any) -> None:
+    """Give every node (subgraphs included) a name unique in the model; unique names are kept.
 
-    _warn_clamped(model)
-    name_nodes(model.graph)  # the converter names its Casts after nodes: unnamed nodes would collide
-    supported = _cpu_float16_ops()
-    present = _all_op_types(model.graph, set())
-    block = sorted(set(DEFAULT_OP_BLOCK_LIST) | set(FLOAT32_ONLY_OPS) | {op for op in present if op not in supported})
-    converted = convert_float_to_float16(model, keep_io_types=False, op_block_list=block, force_fp16_initializers=True)
-    check_topology(converted)
-    return converted
-
-
-def name_nodes(graph: Any) -> None:
-    """Give every node a unique name (keeping unique ones as they are)."""
+    Nodes are what the mixed-precision search keeps float32, by name.
+    """
     seen: set[str] = set()
-    for index, node in enumerate(graph.node):
-        if not node.name or node.name in seen:
-            node.name = f"{node.op_type}_{index}"
-            while node.name in seen:
-                node.name += "_"
-        seen.add(node.name)
-
-
-def io16xc32(model: Any, notes: list[str]) -> Any:
-    """float16 tensors between operators and at the inputs and outputs; float32 arithmetic inside each operator."""
-    import onnx
-    from onnx import TensorProto, helper
-
-    if _is_float16_model(model):
-        notes.append("the model is float16 already")
-        return model
-    inferred = onnx.shape_inference.infer_shapes(model)
-    graph = model.graph
-    types = {
-        v.name: v.type.tensor_type.elem_type
-        for v in list(inferred.graph.value_info) + list(graph.input) + list(graph.output)
-    }
-    initializers = {i.name for i in graph.initializer}
-    is_float = lambda name: types.get(name) == TensorProto.FLOAT and name not in initializers  # noqa: E731
-    used = {n for node in graph.node for n in list(node.input) + list(node.output)} | {v.name for v in graph.input}
     counter = [0]
 
-    def fresh(base: str) -> str:
-        while True:
-            counter[0] += 1
-            name = f"{base}__io16_{counter[0]}"
-            if name not in used:
-                used.add(name)
-                return name
+    def visit(graph: Any) -> None:
+        for node in graph.node:
+            if not node.name or node.name in seen:
+                base = node.name or node.op_type
+                while True:
+                    counter[0] += 1
+                    candidate = f"{base}_{counter[0]}"
+                    if candidate not in seen:
+                        break
+                node.name = candidate
+            seen.add(node.name)
+            for attr in node.attribute:
+                if attr.HasField("g"):
+                    visit(attr.g)
+                for sub in attr.graphs:
+                    visit(sub)
 
-    nodes = []
-    as32: dict[str, str] = {}
-    for value in graph.input:
-        if is_float(value.name):
-            value.type.tensor_type.elem_type = TensorProto.FLOAT16
-            as32[value.name] = fresh(value.name)
-            nodes.append(
-                helper.make_node("Cast", [value.name], [as32[value.name]], name=fresh("cast32"), to=TensorProto.FLOAT)
-            )
-    for node in graph.node:
-        for i, name in enumerate(node.input):
-            if name in as32:
-                node.input[i] = as32[name]
-        outs = list(node.output)
-        nodes.append(node)
-        for i, name in enumerate(outs):
-            if not is_float(name):
-                continue
-            wide = fresh(name)
-            node.output[i] = wide
-            nodes.append(helper.make_node("Cast", [wide], [name], name=fresh("cast16"), to=TensorProto.FLOAT16))
-            as32[name] = fresh(name)
-            nodes.append(helper.make_node("Cast", [name], [as32[name]], name=fresh("cast32"), to=TensorProto.FLOAT))
-    # drop the float32 Casts nobody reads (after the last use of a tensor, or of a graph output)
-    outputs = {v.name for v in graph.output}
-    consumed = {name for node in nodes for name in node.input} | outputs
-    del graph.node[:]
-    graph.node.extend(
-        n for n in nodes if not (n.op_type == "Cast" and "__io16_" in n.output[0] and n.output[0] not in consumed)
+    visit(model.graph)
+
+
+def matching_nodes(model: Any, patterns: Iterable[str]) -> dict[str, str]:
+    """The main graph's nodes whose name or op type matches a glob pattern (``--fp32-nodes``)."""
+    patterns = [p for p in patterns if p]
+    found = {}
+    for node in model.graph.node:
+        for pattern in patterns:
+            if fnmatch.fnmatchcase(node.name, pattern) or fnmatch.fnmatchcase(node.op_type, pattern):
+                found[node.name] = f"--fp32-nodes {pattern}"
+                break
+    return found
+
+
+# ---------------------------------------------------------------- what each slot of a node holds
+
+
+def _opsets(model: Any) -> dict[str, int]:
+    return {(op.domain or ""): op.version for op in model.opset_import}
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Which inputs and outputs of a node follow its float type (from its schema), and through which type variable."""
+
+    inputs: tuple[str | None, ...]  # the type variable of each input that may be float16, else None
+    outputs: tuple[str | None, ...]
+
+
+def _slots(node: Any, opsets: Mapping[str, int]) -> Slots | None:
+    import onnx
+
+    domain = node.domain or ""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
+    except Exception:  # an op onnx does not know (another runtime's domain)
+        return None
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+
+    def slot(formals: list[Any], k: int) -> str | None:
+        if not formals:
+            return None
+        formal = formals[min(k, len(formals) - 1)]
+        types = allowed.get(formal.type_str, {formal.type_str})
+        return formal.type_str if "tensor(float16)" in types and formal.type_str in allowed else None
+
+    return Slots(
+        tuple(slot(schema.inputs, k) for k in range(len(node.input))),
+        tuple(slot(schema.outputs, k) for k in range(len(node.output))),
     )
-    for value in graph.output:
-        if types.get(value.name) == TensorProto.FLOAT:
-            value.type.tensor_type.elem_type = TensorProto.FLOAT16
-    del graph.value_info[:]
-    check_topology(model)
-    return model
 
 
-def check_topology(model: Any) -> None:
-    """Sort nodes so each comes after what it reads, and make node names unique (float16 converters break both).
+def _outer_reads(node: Any) -> set[str]:
+    """The tensors of the enclosing graphs that a node's subgraphs read (their implicit inputs)."""
+    found: set[str] = set()
+
+    def visit(graph: Any, inner: set[str]) -> None:
+        defined = inner | {v.name for v in graph.input} | {i.name for i in graph.initializer}
+        defined |= {o for n in graph.node for o in n.output}
+        for n in graph.node:
+            found.update(name for name in n.input if name and name not in defined)
+            for attr in n.attribute:
+                for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                    visit(sub, defined)
+
+    for attr in node.attribute:
+        for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
+            visit(sub, set())
+    return found
+
+
+# ---------------------------------------------------------------- the conversion
+
+
+@dataclass
+class Conversion:
+    """What :func:`convert` did."""
+
+    mode: str
+    computes16: list[str] = field(default_factory=list)  # nodes that compute in float16
+    weights16: int = 0  # weights stored float16
+    weights32: dict[str, str] = field(default_factory=dict)  # weights kept float32, and why
+    casts: int = 0
+
+
+class _Scope:
+    """A graph being converted: storage of its tensors, the Casts made in it, and its parent scope."""
+
+    def __init__(self, graph: Any, parent: _Scope | None) -> None:
+        self.graph = graph
+        self.parent = parent
+        self.storage: dict[str, int] = {}  # float tensor -> _FLOAT or _FLOAT16
+        self.casts: dict[tuple[str, int], str] = {}  # (tensor, type) -> the name holding it in that type
+
+    def lookup(self, name: str) -> int | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.storage:
+                return scope.storage[name]
+            scope = scope.parent
+        return None
+
+    def cast_of(self, name: str, to: int) -> str | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            found = scope.casts.get((name, to))
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+
+class _Converter:
+    def __init__(self, model: Any, mode: str, keep32: Mapping[str, str], compute16_ops: set[str]) -> None:
+        import onnx
+
+        self.model = model
+        self.mode = mode
+        self.keep32 = keep32
+        self.compute16_ops = compute16_ops - set(FLOAT32_ONLY_OPS) - set(CONTROL_FLOW) - set(_NOT_ELEMENTWISE_TYPED)
+        self.opsets = _opsets(model)
+        inferred = onnx.shape_inference.infer_shapes(model)
+        self.types: dict[str, int] = {}
+        self._collect_types(inferred.graph)
+        self.names = self._all_names(model.graph)
+        self.result = Conversion(mode)
+        self._slot_cache: dict[tuple[Any, ...], Slots | None] = {}
+
+    def slots(self, node: Any) -> Slots | None:
+        key = (node.name, node.op_type, node.domain, len(node.input), len(node.output))
+        if key not in self._slot_cache:
+            self._slot_cache[key] = _slots(node, self.opsets)
+        return self._slot_cache[key]
+
+    # -- bookkeeping
+
+    def _collect_types(self, graph: Any) -> None:
+        for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+            if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
+                self.types[value.name] = value.type.tensor_type.elem_type
+        for init in graph.initializer:
+            self.types[init.name] = init.data_type
+        for node in graph.node:
+            for attr in node.attribute:
+                if node.op_type == "Constant" and attr.name == "value" and attr.HasField("t"):
+                    self.types[node.output[0]] = attr.t.data_type
+                if attr.HasField("g"):
+                    self._collect_types(attr.g)
+                for sub in attr.graphs:
+                    self._collect_types(sub)
+
+    def _all_names(self, graph: Any) -> set[str]:
+        names = {v.name for v in list(graph.input) + list(graph.output)} | {i.name for i in graph.initializer}
+        for node in graph.node:
+            names.update(node.input)
+            names.update(node.output)
+            names.add(node.name)
+            for attr in node.attribute:
+                if attr.HasField("g"):
+                    names |= self._all_names(attr.g)
+                for sub in attr.graphs:
+                    names |= self._all_names(sub)
+        return names
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 0
+        while name in self.names:
+            n += 1
+            name = f"{base}_{n}"
+        self.names.add(name)
+        return name
+
+    def is_float(self, name: str) -> bool:
+        return self.types.get(name) == _FLOAT
+
+    # -- casts
+
+    def read_as(self, scope: _Scope, name: str, wanted: int, out: list[Any]) -> str:
+        """The name under which ``name`` can be read as ``wanted``; adds a Cast to ``out`` if needed."""
+        have = scope.lookup(name)
+        if have is None or have == wanted:
+            return name
+        found = scope.cast_of(name, wanted)
+        if found is not None:
+            return found
+        from onnx import helper
+
+        suffix = "f16" if wanted == _FLOAT16 else "f32"
+        target = self.fresh(f"{name}__{suffix}")
+        out.append(helper.make_node("Cast", [name], [target], name=self.fresh(f"{name}__cast_{suffix}"), to=wanted))
+        scope.casts[(name, wanted)] = target
+        self.result.casts += 1
+        return target
+
+    def store_as(self, scope: _Scope, node: Any, k: int, made: int, stored: int, out: list[Any]) -> None:
+        """Output k of node is computed as ``made`` and must be stored as ``stored`` under its own name."""
+        name = node.output[k]
+        if made == stored:
+            scope.storage[name] = stored
+            return
+        from onnx import helper
+
+        suffix = "f16" if made == _FLOAT16 else "f32"
+        inner = self.fresh(f"{name}__{suffix}")
+        node.output[k] = inner
+        scope.storage[inner] = made
+        out.append(helper.make_node("Cast", [inner], [name], name=self.fresh(f"{name}__cast_store"), to=stored))
+        scope.storage[name] = stored
+        scope.casts[(name, made)] = inner  # readers that want it as computed read it before the rounding
+        if self.mode == IO16XC32:  # ... except in io16xc32, where readers must see the stored float16
+            scope.casts.pop((name, made))
+        self.result.casts += 1
+
+    # -- weights
+
+    def weight_storage(
+        self, graph: Any, readers: Mapping[str, list[tuple[Any, int]]], keep_all: bool
+    ) -> dict[str, int]:
+        """float16 or float32 for each float initializer of the graph."""
+        from onnx import numpy_helper
+
+        storage = {}
+        for init in graph.initializer:
+            if init.data_type != _FLOAT:
+                continue
+            if keep_all:
+                storage[init.name] = _FLOAT
+            else:
+                storage[init.name] = self._weight_type(
+                    init.name, numpy_helper.to_array(init), readers.get(init.name, [])
+                )
+        return storage
+
+    def _weight_type(self, name: str, values: np.ndarray, readers: list[tuple[Any, int]]) -> int:
+        """float16, unless float16 cannot hold the weight or one of its readers needs it exact or float32."""
+        if self.mode != IOC16:
+            return _FLOAT
+        why = None
+        finite = np.abs(values[np.isfinite(values)])
+        if finite.size and finite.max() > FLOAT16_MAX:
+            why = f"values up to {finite.max():.4g}, beyond float16's 65504"
+        elif finite.size and finite.max() > 0 and finite.max() < FLOAT16_TINY:
+            why = f"values all below {FLOAT16_TINY:.3g} (largest {finite.max():.3g}): float16 stores them as zero"
+        else:
+            for node, k in readers:
+                if node.name in self.keep32:
+                    why = f"read by {node.name!r}, kept float32"
+                    break
+                if k < 0:  # read inside a subgraph: converted with it (as float32 there, if the node is kept)
+                    continue
+                slots = self.slots(node)
+                if node.op_type in FLOAT32_ONLY_OPS or slots is None or slots.inputs[k] is None:
+                    why = f"read by {node.op_type} {node.name!r} as an exact float32 value"
+                    break
+        if why is not None:
+            self.result.weights32[name] = why
+            return _FLOAT
+        self.result.weights16 += 1
+        return _FLOAT16
+
+    # -- graphs
+
+    def _readers(self, graph: Any) -> dict[str, list[tuple[Any, int]]]:
+        """Who reads each tensor, at which input; a subgraph's reads of the enclosing graph's tensors count as
+        reads by its node, at input -1."""
+        readers: dict[str, list[tuple[Any, int]]] = {}
+        for node in graph.node:
+            for k, name in enumerate(node.input):
+                if name:
+                    readers.setdefault(name, []).append((node, k))
+            for name in _outer_reads(node):
+                readers.setdefault(name, []).append((node, -1))
+        return readers
+
+    def _needs_exact(self, name: str, readers: Mapping[str, list[tuple[Any, int]]]) -> bool:
+        """A value some reader needs as an exact float32 (a fixed-type slot, an op that must stay float32)."""
+        for node, k in readers.get(name, []):
+            if node.op_type in FLOAT32_ONLY_OPS or node.op_type in CONTROL_FLOW or k < 0:
+                return True
+            slots = self.slots(node)
+            if slots is None or slots.inputs[k] is None:
+                return True
+        return False
+
+    def convert_graph(self, graph: Any, parent: _Scope | None, keep_all: bool) -> None:
+        """Convert one graph in place; a subgraph (parent given) keeps float32 at its boundary."""
+        from onnx import numpy_helper
+
+        scope = _Scope(graph, parent)
+        main = parent is None
+        readers = self._readers(graph)
+        for name, stored in self.weight_storage(graph, readers, keep_all).items():
+            scope.storage[name] = stored
+        for init in graph.initializer:
+            if scope.storage.get(init.name) == _FLOAT16:
+                init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
+        weight_names = {init.name for init in graph.initializer}
+        for value in graph.input:
+            if value.name in weight_names or not self.is_float(value.name):
+                continue
+            if main:
+                value.type.tensor_type.elem_type = _FLOAT16
+                scope.storage[value.name] = _FLOAT16
+            else:
+                scope.storage[value.name] = _FLOAT
+        outputs = {v.name for v in graph.output}
+        nodes: list[Any] = []
+        for node in list(graph.node):
+            self.convert_node(node, scope, keep_all, main, outputs, readers, nodes)
+        # the graph's outputs: float16 for the model; float32 at a subgraph's boundary (renamed where a Cast is needed:
+        # a subgraph's outputs bind by position, and one may pass on a tensor of the enclosing graph)
+        for value in graph.output:
+            have = scope.lookup(value.name)
+            if have is None:
+                continue
+            if main:
+                if have != _FLOAT16:
+                    raise ModelError(f"float16 conversion left the output {value.name!r} in float32")
+                value.type.tensor_type.elem_type = _FLOAT16
+            elif have != _FLOAT:
+                value.name = self.read_as(scope, value.name, _FLOAT, nodes)
+        del graph.node[:]
+        graph.node.extend(nodes)
+        del graph.value_info[:]
+
+    def convert_node(
+        self,
+        node: Any,
+        scope: _Scope,
+        keep_all: bool,
+        main: bool,
+        graph_outputs: set[str],
+        readers: Mapping[str, list[tuple[Any, int]]],
+        out: list[Any],
+    ) -> None:
+        kept = keep_all or node.name in self.keep32
+        if node.op_type == "Constant":
+            self._convert_constant(node, scope, kept, main, graph_outputs, readers, out)
+            return
+        slots = self.slots(node)
+        compute16 = self._computes16(node, slots, kept)
+        # inputs: float16 at the float-typed slots of a node computing in float16, float32 everywhere else
+        for k, name in enumerate(node.input):
+            if not name or scope.lookup(name) is None:
+                continue
+            wanted = _FLOAT16 if compute16 and slots is not None and slots.inputs[k] is not None else _FLOAT
+            node.input[k] = self.read_as(scope, name, wanted, out)
+        # subgraphs: float32 at their boundary, converted inside (or kept whole)
+        for attr in node.attribute:
+            subgraphs = [attr.g] if attr.HasField("g") else list(attr.graphs)
+            for sub in subgraphs:
+                self.convert_graph(sub, scope, keep_all=kept)
+        out.append(node)
+        for k, name in enumerate(node.output):
+            if not name or not self.is_float(name):
+                continue
+            made = _FLOAT16 if compute16 and slots is not None and slots.outputs[k] is not None else _FLOAT
+            stored = made
+            if (
+                main
+                and name in graph_outputs
+                or self.mode == IO16XC32
+                and not kept
+                and not self._needs_exact(name, readers)
+            ):
+                stored = _FLOAT16
+            elif made == _FLOAT16 and self._needs_exact(name, readers):
+                stored = _FLOAT
+            self.store_as(scope, node, k, made, stored, out)
+        if compute16:
+            self.result.computes16.append(node.name)
+
+    def _computes16(self, node: Any, slots: Slots | None, kept: bool) -> bool:
+        if kept or self.mode != IOC16 or node.op_type not in self.compute16_ops or node.domain not in ("", "ai.onnx"):
+            return False
+        if slots is None or any(name and name not in self.types for name in list(node.input) + list(node.output)):
+            return False  # an op onnx does not know, or a tensor whose type shape inference could not tell
+        float_in = {slots.inputs[k] for k, name in enumerate(node.input) if name and self.is_float(name)} - {None}
+        # every float output must take the type of a float input: then computing in float16 means float16 out
+        return bool(float_in) and all(
+            slots.outputs[k] in float_in for k, name in enumerate(node.output) if name and self.is_float(name)
+        )
+
+    def _convert_constant(
+        self,
+        node: Any,
+        scope: _Scope,
+        kept: bool,
+        main: bool,
+        graph_outputs: set[str],
+        readers: Mapping[str, list[tuple[Any, int]]],
+        out: list[Any],
+    ) -> None:
+        """A Constant node holds a weight: stored as a weight is, and its value converted in place."""
+        from onnx import numpy_helper
+
+        out.append(node)
+        name = node.output[0]
+        if not self.is_float(name):
+            return
+        value = next((a for a in node.attribute if a.name == "value" and a.HasField("t")), None)
+        stored = _FLOAT
+        if value is not None and not kept:
+            stored = self._weight_type(name, numpy_helper.to_array(value.t), readers.get(name, []))
+            if stored == _FLOAT16:
+                value.t.CopyFrom(
+                    numpy_helper.from_array(numpy_helper.to_array(value.t).astype(np.float16), value.t.name)
+                )
+        final = stored
+        if (
+            main
+            and name in graph_outputs
+            or self.mode == IO16XC32
+            and not kept
+            and not self._needs_exact(name, readers)
+        ):
+            final = _FLOAT16
+        self.store_as(scope, node, 0, stored, final, out)
+
+
+def convert(
+    model: Any, mode: str, keep32: Mapping[str, str] | None = None, compute16_ops: set[str] | None = None
+) -> Conversion:
+    """Convert a float32 model to float16 in place, as ``mode`` says, keeping ``keep32``'s nodes float32.
+
+    Args:
+        model: an ONNX ModelProto with named nodes (:func:`name_nodes`).
+        mode: ``"ioc16"`` or ``"io16xc32"``.
+        keep32: node name -> why it stays float32.
+        compute16_ops: ops that may compute in float16 (ioc16). Defaults to
+            those with a float16 kernel in onnxruntime's CPU provider.
+
+    Returns:
+        What was converted.
 
     Raises:
-        ModelError: a node reads a tensor nothing produces.
+        ModelError: the result fails ``onnx.checker``.
     """
-    graph = model.graph
-    known = {v.name for v in graph.input} | {i.name for i in graph.initializer} | {""}
-    # The converter names the Cast before a float32-only node after its input, so a tensor read by two such
-    # nodes gets two identical Casts with one output name: keep the first.
-    producers: dict[str, Any] = {}
-    unique = []
-    for node in graph.node:
-        twin = next((producers[o] for o in node.output if o in producers), None)
-        if twin is not None:
-            if (
-                node.op_type == "Cast"
-                and twin.op_type == "Cast"
-                and list(node.input) == list(twin.input)
-                and list(node.output) == list(twin.output)
-                and node.attribute == twin.attribute
-            ):
-                continue
-            raise ModelError(f"float16 conversion broke the graph: two nodes write {node.output[0]!r}")
-        producers.update((o, node) for o in node.output)
-        unique.append(node)
-    producer_count = dict.fromkeys(producers, 1)
-    pending = unique
-    ordered = []
-    while pending:
-        ready = [n for n in pending if all(i in known or i not in producer_count for i in n.input)]
-        if not ready:
-            raise ModelError(
-                f"float16 conversion broke the graph: node {pending[0].name or pending[0].op_type!r} is in a cycle"
-            )
-        ready_ids = {id(n) for n in ready}
-        pending = [n for n in pending if id(n) not in ready_ids]
-        for node in ready:
-            known.update(node.output)
-        ordered.extend(ready)
-    names: set[str] = set()
-    for index, node in enumerate(ordered):
-        if node.name:
-            if node.name in names:
-                node.name = f"{node.name}_{index}"
-            names.add(node.name)
-    copies = [type(n)() for n in ordered]
-    for copy, node in zip(copies, ordered, strict=True):
-        copy.CopyFrom(node)
-    del graph.node[:]
-    graph.node.extend(copies)
+    import onnx
+
+    if mode not in (IOC16, IO16XC32):
+        raise ValueError(f"mode must be {IOC16!r} or {IO16XC32!r}, got {mode!r}")
+    name_nodes(model)
+    converter = _Converter(model, mode, keep32 or {}, cpu_float16_ops() if compute16_ops is None else compute16_ops)
+    converter.convert_graph(model.graph, None, keep_all=False)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        raise ModelError(f"the float16 model fails onnx.checker: {' '.join(str(exc).split())[:300]}") from None
+    return converter.result

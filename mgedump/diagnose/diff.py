@@ -1,0 +1,317 @@
+"""Compare two runs tensor by tensor and name the node that first introduces error (DESIGN section 12).
+
+Tensors are matched by name; tensors on one side only (fused away, renamed,
+Casts added) are counted, never an error. Each matched tensor gets the
+AssertEqual error of :mod:`mgedump.assertion` (a non-finite value on one side
+only, or a shape that differs, is an infinite error) and where its worst
+element is.
+
+The first divergence is the first node, in B's execution order, that
+*introduces* error: its output's error is above ``maxerr`` and clearly above
+what its matched inputs carry in: every input is within ``maxerr``, or the
+output's error is more than :data:`INTRODUCES_FACTOR` times the worst input's.
+A node that only passes on error it was given is not it; so rounding carried in
+from float16 inputs does not count, while a weight that changed (weights are
+not tensors of the dump) does.
+
+A float16 overflow is recognised as the cause when the reference holds a value
+beyond float16's largest (65504) or B holds an infinity where the reference is
+finite.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .iodump import CaseDump, IoDump, NodeInfo
+
+FLOAT16_MAX = 65504.0
+INTRODUCES_FACTOR = 10.0
+FLOAT32_MAXERR = 1e-4  # the default when both sides compute in float32: mgedump's own default
+FLOAT16_MAXERR = 1e-2  # with float16 on either side: about ten float16 roundings (2**-11 each)
+TOP_NODES = 10
+
+
+@dataclass
+class TensorErr:
+    """One matched tensor compared.
+
+    Attributes:
+        name: the tensor.
+        err: the AssertEqual error (``inf`` for a shape mismatch or a non-finite value on one side only).
+        index: where the worst element is.
+        a_value, b_value: the two values there.
+        reason: why the error is infinite, when it is.
+        a_absmax: the largest finite magnitude in A.
+        b_inf_where_a_finite: B holds an infinity where A is finite.
+    """
+
+    name: str
+    err: float
+    index: tuple[int, ...] | None = None
+    a_value: Any = None
+    b_value: Any = None
+    reason: str | None = None
+    a_absmax: float = 0.0
+    b_inf_where_a_finite: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "err": _json_number(self.err),
+            "worst_index": None if self.index is None else list(self.index),
+            "a": _json_number(self.a_value),
+            "b": _json_number(self.b_value),
+            "reason": self.reason,
+        }
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def tensor_err(name: str, a: np.ndarray, b: np.ndarray) -> TensorErr:
+    """Compare one tensor: AssertEqual's metric on finite elements, infinite for anything that cannot agree."""
+    if a.shape != b.shape:
+        return TensorErr(name, math.inf, reason=f"shape differs: A {list(a.shape)}, B {list(b.shape)}")
+    if a.size == 0:
+        return TensorErr(name, 0.0)
+    if a.dtype.kind in "OUS" or b.dtype.kind in "OUS":
+        differ = a.astype(object) != b.astype(object)
+        if not differ.any():
+            return TensorErr(name, 0.0)
+        index = _unravel(int(np.argmax(differ)), a.shape)
+        return TensorErr(name, math.inf, index, a[index], b[index], "strings differ")
+    x = a.astype(np.float64)
+    y = b.astype(np.float64)
+    fx, fy = np.isfinite(x), np.isfinite(y)
+    a_absmax = float(np.abs(x[fx]).max()) if fx.any() else 0.0
+    b_inf_new = bool(np.any(np.isinf(y) & fx))
+    same_nonfinite = ~fx & ~fy & ((np.isnan(x) & np.isnan(y)) | (x == y))
+    broken = ~(fx & fy) & ~same_nonfinite
+    if broken.any():
+        index = _unravel(int(np.argmax(broken)), a.shape)
+        side = "B" if fx[index] else "A"
+        return TensorErr(
+            name,
+            math.inf,
+            index,
+            a[index],
+            b[index],
+            f"non-finite in {side} only ({int(broken.sum())} elements)",
+            a_absmax,
+            b_inf_new,
+        )
+    both = fx & fy
+    with np.errstate(invalid="ignore"):
+        each = np.where(both, np.abs(x - y) / np.maximum(np.minimum(np.abs(x), np.abs(y)), 1.0), 0.0)
+    flat = int(np.argmax(each))
+    index = _unravel(flat, a.shape)
+    return TensorErr(name, float(each.reshape(-1)[flat]), index, a[index], b[index], None, a_absmax, b_inf_new)
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(flat, shape))
+
+
+@dataclass
+class NodeDiff:
+    """A node of B whose outputs were compared.
+
+    Attributes:
+        node: the node (B's).
+        err: the worst error of its matched outputs.
+        output: the output holding it.
+        inputs: the errors its matched inputs carry in.
+        introduces: it introduces error (see the module's docstring).
+        cause: a recognised cause (float16 overflow), or None.
+    """
+
+    node: NodeInfo
+    err: float
+    output: TensorErr
+    inputs: dict[str, float]
+    introduces: bool
+    cause: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node.name,
+            "op_type": self.node.op_type,
+            "domain": self.node.domain,
+            "output": self.output.to_json(),
+            "err": _json_number(self.err),
+            "inputs": {name: _json_number(err) for name, err in self.inputs.items()},
+            "cause": self.cause,
+        }
+
+
+@dataclass
+class CaseDiff:
+    """One test case compared."""
+
+    test_case: int
+    maxerr: float
+    tensors: list[TensorErr]
+    nodes: list[NodeDiff]
+    only_a: list[str]
+    only_b: list[str]
+    input_errs: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(t.err <= self.maxerr for t in self.tensors)
+
+    @property
+    def first_divergence(self) -> NodeDiff | None:
+        return next((n for n in self.nodes if n.introduces), None)
+
+    def introducers(self) -> list[NodeDiff]:
+        """The nodes that introduce error, worst first."""
+        return sorted((n for n in self.nodes if n.introduces), key=lambda n: -n.err)
+
+    def worst(self) -> TensorErr | None:
+        return max(self.tensors, key=lambda t: t.err, default=None)
+
+    def to_json(self) -> dict[str, Any]:
+        first = self.first_divergence
+        worst = self.worst()
+        return {
+            "test_case": self.test_case,
+            "passed": self.passed,
+            "matched": len(self.tensors),
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "inputs": {name: _json_number(err) for name, err in self.input_errs.items()},
+            "worst": None if worst is None else worst.to_json(),
+            "first_divergence": None if first is None else first.to_json(),
+            "top": [n.to_json() for n in self.introducers()[:TOP_NODES]],
+        }
+
+
+def recognise_cause(outputs: Iterable[TensorErr]) -> str | None:
+    """A float16 overflow, when the reference goes beyond float16's range or B overflows where A does not."""
+    for out in outputs:
+        if out.b_inf_where_a_finite:
+            return f"float16 overflow: B holds an infinity where A is finite (output {out.name!r})"
+        if out.a_absmax > FLOAT16_MAX:
+            return (
+                f"float16 overflow: A reaches {out.a_absmax:.4g} in {out.name!r}, beyond float16's largest value 65504"
+            )
+    return None
+
+
+def diff_case(a: CaseDump, b: CaseDump, maxerr: float) -> CaseDiff:
+    """Compare the tensors two dumps of one test case share, and find the nodes of B that introduce error."""
+    in_a = set(a.names)
+    in_b = set(b.names)
+    common = [n for n in b.names if n in in_a]
+    errs: dict[str, TensorErr] = {}
+    for name in common:  # one tensor pair in memory at a time
+        errs[name] = tensor_err(name, a.tensor(name), b.tensor(name))
+    produced = {o for node in b.nodes for o in node.outputs}
+    graph_inputs = {n for n in b.names if n not in produced}
+    nodes = []
+    for node in b.nodes:
+        outputs = [errs[o] for o in node.outputs if o in errs]
+        if not outputs:
+            continue
+        worst = max(outputs, key=lambda t: t.err)
+        inputs = {i: errs[i].err for i in node.inputs if i in errs}
+        worst_in = max(inputs.values(), default=0.0)
+        introduces = worst.err > maxerr and (worst_in <= maxerr or worst.err > INTRODUCES_FACTOR * worst_in)
+        cause = recognise_cause(outputs) if worst.err > maxerr else None
+        nodes.append(NodeDiff(node, worst.err, worst, inputs, introduces, cause))
+    return CaseDiff(
+        test_case=-1,
+        maxerr=maxerr,
+        tensors=list(errs.values()),
+        nodes=nodes,
+        only_a=[n for n in a.names if n not in in_b],
+        only_b=[n for n in b.names if n not in in_a],
+        input_errs={n: errs[n].err for n in b.names if n in graph_inputs and n in errs},
+    )
+
+
+def has_float16(case: CaseDump) -> bool:
+    return any(entry["dtype"] == "float16" for entry in case.index["tensors"])
+
+
+@dataclass
+class DiffReport:
+    """The result of :func:`diff_dumps`; :attr:`exit_code` is ``mgediff``'s exit code."""
+
+    a: str
+    b: str
+    maxerr: float
+    maxerr_source: str
+    cases: list[CaseDiff]
+
+    @property
+    def passed(self) -> bool:
+        return all(case.passed for case in self.cases)
+
+    @property
+    def exit_code(self) -> int:
+        from ..errors import EXIT_FAILED, EXIT_OK
+
+        return EXIT_OK if self.passed else EXIT_FAILED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "diff_version": 1,
+            "a": self.a,
+            "b": self.b,
+            "maxerr": self.maxerr,
+            "maxerr_source": self.maxerr_source,
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "test_cases": [case.to_json() for case in self.cases],
+        }
+
+
+def choose_maxerr(maxerr: float | None, cases: Iterable[tuple[CaseDump, CaseDump]]) -> tuple[float, str]:
+    """The maxerr to use and why: as given; float16's precision when either side holds float16; else float32's."""
+    if maxerr is not None:
+        return maxerr, "given"
+    if any(has_float16(a) or has_float16(b) for a, b in cases):
+        return FLOAT16_MAXERR, "float16 on one side: float16's precision"
+    return FLOAT32_MAXERR, "the default"
+
+
+def diff_dumps(
+    a: IoDump, b: IoDump, *, maxerr: float | None = None, label_a: str = "A", label_b: str = "B"
+) -> DiffReport:
+    """Compare every test case the two dumps share.
+
+    Raises:
+        DataError: the dumps share no test case, or share no tensor at all.
+    """
+    from ..errors import DataError
+
+    numbers = sorted(set(a.cases) & set(b.cases))
+    if not numbers:
+        raise DataError(
+            f"{label_a} and {label_b} share no test case (A has {sorted(a.cases)}, B has {sorted(b.cases)})"
+        )
+    pairs = [(a.cases[n], b.cases[n]) for n in numbers]
+    limit, source = choose_maxerr(maxerr, pairs)
+    cases = []
+    for number, (ca, cb) in zip(numbers, pairs, strict=True):
+        case = diff_case(ca, cb, limit)
+        case.test_case = number
+        cases.append(case)
+    if all(not case.tensors for case in cases):
+        raise DataError(f"{label_a} and {label_b} have no tensor name in common: they are not runs of related models")
+    return DiffReport(label_a, label_b, limit, source, cases)

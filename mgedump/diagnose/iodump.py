@@ -1,0 +1,585 @@
+"""Io dumps: every tensor of a model's run on a test case, as files. This docstring is the format's specification.
+
+An io dump (format ``mgedump-iodump``, version 1, independent of the package
+version) is a folder::
+
+    DIR/test_data_set_0/index.json
+    DIR/test_data_set_0/0000.pb     one ONNX TensorProto per tensor, named after the tensor
+    DIR/test_data_set_0/0001.pb
+    DIR/test_data_set_1/...
+
+The tensors of a test case are the model's graph inputs (initializers are not
+inputs), then the outputs of every node of the main graph, in execution order
+(the graph's node order, which ONNX requires to be topological). A tensor that
+is not a tensor at run time (a sequence, a map) is left out. File names are
+numbers, so no tensor name needs escaping; the name is inside the TensorProto
+and in the index.
+
+``index.json`` (UTF-8 JSON object), all keys REQUIRED:
+
+``format``: ``"mgedump-iodump"``. ``version``: ``1``; a reader MUST refuse
+    other versions.
+``model_sha256``: the sha256 of the model file that ran. Every test case of a
+    folder MUST come from the same model.
+``test_case``: the test case's number (the N of its folder).
+``nodes``: the main graph's nodes in execution order: ``{"name", "op_type",
+    "domain", "inputs": [str], "outputs": [str]}`` (names as in the model; an
+    empty string is an omitted optional input).
+``tensors``: ``{"name", "file", "dtype", "shape", "size", "sha256", "min",
+    "max", "mean", "nan", "inf"}`` per tensor, in the order above: ``file`` is
+    the TensorProto's file name in the folder, ``size`` its byte count and
+    ``sha256`` its hash (a reader MUST refuse a file that does not match: the
+    dump was edited), ``dtype`` a numpy dtype name, ``shape`` a list of ints;
+    ``min``, ``max`` and ``mean`` are over the finite elements of a numeric
+    tensor (null when there are none), ``nan`` and ``inf`` count the others.
+
+Exposing every intermediate tensor as an output changes which fusions
+onnxruntime can make (it does not fuse away a node whose output is a graph
+output), so a dumped run can differ slightly from a plain one.
+
+Memory stays bounded: the tensors to expose are split into parts whose
+estimated size (from ONNX shape inference with the run's input shapes) fits a
+budget, and the model runs once per part; each part's tensors are written as
+soon as they arrive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..bundle.tensorproto import decode, encode
+from ..errors import DataError, OutputError
+from ..fileio import CHUNK
+
+FORMAT = "mgedump-iodump"
+VERSION = 1
+INDEX = "index.json"
+CASE_DIR = re.compile(r"^test_data_set_(\d+)$")
+FILE_NAME = re.compile(r"^\d{4,}\.pb$")
+MAX_INDEX_BYTES = 64 << 20
+DEFAULT_BUDGET = 1 << 30
+
+
+# ---------------------------------------------------------------- the graph's plan
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A node of the main graph, as the index records it."""
+
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "op_type": self.op_type,
+            "domain": self.domain,
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a dump of one model holds: its nodes in execution order and the tensors to expose, in order."""
+
+    nodes: tuple[NodeInfo, ...]
+    inputs: tuple[str, ...]
+    tensors: tuple[str, ...]  # graph inputs, then node outputs
+
+    @classmethod
+    def of(cls, model: Any) -> Plan:
+        """The plan of an ONNX ModelProto (its weights need not be loaded)."""
+        graph = model.graph
+        weights = {init.name for init in graph.initializer}
+        inputs = tuple(v.name for v in graph.input if v.name not in weights)
+        nodes = tuple(
+            NodeInfo(n.name, n.op_type, n.domain, tuple(n.input), tuple(n.output)) for n in _execution_order(graph)
+        )
+        seen = set(inputs)
+        tensors = list(inputs)
+        for node in nodes:
+            for name in node.outputs:
+                if name and name not in seen:
+                    seen.add(name)
+                    tensors.append(name)
+        return cls(nodes, inputs, tuple(tensors))
+
+
+def _execution_order(graph: Any) -> list[Any]:
+    """The graph's nodes in the order they run: as stored, which ONNX requires to be topological."""
+    return list(graph.node)
+
+
+# ---------------------------------------------------------------- running with every tensor exposed
+
+EMBEDDED_WEIGHTS_LIMIT = 64 << 20  # a model file larger than this has its weights moved out before exposing
+
+
+def load_for_exposure(path: str, scratch_dir: str) -> tuple[Any, str | None]:
+    """The model's graph without weights in memory, and the folder its weights are in.
+
+    Each run in parts serializes the graph with other outputs; weights embedded
+    in a large model would be copied every time, so they are written once as
+    external data into ``scratch_dir``. A model with external data keeps it
+    where it is.
+
+    Raises:
+        ModelError: the file is not a model onnx can read.
+    """
+    import onnx
+
+    from ..errors import ModelError
+    from ..modelfile import uses_external_data
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        if uses_external_data(path):
+            return onnx.load(path, load_external_data=False), folder
+        model = onnx.load(path)
+    except Exception as exc:  # protobuf's DecodeError and friends
+        raise ModelError(f"{path}: not a valid ONNX model ({type(exc).__name__})") from None
+    if os.path.getsize(path) <= EMBEDDED_WEIGHTS_LIMIT:
+        return model, None
+    from onnx.external_data_helper import convert_model_to_external_data, write_external_data_tensors
+
+    convert_model_to_external_data(model, all_tensors_to_one_file=True, location="weights.data", size_threshold=1024)
+    write_external_data_tensors(model, scratch_dir)
+    return model, scratch_dir
+
+
+def exposed_model(model: Any, names: Sequence[str]) -> bytes:
+    """The model serialized with these tensors added as graph outputs (onnxruntime infers their types)."""
+    from onnx import helper
+
+    exposed = type(model)()
+    exposed.CopyFrom(model)
+    present = {v.name for v in exposed.graph.output}
+    exposed.graph.output.extend(helper.make_empty_tensor_value_info(n) for n in names if n not in present)
+    return exposed.SerializeToString()
+
+
+def estimate_sizes(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, int]:
+    """Bytes of each tensor whose shape and dtype ONNX shape inference can tell, for these inputs' shapes."""
+    import onnx
+
+    known: dict[str, int] = {name: int(array.nbytes) for name, array in feeds.items()}
+    probe = type(model)()
+    probe.CopyFrom(model)
+    for value in probe.graph.input:
+        array = feeds.get(value.name)
+        if array is None or not value.type.HasField("tensor_type"):
+            continue
+        shape = value.type.tensor_type.shape
+        del shape.dim[:]
+        for d in array.shape:
+            shape.dim.add().dim_value = int(d)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(probe, data_prop=True)
+    except Exception:  # inference is a best effort: unknown sizes are estimated by the caller
+        return known
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    for value in list(inferred.graph.value_info) + list(inferred.graph.output):
+        t = value.type.tensor_type
+        if not value.type.HasField("tensor_type") or not t.HasField("shape") or not t.elem_type:
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        if any(d is None for d in dims):
+            continue
+        try:
+            itemsize = np.dtype(tensor_dtype_to_np_dtype(t.elem_type)).itemsize
+        except (KeyError, TypeError, ValueError):
+            continue
+        known[value.name] = math.prod(dims) * itemsize
+    return known
+
+
+def partition(names: Sequence[str], sizes: Mapping[str, int], budget: int) -> list[list[str]]:
+    """Consecutive groups of tensors whose estimated sizes add up to at most the budget (one tensor at least).
+
+    A tensor of unknown size counts as the largest known one.
+    """
+    fallback = max(sizes.values(), default=budget // 16)
+    parts: list[list[str]] = [[]]
+    used = 0
+    for name in names:
+        size = sizes.get(name, fallback)
+        if parts[-1] and used + size > budget:
+            parts.append([])
+            used = 0
+        parts[-1].append(name)
+        used += size
+    return [p for p in parts if p]
+
+
+SessionFactory = Callable[[bytes], Any]
+
+
+class ExposedRunner:
+    """Runs a model with every tensor of its plan exposed, in parts that fit a memory budget.
+
+    Args:
+        model: the ONNX ModelProto (loaded without its external data).
+        open_exposed: opens an onnxruntime session on serialized model bytes
+            (with the caller's providers, options and external data folder).
+        budget: the bytes of exposed tensors one run may hold at once.
+    """
+
+    def __init__(self, model: Any, open_exposed: SessionFactory, budget: int = DEFAULT_BUDGET) -> None:
+        self.model = model
+        self.plan = Plan.of(model)
+        self.budget = budget
+        self._open = open_exposed
+        self._sessions: dict[tuple[str, ...], Any] = {}
+        self.parts_run = 0
+
+    def tensors(self, feeds: Mapping[str, np.ndarray]) -> Iterator[tuple[str, np.ndarray]]:
+        """Every tensor of the plan for these inputs, in plan order (non-tensor values left out).
+
+        Raises:
+            RunError: the model failed to run.
+        """
+        from ..runtime import run
+
+        for name in self.plan.inputs:
+            if name in feeds:
+                yield name, np.asarray(feeds[name])
+        fed = set(self.plan.inputs)
+        inner = [n for n in self.plan.tensors if n not in fed]
+        parts = partition(inner, estimate_sizes(self.model, feeds), self.budget)
+        keep_sessions = len(parts) == 1  # a whole-model session is reused across test cases
+        for part in parts:
+            key = tuple(part)
+            session = self._sessions.get(key)
+            if session is None:
+                session = self._open(exposed_model(self.model, part))
+            if keep_sessions:
+                self._sessions[key] = session
+            available = {o.name for o in session.get_outputs()}
+            wanted = [n for n in part if n in available]
+            values = run(session, dict(feeds), output_names=wanted)
+            self.parts_run += 1
+            del session
+            for name, value in zip(wanted, values, strict=True):
+                if isinstance(value, np.ndarray):
+                    yield name, value
+            del values
+
+
+# ---------------------------------------------------------------- writing
+
+
+def tensor_stats(array: np.ndarray) -> dict[str, Any]:
+    """min, max and mean of the finite elements (null when none or not numeric), and the NaN and infinity counts."""
+    stats: dict[str, Any] = {"min": None, "max": None, "mean": None, "nan": 0, "inf": 0}
+    if array.dtype.kind not in "biuf" or array.size == 0:
+        return stats
+    values = array.astype(np.float64) if array.dtype.kind in "bf" else array
+    if array.dtype.kind == "f":
+        finite = np.isfinite(values)
+        stats["nan"] = int(np.count_nonzero(np.isnan(values)))
+        stats["inf"] = int(values.size - np.count_nonzero(finite) - stats["nan"])
+        values = values[finite]
+    if values.size:
+        stats["min"] = _number(values.min())
+        stats["max"] = _number(values.max())
+        stats["mean"] = float(values.astype(np.float64).mean())
+    return stats
+
+
+def _number(value: Any) -> int | float:
+    value = value.item() if isinstance(value, np.generic) else value
+    return int(value) if isinstance(value, (bool, int)) else float(value)
+
+
+def case_dir(folder: str, index: int) -> str:
+    return os.path.join(folder, f"test_data_set_{index}")
+
+
+def write_case(
+    folder: str,
+    index: int,
+    plan: Plan,
+    model_sha256: str,
+    tensors: Iterator[tuple[str, np.ndarray]],
+) -> dict[str, Any]:
+    """Write one test case's tensors (as they come) and its index into ``folder/test_data_set_N``.
+
+    The case folder is written beside its final place and renamed into it, so
+    a failed run leaves the earlier dump of that case as it was.
+
+    Raises:
+        OutputError: the folder cannot be written, or holds a dump of another model.
+        RunError: the model failed to run (nothing is left behind).
+    """
+    _check_same_model(folder, model_sha256)
+    target = case_dir(folder, index)
+    os.makedirs(folder, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".test_data_set_{index}.", dir=folder)
+    try:
+        order = {name: k for k, name in enumerate(plan.tensors)}
+        entries = []
+        for name, array in tensors:
+            file = f"{order[name]:04d}.pb"
+            data = encode(array, name)
+            with open(os.path.join(staging, file), "wb") as f:
+                f.write(data)
+            entries.append(
+                {
+                    "name": name,
+                    "file": file,
+                    "dtype": str(array.dtype) if array.dtype.kind not in "OUS" else "str",
+                    "shape": [int(d) for d in array.shape],
+                    "size": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    **tensor_stats(array),
+                }
+            )
+        index_doc = {
+            "format": FORMAT,
+            "version": VERSION,
+            "model_sha256": model_sha256,
+            "test_case": index,
+            "nodes": [node.to_json() for node in plan.nodes],
+            "tensors": entries,
+        }
+        with open(os.path.join(staging, INDEX), "w", encoding="utf-8") as f:
+            json.dump(index_doc, f, indent=1, allow_nan=False)
+        old = None
+        if os.path.exists(target):
+            old = tempfile.mkdtemp(prefix=f".old.test_data_set_{index}.", dir=folder)
+            os.rmdir(old)
+            os.replace(target, old)
+        os.replace(staging, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return index_doc
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise OutputError(f"cannot write the io dump in {folder}: {exc.strerror or exc}") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _check_same_model(folder: str, model_sha256: str) -> None:
+    """Refuse to add to a folder that holds a dump of another model (or something that is not a dump)."""
+    if not os.path.exists(folder):
+        return
+    if not os.path.isdir(folder):
+        raise OutputError(f"io dump target {folder} is not a folder")
+    for entry in sorted(os.listdir(folder)):
+        if entry.startswith("."):
+            continue
+        index_path = os.path.join(folder, entry, INDEX)
+        if not CASE_DIR.match(entry) or not os.path.isfile(index_path):
+            raise OutputError(
+                f"io dump target {folder} holds {entry!r}, which is not part of an io dump; give an empty or new folder"
+            )
+        try:
+            with open(index_path, encoding="utf-8") as f:
+                other = json.load(f).get("model_sha256")
+        except (OSError, ValueError, AttributeError):
+            other = None
+        if other != model_sha256:
+            raise OutputError(
+                f"io dump target {folder} holds a dump of another model ({entry}); give an empty or new folder"
+            )
+
+
+# ---------------------------------------------------------------- reading
+
+
+@dataclass
+class CaseDump:
+    """One test case of an io dump, checked; tensors are read (and their hashes checked) when asked for."""
+
+    folder: str
+    index: dict[str, Any]
+    by_name: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> list[NodeInfo]:
+        return [
+            NodeInfo(n["name"], n["op_type"], n["domain"], tuple(n["inputs"]), tuple(n["outputs"]))
+            for n in self.index["nodes"]
+        ]
+
+    @property
+    def names(self) -> list[str]:
+        return [t["name"] for t in self.index["tensors"]]
+
+    def entry(self, name: str) -> dict[str, Any]:
+        return self.by_name[name]
+
+    def tensor(self, name: str) -> np.ndarray:
+        """A tensor's value.
+
+        Raises:
+            DataError: the file does not match the index (edited or damaged).
+        """
+        entry = self.by_name[name]
+        path = os.path.join(self.folder, entry["file"])
+        try:
+            with open(path, "rb") as f:
+                data = f.read(entry["size"] + 1)
+        except OSError as exc:
+            raise DataError(f"io dump {self.folder}: cannot read {entry['file']} ({exc.strerror or exc})") from None
+        if len(data) != entry["size"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise DataError(
+                f"io dump {self.folder}: {entry['file']} does not match its sha256 in {INDEX} (edited or damaged)"
+            )
+        try:
+            array, stored = decode(data)
+        except ValueError as exc:
+            raise DataError(f"io dump {self.folder}: {entry['file']} is not a valid TensorProto ({exc})") from None
+        if stored and stored != name:
+            raise DataError(f"io dump {self.folder}: {entry['file']} holds tensor {stored!r}, the index says {name!r}")
+        return array
+
+
+class IoDump:
+    """An io dump folder, checked: every test case's index, its files' presence and sizes, one model throughout.
+
+    Raises:
+        DataError: not an io dump, an unknown version, an incomplete or edited
+            case, or cases from different models.
+    """
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        if not os.path.isdir(folder):
+            raise DataError(f"io dump not found: {folder} is not a folder")
+        self.cases: dict[int, CaseDump] = {}
+        for entry in sorted(os.listdir(folder)):
+            match = CASE_DIR.match(entry)
+            if match and os.path.isdir(os.path.join(folder, entry)):
+                self.cases[int(match.group(1))] = self._read_case(os.path.join(folder, entry), int(match.group(1)))
+        if not self.cases:
+            raise DataError(f"{folder} is not an io dump: it has no test_data_set_N folder with an {INDEX}")
+        shas = {case.index["model_sha256"] for case in self.cases.values()}
+        if len(shas) > 1:
+            raise DataError(
+                f"io dump {folder} mixes test cases of different models (model sha256 differs between cases)"
+            )
+        self.model_sha256 = shas.pop()
+
+    def _read_case(self, path: str, number: int) -> CaseDump:
+        index_path = os.path.join(path, INDEX)
+        where = f"io dump {path}"
+        if not os.path.isfile(index_path):
+            raise DataError(f"{where}: no {INDEX} (incomplete dump)")
+        if os.path.getsize(index_path) > MAX_INDEX_BYTES:
+            raise DataError(f"{where}: {INDEX} is larger than {MAX_INDEX_BYTES} bytes")
+        try:
+            with open(index_path, encoding="utf-8") as f:
+                index = json.load(f)
+        except (OSError, ValueError, RecursionError) as exc:
+            raise DataError(f"{where}: {INDEX} is not valid JSON ({type(exc).__name__})") from None
+        _validate_index(index, where, number)
+        case = CaseDump(path, index)
+        for entry in index["tensors"]:
+            file = os.path.join(path, entry["file"])
+            if not os.path.isfile(file):
+                raise DataError(f"{where}: {entry['file']} ({entry['name']!r}) is missing (incomplete dump)")
+            if os.path.getsize(file) != entry["size"]:
+                raise DataError(
+                    f"{where}: {entry['file']} is {os.path.getsize(file)} bytes, {INDEX} says {entry['size']} (edited or damaged)"
+                )
+            if entry["name"] in case.by_name:
+                raise DataError(f"{where}: tensor {entry['name']!r} is listed twice")
+            case.by_name[entry["name"]] = entry
+        return case
+
+
+def _validate_index(index: Any, where: str, number: int) -> None:
+    def require(ok: bool, what: str) -> None:
+        if not ok:
+            raise DataError(f"{where}: {INDEX} is malformed: {what}")
+
+    require(isinstance(index, dict), "not a JSON object")
+    if index.get("format") != FORMAT:
+        raise DataError(f"{where}: not an io dump ({INDEX} format is {index.get('format')!r}, expected {FORMAT!r})")
+    if index.get("version") != VERSION:
+        raise DataError(f"{where}: io dump version {index.get('version')!r} is not one this mgedump reads ({VERSION})")
+    require(isinstance(index.get("model_sha256"), str), "'model_sha256' must be a string")
+    require(index.get("test_case") == number, f"'test_case' must be {number}, the number of its folder")
+    nodes = index.get("nodes")
+    require(isinstance(nodes, list), "'nodes' must be a list")
+    for node in nodes:
+        require(
+            isinstance(node, dict)
+            and all(isinstance(node.get(k), str) for k in ("name", "op_type", "domain"))
+            and all(
+                isinstance(node.get(k), list) and all(isinstance(x, str) for x in node[k])
+                for k in ("inputs", "outputs")
+            ),
+            "each node needs name, op_type, domain, inputs and outputs",
+        )
+    tensors = index.get("tensors")
+    require(isinstance(tensors, list), "'tensors' must be a list")
+    for entry in tensors:
+        require(
+            isinstance(entry, dict)
+            and isinstance(entry.get("name"), str)
+            and isinstance(entry.get("file"), str)
+            and FILE_NAME.match(entry["file"]) is not None
+            and isinstance(entry.get("size"), int)
+            and isinstance(entry.get("sha256"), str)
+            and isinstance(entry.get("shape"), list),
+            "each tensor needs a name, a file (NNNN.pb), a size, a sha256 and a shape",
+        )
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def scratch(prefix: str = "mgedump-iodump-") -> Iterator[str]:
+    """A temporary folder for a dump nobody asked to keep."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "CaseDump",
+    "ExposedRunner",
+    "IoDump",
+    "NodeInfo",
+    "Plan",
+    "case_dir",
+    "estimate_sizes",
+    "exposed_model",
+    "file_sha256",
+    "partition",
+    "scratch",
+    "tensor_stats",
+    "write_case",
+]

@@ -1,0 +1,88 @@
+"""Running a model with every tensor exposed, into an io dump: what ``mgerun --io-dump``, ``mgediff``, embedded
+dumps and the float16 search share."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..runtime import open_session, session_options
+from .iodump import DEFAULT_BUDGET, ExposedRunner, IoDump, load_for_exposure, write_case
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How the exposed runs are made: the caller's onnxruntime settings and the memory budget.
+
+    Attributes:
+        providers: execution providers (none: the CPU provider).
+        threads: intra-op threads (none: onnxruntime's choice).
+        graph_opt: onnxruntime's optimisation level (none: its default).
+        budget: bytes of exposed tensors one run may hold at once.
+    """
+
+    providers: tuple[str, ...] | None = None
+    threads: int | None = None
+    graph_opt: str | None = None
+    budget: int = DEFAULT_BUDGET
+
+
+class ModelDumper:
+    """One model, ready to be run with every tensor exposed on any number of test cases.
+
+    Use as a context manager: a large model's weights may be moved to a
+    temporary folder for the time of the runs.
+    """
+
+    def __init__(
+        self, path: str, sha256: str, settings: RunSettings | None = None, *, label: str | None = None
+    ) -> None:
+        self.path = path
+        self.sha256 = sha256
+        self.settings = settings or RunSettings()
+        self.label = label or path
+        self._scratch = tempfile.TemporaryDirectory(prefix="mgedump-expose-")
+        model, data_folder = load_for_exposure(path, self._scratch.name)
+        settings = self.settings
+        options = {"threads": settings.threads, "graph_opt": settings.graph_opt, "data_folder": data_folder}
+
+        def open_exposed(model_bytes: bytes):
+            return open_session(
+                model_bytes,
+                label=f"{self.label} (every tensor exposed)",
+                providers=settings.providers,
+                options=session_options(**options),
+            )
+
+        self.runner = ExposedRunner(model, open_exposed, settings.budget)
+
+    def __enter__(self) -> ModelDumper:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._scratch.cleanup()
+
+    def dump(self, folder: str, cases: Iterable[tuple[int, Mapping[str, np.ndarray]]]) -> None:
+        """Run every (number, feeds) test case and write its dump into ``folder/test_data_set_N``.
+
+        Raises:
+            RunError: the model failed to run on a test case.
+            OutputError: the folder cannot be written or holds another model's dump.
+        """
+        for number, feeds in cases:
+            write_case(folder, number, self.runner.plan, self.sha256, self.runner.tensors(feeds))
+
+
+def dump_to_scratch(dumper: ModelDumper, cases: Iterable[tuple[int, Mapping[str, np.ndarray]]], scratch: str) -> IoDump:
+    """Dump test cases into a new folder under ``scratch`` and open it."""
+    folder = tempfile.mkdtemp(prefix="dump-", dir=scratch)
+    os.rmdir(folder)
+    dumper.dump(folder, cases)
+    return IoDump(folder)

@@ -1,0 +1,272 @@
+"""Mixed precision decided from the test data (DESIGN section 13), as NVIDIA's AutoCast and onnxconverter-common's
+auto mixed precision do.
+
+Given the float32 model and the test cases:
+
+1. Run the float32 model on the test cases (inputs rounded through float16, as
+   the float16 model will get them) with every tensor exposed: the reference.
+2. Keep float32 the nodes ``--fp32-nodes`` names, and every node whose float32
+   values on the test cases go beyond what float16 holds (65504).
+3. Convert (:func:`mgedump.optimize.float16.convert`), run the candidate the
+   same way, and diff it against the reference (:mod:`mgedump.diagnose.diff`).
+   If every model output is within ``maxerr``, done. Otherwise keep float32
+   every node that introduces error above ``maxerr``; when the node that first
+   diverges is float32 already (its error comes in through float16-rounded
+   inputs), keep the nodes that feed it too. Repeat.
+
+The search stops when the outputs pass, or when nothing is left to keep
+float32 (or after :data:`MAX_ROUNDS`), and then refuses with the first
+divergence named: a float16 model that destroys the outputs is never written.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..assertion import maxerr_hint
+from ..diagnose.diff import FLOAT16_MAX, CaseDiff, diff_dumps, tensor_err
+from ..diagnose.iodump import IoDump
+from ..diagnose.run import ModelDumper, RunSettings, dump_to_scratch
+from ..errors import OptimizeError
+from .float16 import convert, matching_nodes, name_nodes
+
+MAX_ROUNDS = 12
+
+
+@dataclass
+class Autocast:
+    """What the search decided: the converted model and why each node kept float32 did."""
+
+    model: Any
+    mode: str
+    kept: dict[str, str] = field(default_factory=dict)  # node name -> why
+    op_types: dict[str, str] = field(default_factory=dict)
+    weights32: dict[str, str] = field(default_factory=dict)
+    rounds: int = 0
+    worst: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "kept_float32": [
+                {"node": name, "op_type": self.op_types.get(name, ""), "why": why} for name, why in self.kept.items()
+            ],
+            "weights_float32": [{"weight": name, "why": why} for name, why in self.weights32.items()],
+            "search_rounds": self.rounds,
+        }
+
+
+def _save(model: Any, path: str) -> None:
+    import onnx
+
+    large = model.ByteSize() > (1 << 31) - (64 << 20)
+    onnx.save_model(model, path, save_as_external_data=large, location=os.path.basename(path) + ".data")
+
+
+def _rounded(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The inputs as the float16 model gets them: float32 data rounded through float16."""
+    return {k: (v.astype(np.float16).astype(np.float32) if v.dtype == np.float32 else v) for k, v in feeds.items()}
+
+
+def _as_inputs_of(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    types = {v.name: v.type.tensor_type.elem_type for v in model.graph.input}
+    return {k: (v.astype(np.float16) if types.get(k) == 10 and v.dtype == np.float32 else v) for k, v in feeds.items()}
+
+
+def _range_rule(ref: IoDump, model: Any) -> dict[str, str]:
+    """Nodes whose float32 outputs on the test cases go beyond float16's range."""
+    kept = {}
+    for node in model.graph.node:
+        worst = 0.0
+        for case in ref.cases.values():
+            for name in node.output:
+                entry = case.by_name.get(name)
+                if entry and entry["dtype"] == "float32" and entry["max"] is not None:
+                    worst = max(worst, abs(entry["max"]), abs(entry["min"]))
+        if worst > FLOAT16_MAX:
+            kept[node.name] = f"float32 values reach {worst:.4g} on the test data, beyond float16's 65504"
+    return kept
+
+
+def _producers(model: Any) -> dict[str, Any]:
+    return {o: node for node in model.graph.node for o in node.output}
+
+
+def _output_errs(case: CaseDiff, outputs: Sequence[str]) -> dict[str, float]:
+    errs = {t.name: t.err for t in case.tensors}
+    return {name: errs.get(name, float("inf")) for name in outputs}
+
+
+def autocast(
+    base_path: str,
+    mode: str,
+    test_inputs: Sequence[Mapping[str, np.ndarray]],
+    *,
+    maxerr: float,
+    fp32_nodes: Sequence[str] = (),
+    scratch: str,
+    settings: RunSettings | None = None,
+) -> Autocast:
+    """Find which nodes must stay float32 for the float16 model to meet ``maxerr`` on the test cases.
+
+    Args:
+        base_path: the float32 model (already optimised).
+        mode: ``"ioc16"`` or ``"io16xc32"``.
+        test_inputs: the test cases' inputs, float32 where the model takes float.
+        maxerr: what every model output must meet.
+        fp32_nodes: glob patterns of node names or op types to keep float32.
+        scratch: a folder for the dumps and candidate models.
+        settings: onnxruntime settings for the runs.
+
+    Returns:
+        The converted model and the decisions.
+
+    Raises:
+        OptimizeError: no mixed-precision model meets ``maxerr``; the message
+            names the first divergence and its cause.
+    """
+    import onnx
+
+    base = onnx.load(base_path)
+    name_nodes(base)
+    named = os.path.join(scratch, "base.onnx")
+    _save(base, named)
+    cases = [(k, _rounded(feeds)) for k, feeds in enumerate(test_inputs)]
+    with ModelDumper(named, "reference", settings, label="the float32 model") as dumper:
+        ref = dump_to_scratch(dumper, cases, scratch)
+    outputs = [v.name for v in base.graph.output]
+    _check_rounding_floor(ref, outputs, maxerr, mode)
+    op_types = {node.name: node.op_type for node in base.graph.node}
+    kept: dict[str, str] = {}
+    kept.update(matching_nodes(base, fp32_nodes))
+    for name, why in _range_rule(ref, base).items():
+        kept.setdefault(name, why)
+    last: CaseDiff | None = None
+    for rounds in range(1, MAX_ROUNDS + 1):
+        candidate = copy.deepcopy(base)
+        conversion = convert(candidate, mode, kept)
+        path = os.path.join(scratch, f"candidate-{rounds}.onnx")
+        _save(candidate, path)
+        with ModelDumper(path, f"candidate-{rounds}", settings, label="the float16 model") as dumper:
+            got = dump_to_scratch(dumper, [(k, _as_inputs_of(candidate, f)) for k, f in cases], scratch)
+        report = diff_dumps(ref, got, maxerr=maxerr, label_a="float32", label_b="float16")
+        failing = [case for case in report.cases if any(e > maxerr for e in _output_errs(case, outputs).values())]
+        worst = max((e for case in report.cases for e in _output_errs(case, outputs).values()), default=0.0)
+        if not failing:
+            return Autocast(candidate, mode, kept, op_types, dict(conversion.weights32), rounds, worst)
+        last = failing[0]
+        origins = _Origins(base)
+        origins.learn(got.cases[last.test_case].nodes)
+        added = _keep_more(last, kept, origins, maxerr)
+        if not added:
+            break
+    raise _refusal(last, maxerr, mode)
+
+
+class _Origins:
+    """Maps the float16 model's nodes and tensors back to the float32 model's: the Casts the conversion added carry
+    another node's tensor (``x__f32`` is ``x``; ``x__cast_store`` writes ``x`` for x's producer)."""
+
+    def __init__(self, base: Any) -> None:
+        self.producers = _producers(base)
+        self.base_nodes = {node.name: node for node in base.graph.node}
+        self._casts: dict[str, str] = {}  # a Cast's output -> its input
+
+    def learn(self, nodes: Sequence[Any]) -> None:
+        for node in nodes:
+            if node.name not in self.base_nodes and node.op_type == "Cast" and node.inputs:
+                for out in node.outputs:
+                    self._casts[out] = node.inputs[0]
+
+    def tensor(self, name: str) -> str:
+        seen = set()
+        while name in self._casts and name not in seen and name not in self.producers:
+            seen.add(name)
+            name = self._casts[name]
+        return name
+
+    def node(self, node: Any) -> Any | None:
+        """The float32 model's node that a float16 model's node stands for."""
+        if node.name in self.base_nodes:
+            return self.base_nodes[node.name]
+        for out in node.outputs:
+            producer = self.producers.get(self.tensor(out))
+            if producer is not None:
+                return producer
+        return None
+
+
+def _check_rounding_floor(ref: IoDump, outputs: Sequence[str], maxerr: float, mode: str) -> None:
+    """Refuse at once when rounding the float32 outputs to float16 alone misses maxerr: the model's outputs are
+    float16 in both modes, so no search can do better.
+
+    Raises:
+        OptimizeError: with the error that rounding alone gives, and a --maxerr hint when that error is small.
+    """
+    worst, where, scale = 0.0, "", 0.0
+    for number, case in ref.cases.items():
+        for name in outputs:
+            if name not in case.by_name or case.by_name[name]["dtype"] != "float32":
+                continue
+            value = case.tensor(name)
+            err = tensor_err(name, value, value.astype(np.float16).astype(np.float32)).err
+            if err > worst:
+                worst, where = err, f"(name={name}, test case {number})"
+            scale = max(scale, float(np.abs(value[np.isfinite(value)]).max(initial=0.0)))
+    if worst > maxerr:
+        raise OptimizeError(
+            f"the optimised model misses --maxerr {maxerr:g}: err={worst:.3g} {where}: --enable-{mode} makes the "
+            "model's outputs float16, and rounding them to float16 alone gives that error",
+            hint=maxerr_hint(worst, scale),
+        )
+
+
+def _keep_more(case: CaseDiff, kept: dict[str, str], origins: _Origins, maxerr: float) -> int:
+    """Keep float32 the nodes that introduce error; if they are all kept already, the nodes that feed the first."""
+    added = 0
+    for diff in case.introducers():
+        node = origins.node(diff.node)
+        if node is not None and node.name not in kept:
+            cause = f"; {diff.cause}" if diff.cause else ""
+            kept[node.name] = (
+                f"introduces err {diff.err:.3g} above maxerr {maxerr:g} on test case {case.test_case}{cause}"
+            )
+            added += 1
+    if added:
+        return added
+    first = case.first_divergence
+    node = origins.node(first.node) if first is not None else None
+    if node is None:
+        return 0
+    for name in node.input:
+        feeder = origins.producers.get(origins.tensor(name))
+        if feeder is not None and feeder.name not in kept:
+            kept[feeder.name] = f"feeds {node.name!r} ({node.op_type}), which diverges even in float32"
+            added += 1
+    return added
+
+
+def _refusal(case: CaseDiff | None, maxerr: float, mode: str) -> OptimizeError:
+    """The search found no model that meets maxerr: name where the last candidate first diverged."""
+    flag = f"--enable-{mode}"
+    if case is None or case.first_divergence is None:
+        worst = case.worst() if case is not None else None
+        where = f" (worst: {worst.name!r}, err {worst.err:.3g})" if worst is not None else ""
+        return OptimizeError(
+            f"{flag}: no mixed-precision model meets --maxerr {maxerr:g}{where}; the outputs themselves are float16",
+            hint="float16 outputs hold about 3 significant digits: use --maxerr 1e-2 or above, or leave the flag out",
+        )
+    first = case.first_divergence
+    cause = f" ({first.cause})" if first.cause else ""
+    return OptimizeError(
+        f"{flag}: even with the nodes that diverge kept float32, the model misses --maxerr {maxerr:g}; first divergence "
+        f"on test case {case.test_case}: node {first.node.name!r} ({first.node.op_type}), output "
+        f"{first.output.name!r} err {first.err:.3g}{cause}",
+        hint=f"keep more of the model float32 with --fp32-nodes, or leave {flag} out",
+    )
