@@ -73,6 +73,11 @@ SEEDS: dict[str, int] = {
     "fan.onnx": 1008,
     "external/mlp.onnx": 1009,
     "external/function_const.onnx": 1010,
+    "float16/layernorm_sum.onnx": 1011,
+    "float16/rsqrt_quiet.onnx": 1012,
+    "float16/overflow_chain.onnx": 1013,
+    "float16/if_float.onnx": 1014,
+    "float16/loop_float.onnx": 1015,
     "cnn_input.npy": 2001,
     "multi_input.npz": 2002,
     "cnn_input.pb": 2003,
@@ -536,6 +541,172 @@ def build_function_const() -> onnx.ModelProto:
     )
 
 
+def _layernorm(prefix: str, x: str, width: int, eps: float, sum_then_divide: bool) -> tuple[list, list, str]:
+    """LayerNorm over the last axis, decomposed as exporters write it: mean, centred, variance, reciprocal square root."""
+    inits = [numpy_helper.from_array(np.array(eps, np.float32), f"{prefix}_eps")]
+    nodes = [
+        helper.make_node("ReduceMean", [x], [f"{prefix}_mean"], name=f"{prefix}/mean", axes=[-1], keepdims=1),
+        helper.make_node("Sub", [x, f"{prefix}_mean"], [f"{prefix}_d"], name=f"{prefix}/centre"),
+        helper.make_node("Mul", [f"{prefix}_d", f"{prefix}_d"], [f"{prefix}_sq"], name=f"{prefix}/square"),
+    ]
+    if sum_then_divide:
+        nodes += [
+            helper.make_node(
+                "ReduceSum", [f"{prefix}_sq", f"{prefix}_axes"], [f"{prefix}_sum"], name=f"{prefix}/sum", keepdims=1
+            ),
+            helper.make_node("Div", [f"{prefix}_sum", f"{prefix}_n"], [f"{prefix}_var"], name=f"{prefix}/variance"),
+        ]
+        inits.append(numpy_helper.from_array(np.array([-1], np.int64), f"{prefix}_axes"))
+        inits.append(numpy_helper.from_array(np.array(float(width), np.float32), f"{prefix}_n"))
+    else:
+        nodes.append(
+            helper.make_node(
+                "ReduceMean", [f"{prefix}_sq"], [f"{prefix}_var"], name=f"{prefix}/variance", axes=[-1], keepdims=1
+            )
+        )
+    nodes += [
+        helper.make_node("Add", [f"{prefix}_var", f"{prefix}_eps"], [f"{prefix}_vareps"], name=f"{prefix}/add_eps"),
+        helper.make_node("Sqrt", [f"{prefix}_vareps"], [f"{prefix}_std"], name=f"{prefix}/sqrt"),
+        helper.make_node("Reciprocal", [f"{prefix}_std"], [f"{prefix}_rstd"], name=f"{prefix}/rsqrt"),
+        helper.make_node("Mul", [f"{prefix}_d", f"{prefix}_rstd"], [f"{prefix}_out"], name=f"{prefix}/normalize"),
+    ]
+    return nodes, inits, f"{prefix}_out"
+
+
+def _classifier(
+    key: str, width: int, classes: int, nodes: list, inits: list, x: str, name: str, scale: float = 1.0
+) -> onnx.ModelProto:
+    rng = _rng(key)
+    inits = [*inits, _weight(rng, "head_W", [width, classes], 0.3)]
+    nodes = [
+        *nodes,
+        helper.make_node("MatMul", [x, "head_W"], ["logits"], name="head"),
+        helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [_value_info("x", TensorProto.FLOAT, [1, width])],
+        [_value_info("prob", TensorProto.FLOAT, [1, classes])],
+        initializer=inits,
+    )
+    return _make_model(graph)
+
+
+def build_layernorm_sum() -> onnx.ModelProto:
+    """Byte values (0..255) through a LayerNorm that sums the squares before dividing: the sum reaches ~3e5,
+    beyond float16 (the failure of a file-type classifier's LayerNorm)."""
+    nodes, inits, out = _layernorm("ln", "x", 64, 1e-6, sum_then_divide=True)
+    return _classifier("float16/layernorm_sum.onnx", 64, 8, nodes, inits, out, "layernorm_sum")
+
+
+def build_rsqrt_quiet() -> onnx.ModelProto:
+    """A quiet signal (values ~1e-4) normalised: its variance (~1e-9) and epsilon (1e-12) are zero in float16, so
+    the reciprocal square root goes to infinity. No float32 value leaves float16's range: only a comparison finds it."""
+    nodes, inits, out = _layernorm("norm", "x", 32, 1e-12, sum_then_divide=False)
+    return _classifier("float16/rsqrt_quiet.onnx", 32, 4, nodes, inits, out, "rsqrt_quiet")
+
+
+def build_overflow_chain() -> onnx.ModelProto:
+    """A chain whose middle values (~1e5) leave float16's range and come back (divided by 1000) at the end."""
+    rng = _rng("float16/overflow_chain.onnx")
+    inits = [
+        numpy_helper.from_array((rng.uniform(1000, 2000, (8, 8))).astype(np.float32), "W_big"),
+        numpy_helper.from_array(np.array(1e-3, np.float32), "shrink"),
+        _weight(rng, "W_out", [8, 4], 0.5),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "W_big"], ["big"], name="amplify"),
+        helper.make_node("Relu", ["big"], ["big_relu"], name="relu"),
+        helper.make_node("Mul", ["big_relu", "shrink"], ["small"], name="shrink"),
+        helper.make_node("MatMul", ["small", "W_out"], ["y"], name="out"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "overflow_chain",
+        [_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [_value_info("y", TensorProto.FLOAT, [1, 4])],
+        initializer=inits,
+    )
+    return _make_model(graph)
+
+
+def build_if_float() -> onnx.ModelProto:
+    """An If whose branches compute on floats, one of them with a weight of the outer graph."""
+    rng = _rng("float16/if_float.onnx")
+    then = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "W"], ["t0"], name="then/matmul"),
+            helper.make_node("Tanh", ["t0"], ["a"], name="then/tanh"),
+        ],
+        "then",
+        [],
+        [_value_info("a", TensorProto.FLOAT, [1, 6])],
+    )
+    other = helper.make_graph(
+        [
+            helper.make_node("Mul", ["x", "x"], ["e0"], name="else/square"),
+            helper.make_node("ReduceSum", ["e0", "axes"], ["e1"], name="else/sum", keepdims=1),
+            helper.make_node("Expand", ["e1", "shape"], ["b"], name="else/expand"),
+        ],
+        "else",
+        [],
+        [_value_info("b", TensorProto.FLOAT, [1, 6])],
+    )
+    inits = [
+        _weight(rng, "W", [6, 6], 0.5),
+        numpy_helper.from_array(np.array([-1], np.int64), "axes"),
+        numpy_helper.from_array(np.array([1, 6], np.int64), "shape"),
+    ]
+    nodes = [
+        helper.make_node("If", ["c"], ["branch"], name="choose", then_branch=then, else_branch=other),
+        helper.make_node("Add", ["branch", "x"], ["y"], name="residual"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "if_float",
+        [_value_info("c", TensorProto.BOOL, []), _value_info("x", TensorProto.FLOAT, [1, 6])],
+        [_value_info("y", TensorProto.FLOAT, [1, 6])],
+        initializer=inits,
+    )
+    return _make_model(graph)
+
+
+def build_loop_float() -> onnx.ModelProto:
+    """A Loop that carries a float state through a few steps of state = tanh(state @ W + x)."""
+    rng = _rng("float16/loop_float.onnx")
+    body = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["s_in", "W"], ["m"], name="body/matmul"),
+            helper.make_node("Add", ["m", "x"], ["pre"], name="body/add"),
+            helper.make_node("Tanh", ["pre"], ["s_out"], name="body/tanh"),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body/cond"),
+        ],
+        "body",
+        [
+            _value_info("i", TensorProto.INT64, []),
+            _value_info("cond_in", TensorProto.BOOL, []),
+            _value_info("s_in", TensorProto.FLOAT, [1, 6]),
+        ],
+        [_value_info("cond_out", TensorProto.BOOL, []), _value_info("s_out", TensorProto.FLOAT, [1, 6])],
+    )
+    inits = [
+        _weight(rng, "W", [6, 6], 0.4),
+        numpy_helper.from_array(np.array(4, np.int64), "steps"),
+        numpy_helper.from_array(np.array(True), "go"),
+        numpy_helper.from_array(np.zeros((1, 6), np.float32), "s0"),
+    ]
+    nodes = [helper.make_node("Loop", ["steps", "go", "s0"], ["y"], name="recur", body=body)]
+    graph = helper.make_graph(
+        nodes,
+        "loop_float",
+        [_value_info("x", TensorProto.FLOAT, [1, 6])],
+        [_value_info("y", TensorProto.FLOAT, [1, 6])],
+        initializer=inits,
+    )
+    return _make_model(graph)
+
+
 # --------------------------------------------------------------------------
 # writers: each registry entry writes its file(s) under the output folder
 
@@ -688,6 +859,41 @@ REGISTRY: tuple[Sample, ...] = (
         "a model-local function whose Constant node keeps its weight in external data",
         files=("external/function_const.data",),
         tags=("external", "function"),
+    ),
+    Sample(
+        "float16/layernorm_sum.onnx",
+        _writer(build_layernorm_sum),
+        "#rand(0,255)",
+        "byte values through a LayerNorm that sums squares: the sum leaves float16's range",
+        tags=("float16",),
+    ),
+    Sample(
+        "float16/rsqrt_quiet.onnx",
+        _writer(build_rsqrt_quiet),
+        "#rand(0,0.0001)",
+        "a quiet signal normalised: in float16 its variance is zero and the reciprocal square root infinite",
+        tags=("float16",),
+    ),
+    Sample(
+        "float16/overflow_chain.onnx",
+        _writer(build_overflow_chain),
+        "#rand(0,10)",
+        "values that leave float16's range in the middle of a chain and come back",
+        tags=("float16",),
+    ),
+    Sample(
+        "float16/if_float.onnx",
+        _writer(build_if_float),
+        "c:#const(1);x:#rand(-1,1)",
+        "an If whose branches compute on floats, one with a weight of the outer graph",
+        tags=("float16", "subgraph"),
+    ),
+    Sample(
+        "float16/loop_float.onnx",
+        _writer(build_loop_float),
+        "#rand(-1,1)",
+        "a Loop carrying a float state",
+        tags=("float16", "subgraph"),
     ),
     Sample(
         "bad/not_onnx.onnx",

@@ -22,7 +22,7 @@ finite.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,6 +212,38 @@ def recognise_cause(outputs: Iterable[TensorErr]) -> str | None:
     return None
 
 
+def _carried_by_casts(nodes: Iterable[NodeInfo], matched: Mapping[str, TensorErr]) -> dict[str, str]:
+    """B's tensors that only a Cast made (one side only: ``x__f32``), mapped to the matched tensor they carry, so a
+    node reading through a Cast still sees the error its input carries in."""
+    casts = {
+        node.outputs[0]: node.inputs[0] for node in nodes if node.op_type == "Cast" and node.inputs and node.outputs
+    }
+    carried = {}
+    for name in casts:
+        source, seen = name, set()
+        while source in casts and source not in matched and source not in seen:
+            seen.add(source)
+            source = casts[source]
+        if source in matched and source != name:
+            carried[name] = source
+    return carried
+
+
+def _standing_for(node: NodeInfo, producer: Mapping[str, NodeInfo], matched: Mapping[str, TensorErr]) -> NodeInfo:
+    """The node a Cast stands for when it only stores another node's output (``x__f32`` -> ``x``): that node."""
+    seen = set()
+    while (
+        node.op_type == "Cast"
+        and node.inputs
+        and node.inputs[0] not in matched
+        and node.inputs[0] in producer
+        and node.name not in seen
+    ):
+        seen.add(node.name)
+        node = producer[node.inputs[0]]
+    return node
+
+
 def diff_case(a: CaseDump, b: CaseDump, maxerr: float) -> CaseDiff:
     """Compare the tensors two dumps of one test case share, and find the nodes of B that introduce error."""
     in_a = set(a.names)
@@ -222,13 +254,22 @@ def diff_case(a: CaseDump, b: CaseDump, maxerr: float) -> CaseDiff:
         errs[name] = tensor_err(name, a.tensor(name), b.tensor(name))
     produced = {o for node in b.nodes for o in node.outputs}
     graph_inputs = {n for n in b.names if n not in produced}
-    nodes = []
+    carried = _carried_by_casts(b.nodes, errs)
+    producer = {o: node for node in b.nodes for o in node.outputs}
+    groups: dict[str, tuple[NodeInfo, list[TensorErr]]] = {}
     for node in b.nodes:
-        outputs = [errs[o] for o in node.outputs if o in errs]
-        if not outputs:
-            continue
+        for name in node.outputs:
+            if name in errs:
+                owner = _standing_for(node, producer, errs)
+                groups.setdefault(owner.name, (owner, []))[1].append(errs[name])
+    nodes = []
+    for node, outputs in groups.values():
         worst = max(outputs, key=lambda t: t.err)
-        inputs = {i: errs[i].err for i in node.inputs if i in errs}
+        inputs = {}
+        for name in node.inputs:
+            source = carried.get(name, name)
+            if source in errs:
+                inputs[source] = errs[source].err
         worst_in = max(inputs.values(), default=0.0)
         introduces = worst.err > maxerr and (worst_in <= maxerr or worst.err > INTRODUCES_FACTOR * worst_in)
         cause = recognise_cause(outputs) if worst.err > maxerr else None

@@ -244,11 +244,23 @@ def _keep_more(case: CaseDiff, kept: dict[str, str], origins: _Origins, maxerr: 
     node = origins.node(first.node) if first is not None else None
     if node is None:
         return 0
-    for name in node.input:
-        feeder = origins.producers.get(origins.tensor(name))
-        if feeder is not None and feeder.name not in kept:
-            kept[feeder.name] = f"feeds {node.name!r} ({node.op_type}), which diverges even in float32"
-            added += 1
+    # the error comes in through float16-rounded inputs: climb through the producers kept float32 already, and keep
+    # the nearest ones that are not
+    frontier, seen = [node], {node.name}
+    while frontier and not added:
+        feeders = []
+        for current in frontier:
+            for name in current.input:
+                feeder = origins.producers.get(origins.tensor(name))
+                if feeder is None or feeder.name in seen:
+                    continue
+                seen.add(feeder.name)
+                if feeder.name in kept:
+                    feeders.append(feeder)
+                else:
+                    kept[feeder.name] = f"feeds {node.name!r} ({node.op_type}), which diverges even in float32"
+                    added += 1
+        frontier = feeders
     return added
 
 
