@@ -21,6 +21,7 @@ from .errors import UsageError
 
 GRAPH_OPT_LEVELS = ("disable", "basic", "extended", "all")
 MAX_THREADS = 1024
+IO_DUMP_BUDGET_MB = 1024  # the default of every io_dump_budget_mb below
 
 
 def check_maxerr(maxerr: Any, flag: str = "--maxerr") -> float:
@@ -236,6 +237,9 @@ class PackOptions:
         optimize: rewrites for inference (none: the model as given).
         strip_info: write strip info (JSON) to this path, and onnxruntime's
             reduced-build config beside it (none: no strip info).
+        embed_io_dump: store the io dump of the model as given on this many
+            test cases (the first ones) in the bundle, so that ``mgerun`` names
+            where a failing test case first diverges (0: none).
     """
 
     specs: Sequence[Any] = ()
@@ -245,9 +249,12 @@ class PackOptions:
     silent: bool = False
     optimize: OptimizeOptions = field(default_factory=OptimizeOptions)
     strip_info: str | None = None
+    embed_io_dump: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "maxerr", check_maxerr(self.maxerr))
+        if self.embed_io_dump < 0:
+            raise UsageError(f"--embed-io-dump takes a count of test cases >= 1, got {self.embed_io_dump}")
 
 
 @dataclass(frozen=True)
@@ -268,6 +275,9 @@ class VerifyOptions:
         profile: write onnxruntime's profile JSON to this file.
         bin_out_dump: write each test case's outputs as ``.npy`` into this folder.
         report_json: write the machine-readable report to this file.
+        io_dump: write every tensor of every test case into this folder (an io dump).
+        io_dump_budget_mb: how many MiB of exposed tensors one run may hold;
+            beyond it, a test case is run several times, a part of the tensors each.
         repeat_sweep: batch sizes: after verifying, time every test case with
             its inputs repeated N times along axis 0, for each N.
         specs: ``-d`` values, for a plain model only.
@@ -285,6 +295,8 @@ class VerifyOptions:
     profile: str | None = None
     bin_out_dump: str | None = None
     report_json: str | None = None
+    io_dump: str | None = None
+    io_dump_budget_mb: int = IO_DUMP_BUDGET_MB
     repeat_sweep: Sequence[int] = ()
     specs: Sequence[Any] = ()
     data: DataOptions = field(default_factory=DataOptions)
@@ -306,3 +318,33 @@ class VerifyOptions:
             raise UsageError(f"--graph-opt must be one of {', '.join(GRAPH_OPT_LEVELS)}, got {self.graph_opt!r}")
         if any(n < 1 for n in self.repeat_sweep):
             raise UsageError(f"--repeat-sweep batch sizes must be >= 1, got {list(self.repeat_sweep)}")
+        if self.io_dump_budget_mb < 1:
+            raise UsageError(f"--io-dump-budget must be >= 1 (MiB), got {self.io_dump_budget_mb}")
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    """How ``mgediff`` compares two runs.
+
+    Attributes:
+        maxerr: the AssertEqual threshold for every tensor (none: 1e-4, or
+            1e-2 when either side holds float16: float16's precision).
+        specs: ``-d`` values: the test data for sides that are models or bundles.
+        data: data options for ``specs``.
+        provider: execution provider for the runs (none: the CPU provider).
+        io_dump_budget_mb: MiB of exposed tensors one run may hold.
+        report_json: write the comparison as JSON to this file.
+    """
+
+    maxerr: float | None = None
+    specs: Sequence[Any] = ()
+    data: DataOptions = field(default_factory=DataOptions)
+    provider: str | None = None
+    io_dump_budget_mb: int = IO_DUMP_BUDGET_MB
+    report_json: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.maxerr is not None:
+            object.__setattr__(self, "maxerr", check_maxerr(self.maxerr))
+        if self.io_dump_budget_mb < 1:
+            raise UsageError(f"--io-dump-budget must be >= 1 (MiB), got {self.io_dump_budget_mb}")

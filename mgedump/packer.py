@@ -15,9 +15,18 @@ import numpy as np
 
 from . import __version__
 from .assertion import assert_equal, maxerr_hint
-from .bundle import DATA_MEMBER, FORMAT, FORMAT_VERSION, MODEL_MEMBER, Member, tensor_bytes, write_bundle
+from .bundle import (
+    DATA_MEMBER,
+    FORMAT,
+    FORMAT_VERSION,
+    IO_DUMP_FOLDER,
+    MODEL_MEMBER,
+    Member,
+    tensor_bytes,
+    write_bundle,
+)
 from .data import TestCase, build_cases, cast_to
-from .errors import MgeError, OptimizeError, RunError, SpecError
+from .errors import MgeError, OptimizeError, RunError, SpecError, UsageError
 from .fileio import FileDigest, check_target, hash_files
 from .log import logger
 from .modelfile import ModelSource, model_source
@@ -83,6 +92,10 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
             session = open_session(model_path)
             inputs, outputs = model_io(session)
             cases = build_cases(expand_specs(list(options.specs)), inputs, options.data)
+            if options.embed_io_dump > len(cases):
+                raise UsageError(
+                    f"--embed-io-dump {options.embed_io_dump} asks for more test cases than the {len(cases)} given"
+                )
             if options.optimize.any:
                 optimized = optimize_file(
                     model_path,
@@ -117,6 +130,9 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
             optimizations, requirements = optimized.optimizations, optimized.requirements
         source_sha256 = digest.sha256 if source.model_bytes is None else hash_files([model_path]).sha256
         manifest_cases = _case_members(stored, b_outputs, members, options.no_assert)
+        io_dump = None
+        if options.embed_io_dump:
+            io_dump = _embed_io_dump(model_path, source_sha256, stored[: options.embed_io_dump], inputs, members, tmp)
         manifest = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -140,6 +156,7 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
                 "input_transform": options.data.input_transform,
             },
             "test_cases": manifest_cases,
+            **({"io_dump": io_dump} if io_dump else {}),
         }
         written = write_bundle(output_path, manifest, members)
         if options.strip_info:
@@ -244,6 +261,32 @@ def _self_check(
             message += f"; first divergence on test case {worst_case}: {first}" if first else ""
         raise OptimizeError(message, hint=hint)
     return results
+
+
+def _embed_io_dump(
+    model_path: str,
+    sha256: str,
+    stored: Sequence[_Case],
+    inputs: Sequence[TensorInfo],
+    members: list[Member],
+    scratch: str,
+) -> dict[str, Any]:
+    """Dump the model as given on the first test cases; add the dump as members; return the manifest's entry."""
+    from .diagnose.run import ModelDumper
+
+    folder = os.path.join(scratch, IO_DUMP_FOLDER)
+    dtypes = {info.name: info.np_dtype for info in inputs}
+    cases = [
+        (k, {name: (a.astype(dtypes[name]) if a.dtype != dtypes[name] else a) for name, a in case.inputs})
+        for k, case in enumerate(stored)
+    ]
+    with ModelDumper(model_path, sha256, label=model_path) as dumper:
+        dumper.dump(folder, cases)
+    for k in range(len(stored)):
+        case_dir = os.path.join(folder, f"test_data_set_{k}")
+        for name in ["index.json", *sorted(f for f in os.listdir(case_dir) if f != "index.json")]:
+            members.append(Member(f"{IO_DUMP_FOLDER}/test_data_set_{k}/{name}", paths=(os.path.join(case_dir, name),)))
+    return {"folder": IO_DUMP_FOLDER, "test_cases": list(range(len(stored))), "model_sha256": sha256}
 
 
 def _explain(given: str, optimized: str, case: _Case, maxerr: float, scratch: str) -> str | None:

@@ -16,8 +16,8 @@ import numpy as np
 from .assertion import OutputCheck, assert_equal
 from .bundle import Bundle
 from .data import build_cases
-from .errors import EXIT_FAILED, EXIT_OK, ModelError, OutputError, RunError, UsageError
-from .fileio import atomic_output, check_target, write_bytes_atomic
+from .errors import EXIT_FAILED, EXIT_OK, DataError, ModelError, OutputError, RunError, UsageError
+from .fileio import atomic_output, check_target, hash_files, write_bytes_atomic
 from .optimize.requirements import check_requirements
 from .options import VerifyOptions
 from .runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
@@ -39,6 +39,7 @@ class CaseReport:
     error: str | None = None
     sweep: list[Timing] = field(default_factory=list)
     outputs: list[np.ndarray] = field(default_factory=list, repr=False)
+    diagnosis: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -62,6 +63,7 @@ class CaseReport:
             "inferences_per_s": timing["inferences_per_s"],
             "samples_per_s": timing["samples_per_s"],
             "sweep": [t.to_json() for t in self.sweep],
+            "diagnosis": self.diagnosis,
         }
 
 
@@ -122,6 +124,9 @@ class _Prepared:
     assertion: bool
     maxerr: float
     verbose: bool
+    model_path: str = ""
+    model_sha256: str = ""
+    reference: str | None = None  # the embedded io dump's folder, extracted
 
 
 def _open(model: str | bytes, label: str, options: VerifyOptions, tmp: str):
@@ -162,6 +167,9 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
                     bundle.tensor(member, info.name) for info, member in zip(outputs, case["outputs"], strict=True)
                 ]
             cases.append(_Case(case["spec"], case.get("origin", ""), feeds, expected))
+        reference = None
+        if manifest.get("io_dump"):
+            reference = bundle.extract_folder(manifest["io_dump"]["folder"], os.path.join(tmp, "reference"))
         bundle.verified()
     return _Prepared(
         "bundle",
@@ -172,6 +180,9 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         assertion["enabled"],
         float(assertion["maxerr"]),
         assertion["verbose"],
+        model_path,
+        model["sha256"],
+        reference,
     )
 
 
@@ -182,7 +193,8 @@ def _from_model(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
     inputs, outputs = model_io(session)
     built = build_cases(expand_specs(list(options.specs)), inputs, options.data)
     cases = [_Case(case.spec.text, case.spec.origin, dict(case.inputs), None) for case in built]
-    return _Prepared("model", session, inputs, outputs, cases, False, 0.0, True)
+    sha256 = hash_files([path]).sha256 if options.io_dump else ""
+    return _Prepared("model", session, inputs, outputs, cases, False, 0.0, True, path, sha256)
 
 
 def is_plain_model(path: str, options: VerifyOptions) -> bool:
@@ -251,6 +263,10 @@ def verify(
             report.cases.append(result)
             if options.bin_out_dump and result.error is None:
                 _dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs)
+            if options.io_dump and result.error is None:
+                _io_dump(prepared, index, case, options)
+            if not result.passed and result.error is None and prepared.reference is not None:
+                result.diagnosis = _diagnose(prepared, index, case, maxerr, options, tmp)
             if on_case is not None:
                 on_case(result, report)
         if options.profile:
@@ -321,6 +337,60 @@ def _dump_outputs(folder: str, index: int, infos: Sequence[TensorInfo], outputs:
         used.add(name)
         with atomic_output(os.path.join(case_dir, name + ".npy")) as f:
             np.save(f, array, allow_pickle=False)
+
+
+def _settings(options: VerifyOptions) -> Any:
+    from .diagnose.run import RunSettings
+
+    return RunSettings(
+        providers=tuple(resolve_providers(options.provider)),
+        threads=options.threads,
+        graph_opt=options.graph_opt,
+        budget=options.io_dump_budget_mb << 20,
+    )
+
+
+def _io_dump(prepared: _Prepared, index: int, case: _Case, options: VerifyOptions) -> None:
+    """Write every tensor of this test case into the --io-dump folder."""
+    from .diagnose.run import ModelDumper
+
+    assert options.io_dump is not None
+    with ModelDumper(prepared.model_path, prepared.model_sha256, _settings(options), label=prepared.model_path) as d:
+        d.dump(options.io_dump, [(index, case.feeds)])
+
+
+def _diagnose(
+    prepared: _Prepared, index: int, case: _Case, maxerr: float, options: VerifyOptions, tmp: str
+) -> dict[str, Any] | None:
+    """Where a failing test case first diverges from the reference io dump the bundle carries (if it has this case)."""
+    from .diagnose.compare import describe
+    from .diagnose.diff import diff_dumps
+    from .diagnose.iodump import IoDump
+    from .diagnose.run import ModelDumper
+
+    reference = IoDump(prepared.reference)  # members were hash-checked with the bundle
+    if index not in reference.cases:
+        return None
+    run_folder = os.path.join(tmp, f"run-{index}")
+    try:
+        with ModelDumper(
+            prepared.model_path, prepared.model_sha256, _settings(options), label="the bundled model"
+        ) as d:
+            d.dump(run_folder, [(index, case.feeds)])
+        diff = diff_dumps(
+            reference, IoDump(run_folder), maxerr=maxerr, label_a="the embedded io dump", label_b="this run"
+        ).cases[0]
+    except (RunError, ModelError, DataError) as exc:
+        return {"reference": "embedded io dump", "maxerr": maxerr, "first_divergence": None, "error": exc.one_line()}
+    first = diff.first_divergence
+    return {
+        "reference": "embedded io dump",
+        "maxerr": maxerr,
+        "matched": len(diff.tensors),
+        "first_divergence": None if first is None else first.to_json(),
+        "text": None if first is None else describe(first),
+        "top": [n.to_json() for n in diff.introducers()[:5]],
+    }
 
 
 def _save_profile(session: Any, target: str) -> str:

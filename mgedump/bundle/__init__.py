@@ -10,7 +10,16 @@
 
 from __future__ import annotations
 
-from .format import DATA_MEMBER, FORMAT, FORMAT_VERSION, MANIFEST, MODEL_MEMBER, check_member_name, validate_manifest
+from .format import (
+    DATA_MEMBER,
+    FORMAT,
+    FORMAT_VERSION,
+    IO_DUMP_FOLDER,
+    MANIFEST,
+    MODEL_MEMBER,
+    check_member_name,
+    validate_manifest,
+)
 from .reader import Bundle
 from .writer import Member, tensor_bytes, write_bundle
 
@@ -18,6 +27,7 @@ __all__ = [
     "DATA_MEMBER",
     "FORMAT",
     "FORMAT_VERSION",
+    "IO_DUMP_FOLDER",
     "MANIFEST",
     "MODEL_MEMBER",
     "Bundle",

@@ -9,6 +9,7 @@ order::
     test_data_set_0/input_0.pb      one ONNX TensorProto per model input
     test_data_set_0/output_0.pb     expected outputs (absent when assertions are off)
     test_data_set_1/...
+    io_dump/test_data_set_0/...     OPTIONAL: the reference io dump (``--embed-io-dump``)
 
 Unzipped, it is the ONNX model-zoo test layout: ``model.onnx`` beside
 ``test_data_set_N/{input,output}_K.pb``, numbered from 0 with no gaps, inputs in
@@ -47,6 +48,13 @@ Manifest keys (all REQUIRED unless marked):
     "inputs": [member, ...], "outputs": [member, ...]}``.
 ``members``: list of ``{"name": str, "size": int, "sha256": str}`` for every
     member after the manifest.
+``io_dump`` (OPTIONAL): ``{"folder": "io_dump", "test_cases": [int, ...],
+    "model_sha256": str}``: the io dump (format ``mgedump-iodump``, see
+    :mod:`mgedump.diagnose.iodump`) of the model as given, on these test cases,
+    as members under ``folder/`` (each test case's ``index.json`` and tensor
+    files), listed and hashed like every other member. A verifier that finds
+    a test case failing compares its own run against it to name the node that
+    first diverges.
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ FORMAT_VERSION = 1
 MANIFEST = "mgedump.json"
 MODEL_MEMBER = "model.onnx"
 DATA_MEMBER = "model.onnx.data"
+IO_DUMP_FOLDER = "io_dump"
 MAX_MANIFEST_BYTES = 16 << 20
 
 
@@ -177,6 +186,23 @@ def validate_manifest(manifest: Any) -> None:
         check_member_name(entry["name"])
     listed = {entry["name"] for entry in members}
     _require(len(listed) == len(members), "a member is listed twice")
+    io_dump = manifest.get("io_dump")
+    if io_dump is not None:
+        _require(
+            isinstance(io_dump, dict)
+            and io_dump.get("folder") == IO_DUMP_FOLDER
+            and isinstance(io_dump.get("model_sha256"), str)
+            and isinstance(io_dump.get("test_cases"), list)
+            and all(
+                isinstance(n, int) and not isinstance(n, bool) and 0 <= n < len(cases) for n in io_dump["test_cases"]
+            ),
+            f"'io_dump' must give the folder {IO_DUMP_FOLDER!r}, the model's sha256 and test case numbers",
+        )
+        for n in io_dump["test_cases"]:
+            _require(
+                f"{IO_DUMP_FOLDER}/test_data_set_{n}/index.json" in listed,
+                f"the io dump of test case {n} is not listed",
+            )
     referenced = [model["member"]] + ([model["external_data"]] if model.get("external_data") else [])
     for case in cases:
         referenced += case["inputs"] + case["outputs"]

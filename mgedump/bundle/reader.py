@@ -167,6 +167,15 @@ class Bundle:
             raise BundleError(f"{self.path}: member {name!r} is truncated")
         return target
 
+    def extract_folder(self, prefix: str, folder: str) -> str:
+        """Copy every member under ``prefix/`` into folder, keeping their relative paths; return folder/prefix."""
+        for info in self._zip.infolist():
+            if info.filename.startswith(prefix + "/"):
+                target = os.path.join(folder, *info.filename.split("/")[:-1])
+                os.makedirs(target, exist_ok=True)
+                self.extract(info.filename, target)
+        return os.path.join(folder, prefix)
+
     def tensor(self, name: str, expect_name: str) -> np.ndarray:
         """Read a TensorProto member; its name must be expect_name or empty."""
         try:

@@ -8,6 +8,7 @@ OpenCV) are imported only inside the commands, so ``--help`` stays fast.
 
 - :mod:`.mgedump`: ``mgedump MODEL -d SPEC -o OUT``
 - :mod:`.mgerun`: ``mgerun BUNDLE``
+- :mod:`.mgediff`: ``mgediff A B``
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import sys
 from collections.abc import Sequence
 
 from .common import run
+from .mgediff import mgediff_command
 from .mgedump import mgedump_command
 from .mgerun import mgerun_command
 
-__all__ = ["mgedump_command", "mgedump_main", "mgerun_command", "mgerun_main"]
+__all__ = ["mgediff_command", "mgediff_main", "mgedump_command", "mgedump_main", "mgerun_command", "mgerun_main"]
 
 
 def mgedump_main(argv: Sequence[str] | None = None) -> None:
@@ -30,3 +32,8 @@ def mgedump_main(argv: Sequence[str] | None = None) -> None:
 def mgerun_main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``mgerun`` console script."""
     sys.exit(run(mgerun_command, "mgerun", argv))
+
+
+def mgediff_main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``mgediff`` console script."""
+    sys.exit(run(mgediff_command, "mgediff", argv))

@@ -49,6 +49,23 @@ def optimize_options(f: Any) -> Any:
     default=None,
     help="Also write OUT.json (operators, dtypes) and onnxruntime's reduced-build config.",
 )
+@click.option(
+    "--fp32-nodes",
+    metavar="PATTERN[,PATTERN]",
+    default=None,
+    help="With --enable-ioc16/--enable-io16xc32: keep these nodes float32 (globs of node names or op types, "
+    "e.g. 'Softmax,*/ln/*').",
+)
+@click.option(
+    "--embed-io-dump",
+    type=int,
+    is_flag=False,
+    flag_value=1,
+    default=None,
+    metavar="[N]",
+    help="Store every tensor of the model as given on the first N test cases (default 1) in the bundle: "
+    "mgerun then names the node where a failing test case first diverges.",
+)
 @common_options
 @click.pass_context
 def mgedump_command(
@@ -68,13 +85,16 @@ def mgedump_command(
     from ..packer import pack
 
     flags = [flag.name for flag in ENABLE_FLAGS]
-    optimize = OptimizeOptions.from_flags(**given(ctx, values, ["optimize_for_inference", "discard_var_name", *flags]))
+    chosen = given(ctx, values, ["optimize_for_inference", "discard_var_name", *flags])
+    if values["fp32_nodes"] is not None:
+        chosen["fp32_nodes"] = values["fp32_nodes"].split(",")
+    optimize = OptimizeOptions.from_flags(**chosen)
     options = PackOptions(
         specs=values["specs"],
         data=DataOptions(**given(ctx, values, DATA_FIELDS)),
         optimize=optimize,
         strip_info=f"{output}.json" if values["output_strip_info"] else None,
-        **given(ctx, values, ["maxerr", "no_assert", "silent"]),
+        **given(ctx, values, ["maxerr", "no_assert", "silent", "embed_io_dump"]),
     )
     result = pack(model, output, options)
     if not quiet:

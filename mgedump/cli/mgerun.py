@@ -23,6 +23,8 @@ VERIFY_FIELDS = (
     "profile",
     "bin_out_dump",
     "report_json",
+    "io_dump",
+    "io_dump_budget_mb",
 )
 
 
@@ -82,6 +84,19 @@ def parse_sweep(value: str | None) -> tuple[int, ...]:
 )
 @click.option(
     "--report-json", metavar="FILE", default=None, help="Write a machine-readable report (schema in the README)."
+)
+@click.option(
+    "--io-dump", metavar="DIR", default=None, help="Write every tensor of every test case into DIR (an io dump)."
+)
+@click.option(
+    "--io-dump-budget",
+    "io_dump_budget_mb",
+    type=int,
+    default=None,
+    metavar="MB",
+    help=with_default(
+        "MiB of tensors one run may expose; beyond it a test case runs in parts.", VerifyOptions, "io_dump_budget_mb"
+    ),
 )
 @common_options
 @click.pass_context

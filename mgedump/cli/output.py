@@ -87,6 +87,17 @@ def case_lines(case: Any, report: Any, verbose: int = 0) -> list[str]:
         lines.insert(0, f"{head}: FAILED: {case.error}")
     elif lines or report.verbose:
         lines.insert(0, head)
+    diagnosis = getattr(case, "diagnosis", None)
+    if diagnosis is not None:
+        if diagnosis.get("text"):
+            lines.append(f"  first divergence (against the bundle's embedded io dump): {diagnosis['text']}")
+        elif diagnosis.get("error"):
+            lines.append(f"  no diagnosis: {diagnosis['error']}")
+        else:
+            lines.append(
+                f"  no node introduces error above maxerr {diagnosis['maxerr']:g} among the "
+                f"{diagnosis.get('matched', 0)} tensors that match the embedded io dump"
+            )
     if verbose > 0 and case.timing.latencies_ms:
         lines.append("  iterations (ms): " + " ".join(f"{ms:.3f}" for ms in case.timing.latencies_ms))
     return lines
@@ -181,3 +192,48 @@ class ProgressBar:
         if done >= total:
             sys.stderr.write("\r" + " " * (len(label) + self.width + 2 * len(str(total)) + 8) + "\r")
         sys.stderr.flush()
+
+
+def diff_lines(report: Any, verbose: int = 0, top: int = 10) -> list[str]:
+    """``mgediff``'s report: per test case, what matched, the worst tensor, the first divergence, the nodes that
+    introduce the most error."""
+    from ..diagnose.compare import describe
+
+    lines = [f"A: {report.a}", f"B: {report.b}", f"maxerr {report.maxerr:g} ({report.maxerr_source})"]
+    for case in report.cases:
+        worst = case.worst()
+        worst_text = "nothing to compare" if worst is None else f"worst err {worst.err:.3g} ({worst.name})"
+        lines.append(
+            f"test case {case.test_case}: {len(case.tensors)} tensors matched, {len(case.only_a)} in A only, "
+            f"{len(case.only_b)} in B only; {worst_text}: {'PASSED' if case.passed else 'FAILED'}"
+        )
+        differing = {n: e for n, e in case.input_errs.items() if e > case.maxerr}
+        if differing:
+            lines.append("  the inputs differ: " + ", ".join(f"{n} err {e:.3g}" for n, e in differing.items()))
+        first = case.first_divergence
+        if first is not None:
+            lines.append(f"  first divergence: {describe(first)}")
+        elif not case.passed:
+            lines.append("  no node introduces the error: it comes in with the inputs, or from tensors B renamed")
+        introducers = case.introducers()[:top]
+        if len(introducers) > 1 or (introducers and verbose):
+            rows = [["err", "node", "op", "output", "cause"]]
+            rows += [[f"{n.err:.3g}", n.node.name, n.node.op_type, n.output.name, n.cause or ""] for n in introducers]
+            lines.append("  nodes that introduce the most error:")
+            lines += ["    " + line for line in table(rows)]
+        if verbose:
+            for side, names in (("A", case.only_a), ("B", case.only_b)):
+                if names:
+                    lines.append(f"  in {side} only: " + ", ".join(names))
+    failed = [c for c in report.cases if not c.passed]
+    lines.append(
+        f"FAILED: {len(failed)} of {len(report.cases)} test case(s) have a tensor above maxerr"
+        if failed
+        else f"all {len(report.cases)} test case(s) within maxerr"
+    )
+    return lines
+
+
+def print_diff(report: Any, verbose: int = 0) -> None:
+    for line in diff_lines(report, verbose):
+        click.echo(line)

@@ -23,6 +23,7 @@ HELP_DEFAULTS = [
     (mgerun_command, "--repeat", DataOptions, "repeat"),
     (mgerun_command, "--iter", VerifyOptions, "iters"),
     (mgerun_command, "--warmup-iter", VerifyOptions, "warmup"),
+    (mgerun_command, "--io-dump-budget", VerifyOptions, "io_dump_budget_mb"),
 ]
 
 

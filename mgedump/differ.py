@@ -1,0 +1,179 @@
+"""Compare two runs tensor by tensor and name where they part (the ``mgediff`` command, DESIGN section 12).
+
+Each side is an io dump (a folder written by ``mgerun --io-dump``), a bundle
+or a model. A bundle or a model is run with every tensor exposed, on:
+
+1. the ``-d`` specs, when given;
+2. else a bundle's own test cases (A's if A is a bundle, else B's);
+3. else the inputs an io dump of the other side recorded.
+
+Test data is cast to each model's input types, so a float32 model and its
+float16 version run on the same values.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bundle import Bundle
+from .data import build_cases
+from .diagnose.compare import inputs_for
+from .diagnose.diff import DiffReport, diff_dumps
+from .diagnose.iodump import IoDump
+from .diagnose.run import ModelDumper, RunSettings, dump_to_scratch
+from .errors import RunError, SpecError, UsageError
+from .fileio import check_target, hash_files, write_bytes_atomic
+from .options import DiffOptions
+from .runtime import model_io, open_session, resolve_providers
+from .spec import expand_specs
+
+__all__ = ["DiffOptions", "diff"]
+
+Cases = list[tuple[int, dict[str, np.ndarray]]]
+
+
+@dataclass
+class _Side:
+    """One side of a comparison: a dump as it is, or a model (from a file or a bundle) to run."""
+
+    label: str
+    kind: str  # "dump", "bundle" or "model"
+    dump: IoDump | None = None
+    model_path: str = ""
+    sha256: str = ""
+    cases: Cases | None = None  # a bundle's own test cases
+
+
+def _open_side(path: str, name: str, scratch: str) -> _Side:
+    if os.path.isdir(path):
+        return _Side(f"{path} (io dump)", "dump", dump=IoDump(path))
+    if not os.path.exists(path):
+        raise UsageError(f"{name}: {path} does not exist (give an io dump folder, a bundle or a model)")
+    if zipfile.is_zipfile(path):
+        folder = os.path.join(scratch, name)
+        os.makedirs(folder)
+        with Bundle(path) as bundle:
+            manifest = bundle.manifest
+            model = bundle.extract(manifest["model"]["member"], folder)
+            if manifest["model"].get("external_data"):
+                bundle.extract(manifest["model"]["external_data"], folder)
+            names = [info["name"] for info in manifest["inputs"]]
+            cases = [
+                (k, {n: bundle.tensor(member, n) for n, member in zip(names, case["inputs"], strict=True)})
+                for k, case in enumerate(manifest["test_cases"])
+            ]
+            bundle.verified()
+        return _Side(
+            f"{path} (bundle)", "bundle", model_path=model, sha256=manifest["model"]["sha256"], cases=cases
+        )
+    return _Side(f"{path} (model)", "model", model_path=path, sha256=hash_files([path]).sha256)
+
+
+def _cases_from_specs(side: _Side, options: DiffOptions) -> Cases:
+    session = open_session(side.model_path, label=side.label)
+    inputs, _ = model_io(session)
+    built = build_cases(expand_specs(list(options.specs)), inputs, options.data)
+    return [(k, dict(case.inputs)) for k, case in enumerate(built)]
+
+
+def _cases_from_dump(dump: IoDump) -> Cases:
+    cases = []
+    for number, case in sorted(dump.cases.items()):
+        produced = {o for node in case.nodes for o in node.outputs}
+        cases.append((number, {name: case.tensor(name) for name in case.names if name not in produced}))
+    return cases
+
+
+def _test_cases(a: _Side, b: _Side, options: DiffOptions) -> Cases | None:
+    runs = [s for s in (a, b) if s.kind != "dump"]
+    if not runs:
+        if options.specs:
+            raise UsageError("-d gives data to a model or bundle to run; A and B are both io dumps")
+        return None
+    if options.specs:
+        return _cases_from_specs(runs[0], options)
+    for side in (a, b):
+        if side.cases is not None:
+            return side.cases
+    for side in (a, b):
+        if side.dump is not None:
+            return _cases_from_dump(side.dump)
+    raise UsageError("A and B are models: give test data with -d (e.g. -d '#rand(0,1)'), or compare a bundle")
+
+
+def _run(side: _Side, cases: Cases, settings: RunSettings, scratch: str) -> IoDump:
+    """Run one side on the test cases with every tensor exposed.
+
+    Raises:
+        UsageError: the test data does not give the model's inputs (the sides are not related models).
+        SpecError: the model fails to run on the data (the data must change, as at pack time).
+    """
+    with ModelDumper(side.model_path, side.sha256, settings, label=side.label) as dumper:
+        dtypes = {
+            v.name: _np_dtype(v.type.tensor_type.elem_type)
+            for v in dumper.runner.model.graph.input
+            if v.type.tensor_type.elem_type
+        }
+        needed = list(dumper.runner.plan.inputs)
+        given_names = sorted(cases[0][1]) if cases else []
+        missing = [n for n in needed if n not in given_names]
+        if missing:
+            raise UsageError(
+                f"{side.label} takes input(s) {', '.join(map(repr, needed))}, but the test data gives "
+                f"{', '.join(map(repr, given_names)) or 'none'}: compare runs of related models, or give -d"
+            )
+        try:
+            return dump_to_scratch(dumper, [(k, inputs_for(dtypes, feeds)) for k, feeds in cases], scratch)
+        except RunError as exc:
+            raise SpecError(f"{side.label}: {exc.message}", hint=exc.hint) from None
+
+
+def _np_dtype(elem_type: int) -> str:
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    return str(np.dtype(tensor_dtype_to_np_dtype(elem_type)))
+
+
+def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
+    """Compare A and B tensor by tensor (each an io dump folder, a bundle or a model).
+
+    Args:
+        a, b: the two sides; B is the one whose nodes are searched for the
+            first divergence (the optimised, converted or suspect side).
+        options: defaults to ``DiffOptions()``.
+
+    Returns:
+        The comparison; ``report.exit_code`` is 1 when a matched tensor is above maxerr.
+
+    Raises:
+        MgeError: a side that cannot be read, data that does not fit, or two
+            runs with no tensor in common (exit code 2).
+    """
+    options = options or DiffOptions()
+    if options.report_json:
+        check_target(options.report_json)
+    settings = RunSettings(providers=tuple(resolve_providers(options.provider)), budget=options.io_dump_budget_mb << 20)
+    with tempfile.TemporaryDirectory(prefix="mgediff-") as scratch:
+        side_a = _open_side(a, "A", scratch)
+        side_b = _open_side(b, "B", scratch)
+        cases = _test_cases(side_a, side_b, options)
+        dumps = []
+        for side in (side_a, side_b):
+            if side.dump is not None:
+                dumps.append(side.dump)
+            else:
+                assert cases is not None
+                dumps.append(_run(side, cases, settings, scratch))
+        report = diff_dumps(dumps[0], dumps[1], maxerr=options.maxerr, label_a=side_a.label, label_b=side_b.label)
+    if options.report_json:
+        import json
+
+        write_bytes_atomic(
+            options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode()
+        )
+    return report
