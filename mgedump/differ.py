@@ -68,9 +68,7 @@ def _open_side(path: str, name: str, scratch: str) -> _Side:
                 for k, case in enumerate(manifest["test_cases"])
             ]
             bundle.verified()
-        return _Side(
-            f"{path} (bundle)", "bundle", model_path=model, sha256=manifest["model"]["sha256"], cases=cases
-        )
+        return _Side(f"{path} (bundle)", "bundle", model_path=model, sha256=manifest["model"]["sha256"], cases=cases)
     return _Side(f"{path} (model)", "model", model_path=path, sha256=hash_files([path]).sha256)
 
 

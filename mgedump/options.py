@@ -201,7 +201,10 @@ class OptimizeOptions:
         if chosen.get("enable_io16xc32") and chosen.get("enable_ioc16"):
             raise UsageError("--enable-io16xc32 and --enable-ioc16 exclude each other; pick one")
         return cls(
-            optimize_for_inference=bool(optimize_for_inference), discard_var_name=bool(discard_var_name), **chosen
+            optimize_for_inference=bool(optimize_for_inference),
+            discard_var_name=bool(discard_var_name),
+            fp32_nodes=tuple(p.strip() for p in fp32_nodes if p.strip()),
+            **chosen,
         )
 
     @property

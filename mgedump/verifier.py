@@ -213,6 +213,12 @@ def _check_outputs(options: VerifyOptions) -> None:
             raise OutputError(f"--bin-out-dump {options.bin_out_dump} is a file; give a folder")
         if not os.path.isdir(parent):
             raise OutputError(f"--bin-out-dump: folder {parent} does not exist")
+    if options.io_dump:
+        parent = os.path.dirname(os.path.abspath(options.io_dump))
+        if os.path.exists(options.io_dump) and not os.path.isdir(options.io_dump):
+            raise OutputError(f"--io-dump {options.io_dump} is a file; give a folder")
+        if not os.path.isdir(parent):
+            raise OutputError(f"--io-dump: folder {parent} does not exist")
 
 
 def verify(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mgedump.errors import UsageError
-from mgedump.options import DataOptions, OptimizeOptions, PackOptions, VerifyOptions
+from mgedump.options import DataOptions, DiffOptions, OptimizeOptions, PackOptions, VerifyOptions
 from tests.support import SAMPLES
 
 
@@ -77,6 +77,9 @@ def test_defaults():
         (lambda: VerifyOptions(graph_opt="max"), "--graph-opt must be one of disable, basic, extended, all"),
         (lambda: VerifyOptions(repeat_sweep=(1, 0)), "--repeat-sweep batch sizes must be >= 1"),
         (lambda: DataOptions(repeat=0), "--repeat must be >= 1, got 0"),
+        (lambda: PackOptions(embed_io_dump=-1), "--embed-io-dump takes a count of test cases >= 1"),
+        (lambda: VerifyOptions(io_dump_budget_mb=0), "--io-dump-budget must be >= 1"),
+        (lambda: DiffOptions(maxerr=-1), "--maxerr must be a finite number >= 0"),
         (lambda: DataOptions(seed=-1), r"--seed must be in \[0, 2\*\*63\)"),
         (lambda: DataOptions(input_transform="data/"), "is not a Python expression"),
         (lambda: OptimizeOptions.from_flags(enable_nope=True), "unknown optimisation flag 'enable_nope'"),

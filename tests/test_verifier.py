@@ -209,3 +209,58 @@ def test_changed_weight_fails_the_assertion_with_location_and_values(samples, tm
     assert mgerun(bad, "--iter", "1", "--silent", "--report-json", report).code == 1
     check = json.loads(report.read_text())["test_cases"][0]["outputs"][0]
     assert check["passed"] is False and check["err"] > 1e-4 and len(check["worst_index"]) == 2
+
+
+def test_io_dump_writes_every_test_case(bundle, tmp_path, mgerun):
+    from mgedump.bundle import Bundle
+    from mgedump.diagnose.iodump import IoDump
+
+    assert mgerun(bundle, "--iter", "1", "--io-dump", tmp_path / "dump").code == 0
+    dump = IoDump(str(tmp_path / "dump"))
+    with Bundle(str(bundle)) as b:
+        sha = b.manifest["model"]["sha256"]
+        expected = b.tensor("test_data_set_1/output_0.pb", "prob")
+    assert sorted(dump.cases) == [0, 1] and dump.model_sha256 == sha
+    np.testing.assert_allclose(dump.cases[1].tensor("prob"), expected, rtol=1e-5, atol=1e-7)
+    assert dump.cases[0].names[0] == "data" and [n.op_type for n in dump.cases[0].nodes][:2] == [
+        "Conv",
+        "BatchNormalization",
+    ]
+
+
+def _with_changed_weight(bundle, target, name="conv2_W", where=(3, 2, 1, 1), by=0.8):
+    model = onnx.load(str(SAMPLES / "cnn.onnx"))
+    init = next(i for i in model.graph.initializer if i.name == name)
+    array = numpy_helper.to_array(init).copy()
+    array[where] += by
+    init.CopyFrom(numpy_helper.from_array(array, name))
+    rewrite_bundle(
+        bundle, target, lambda n, m, members: members.update({"model.onnx": model.SerializeToString()}), fix_hashes=True
+    )
+    return target
+
+
+def test_an_embedded_io_dump_names_the_layer_that_changed(tmp_path, mgedump, mgerun):
+    good = tmp_path / "good.mgetest"
+    assert (
+        mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-d", "#rand(0,2)", "--embed-io-dump", "-o", good).code == 0
+    )
+    assert mgerun(good, "--iter", "1").code == 0  # an embedded dump changes nothing for a bundle that passes
+    bad = _with_changed_weight(good, tmp_path / "bad.mgetest")
+    report = tmp_path / "r.json"
+    result = mgerun(bad, "--iter", "1", "--report-json", report)
+    assert result.code == 1, result.out + result.err
+    lines = result.out.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("  first divergence")))
+    assert lines[at].startswith("  first divergence (against the bundle's embedded io dump): node 'conv2' (Conv)")
+    assert "its inputs carry err pool1 0" in lines[at]
+    assert result.out.count("first divergence") == 1  # --embed-io-dump (no count) covers test case 0 only
+    cases = json.loads(report.read_text())["test_cases"]
+    assert cases[0]["diagnosis"]["first_divergence"]["node"] == "conv2" and cases[1]["diagnosis"] is None
+
+
+def test_an_old_bundle_without_a_dump_still_says_what_failed(tmp_path, mgedump, mgerun):
+    good = tmp_path / "good.mgetest"
+    assert mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-o", good).code == 0
+    result = mgerun(_with_changed_weight(good, tmp_path / "bad.mgetest"), "--iter", "1")
+    assert result.code == 1 and "FAILED" in result.out and "first divergence" not in result.out

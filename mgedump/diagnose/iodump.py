@@ -471,7 +471,10 @@ class IoDump:
         for entry in sorted(os.listdir(folder)):
             match = CASE_DIR.match(entry)
             if match and os.path.isdir(os.path.join(folder, entry)):
-                self.cases[int(match.group(1))] = self._read_case(os.path.join(folder, entry), int(match.group(1)))
+                number = int(match.group(1))
+                if number in self.cases:  # test_data_set_1 and test_data_set_01
+                    raise DataError(f"{folder}: test case {number} has two folders")
+                self.cases[number] = self._read_case(os.path.join(folder, entry), number)
         if not self.cases:
             raise DataError(f"{folder} is not an io dump: it has no test_data_set_N folder with an {INDEX}")
         shas = {case.index["model_sha256"] for case in self.cases.values()}

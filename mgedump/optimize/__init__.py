@@ -44,7 +44,7 @@ from ..errors import ModelError
 from ..modelfile import uses_external_data
 from ..options import OptimizeOptions
 from ..runtime import open_session, session_options
-from .autocast import autocast
+from .autocast import choose_precision
 from .float16 import convert, is_float16_model, matching_nodes, name_nodes
 from .passes import batchnorm_to_affine, discard_names, restore_ir, strip_opsets
 from .requirements import check_can_make, requirements_of
@@ -114,10 +114,11 @@ def optimize_file(
         if options.float16 is not None:
             if is_float16_model(model):
                 notes.append("the model is float16 already")
+                float16 = {"mode": options.float16, "kept_float32": [], "weights_float32": [], "search_rounds": 0}
             elif test_inputs:
                 staged = os.path.join(tmp, "float32.onnx")
                 _save(model, staged, external)
-                found = autocast(
+                found = choose_precision(
                     staged,
                     options.float16,
                     test_inputs,

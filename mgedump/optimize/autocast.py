@@ -103,7 +103,7 @@ def _output_errs(case: CaseDiff, outputs: Sequence[str]) -> dict[str, float]:
     return {name: errs.get(name, float("inf")) for name in outputs}
 
 
-def autocast(
+def choose_precision(
     base_path: str,
     mode: str,
     test_inputs: Sequence[Mapping[str, np.ndarray]],

@@ -186,11 +186,50 @@ CASES = [
     ("plain-model-without-data", "mgerun", lambda t: [SAMPLES / "cnn.onnx"], "give test data with -d"),
     ("iter-zero", "mgerun", lambda t: [_bundle(t), "--iter", "0"], "--iter must be >= 1"),
     ("bad-iter-value", "mgerun", lambda t: [_bundle(t), "--iter", "many"], "'many' is not a valid integer"),
+    (
+        "embed-more-than-cases",
+        "mgedump",
+        lambda t: [SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--embed-io-dump", "3"],
+        "asks for more test cases than the 1 given",
+    ),
+    (
+        "fp32-nodes-without-float16",
+        "mgedump",
+        lambda t: [SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--optimize-for-inference", "--fp32-nodes", "Conv"],
+        "--fp32-nodes keeps nodes float32 in a float16 mode",
+    ),
+    ("io-dump-into-a-file", "mgerun", lambda t: [_bundle(t), "--io-dump", _write(t / "f", b"x")], "--io-dump"),
+    (
+        "io-dump-budget-zero",
+        "mgerun",
+        lambda t: [_bundle(t), "--io-dump", t / "d", "--io-dump-budget", "0"],
+        "--io-dump-budget must be >= 1",
+    ),
+    (
+        "io-dump-of-another-model",
+        "mgerun",
+        lambda t: [_bundle(t), "--io-dump", _other_dump(t)],
+        "holds a dump of another model",
+    ),
 ] + [
     # every deliberately bad sample model of the registry, with the spec and error it lists
     (f"sample-{m.id}", "mgedump", lambda t, m=m: [m.path, "-d", m.spec], m.error)
     for m in bad_models()
 ]
+
+
+def _other_dump(tmp: Path) -> Path:
+    """An io dump folder holding a dump of gray.onnx."""
+    from mgedump.cli import mgerun_main
+
+    folder = tmp / "gray_dump"
+    try:
+        mgerun_main(
+            [str(SAMPLES / "gray.onnx"), "-d", "#rand(0,1)", "--iter", "1", "--io-dump", str(folder), "-q", "--silent"]
+        )
+    except SystemExit as exc:
+        assert exc.code == 0
+    return folder
 
 
 def _write(path: Path, data: bytes) -> Path:

@@ -1,15 +1,18 @@
-"""float16: --enable-io16xc32 and --enable-ioc16, the pack-time self-check's hint, and the converter's repaired breakage."""
+"""The float16 pass (--enable-io16xc32, --enable-ioc16): what the model becomes, and that it always loads and runs."""
 
 from __future__ import annotations
 
+import copy
 import zipfile
 from collections import Counter
 
+import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, helper, numpy_helper
 
 from mgedump.optimize import optimize_file
+from mgedump.optimize.float16 import IO16XC32, IOC16, convert, cpu_float16_ops
 from mgedump.options import OptimizeOptions
 from tests.support import SAMPLES, bundle_manifest, bundled_model, sample
 
@@ -96,23 +99,8 @@ def test_ioc16_on_a_float16_model_does_not_crash(tmp_path):
     assert "float16 already" in " ".join(result.notes)
 
 
-def test_the_converter_still_writes_duplicate_casts():
-    """Why the repair exists: onnxruntime's converter gives a tensor read by two float32-only nodes two Casts with one
-    output name. Once upstream fixes that, this skips (and the repair in mgedump.optimize.float16 can go)."""
-    from onnxruntime.transformers.float16 import convert_float_to_float16
-
-    model = onnx.load(str(sample("fan.onnx").path))
-    raw = convert_float_to_float16(
-        model, keep_io_types=False, op_block_list=["Conv", "MaxPool", "Add"], force_fp16_initializers=True
-    )
-    outputs = Counter(o for node in raw.graph.node for o in node.output)
-    if all(n == 1 for n in outputs.values()):
-        pytest.skip("onnxruntime's float16 converter no longer writes duplicate Casts (fixed upstream)")
-    assert max(outputs.values()) == 2
-
-
-def test_ioc16_repairs_the_converters_duplicate_casts(tmp_path, mgedump, mgerun):
-    """The model that triggers the converter's bug packs into a valid float16 bundle that verifies."""
+def test_a_tensor_read_by_several_nodes_gets_one_cast(tmp_path, mgedump, mgerun):
+    """Fan-out with unnamed nodes (what broke onnxruntime's own converter): a valid bundle, every output name unique."""
     out = tmp_path / "o.mgetest"
     fan = sample("fan.onnx")
     packed = mgedump(
@@ -123,3 +111,66 @@ def test_ioc16_repairs_the_converters_duplicate_casts(tmp_path, mgedump, mgerun)
     onnx.checker.check_model(model)
     assert max(Counter(o for node in model.graph.node for o in node.output).values()) == 1
     assert mgerun(out, "--iter", "1").code == 0
+
+
+def _run(model, feeds):
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+@pytest.mark.parametrize("mode", [IOC16, IO16XC32])
+@pytest.mark.parametrize("name", ["if_branches.onnx", "float16/if_float.onnx", "float16/loop_float.onnx"])
+def test_control_flow_converts_consistently(name, mode):
+    """Subgraphs keep float32 at their boundary and convert inside: onnx.checker passes and onnxruntime runs it."""
+    model = onnx.load(str(sample(name).path))
+    reference = copy.deepcopy(model)
+    convert(model, mode)  # raises if onnx.checker refuses the result
+    feeds = {"c": np.array(True), "x": np.random.default_rng(0).uniform(-1, 1, (1, 6) if "float16/" in name else (2,))}
+    feeds = {k: v for k, v in feeds.items() if k in {i.name for i in model.graph.input}}
+    want = _run(reference, {k: v.astype(np.float32) if v.dtype.kind == "f" else v for k, v in feeds.items()})[0]
+    got = _run(model, {k: v.astype(np.float16) if v.dtype.kind == "f" else v for k, v in feeds.items()})[0]
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=1e-2)
+
+
+def test_a_control_flow_node_kept_float32_keeps_its_subgraphs_whole():
+    model = onnx.load(str(sample("float16/if_float.onnx").path))
+    convert(model, IO16XC32, {"choose": "test"})
+    branch = next(n for n in model.graph.node if n.op_type == "If")
+    inside = [n for a in branch.attribute for n in a.g.node]
+    casts = [n for n in inside if n.op_type == "Cast"]
+    assert casts and all(a.i == TensorProto.FLOAT for n in casts for a in n.attribute)  # reads of the float16 input
+    assert {i.data_type for i in model.graph.initializer if i.name == "W"} == {TensorProto.FLOAT}
+
+
+@pytest.mark.parametrize(
+    "values, why",
+    [
+        (np.array([1.0, 7e4], np.float32), "beyond float16's 65504"),
+        (np.array([1e-12], np.float32), "float16 stores them as zero"),
+    ],
+)
+def test_weights_float16_cannot_hold_stay_float32(values, why):
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(values.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(values.shape))],
+        [numpy_helper.from_array(values, "w")],
+    )
+    model = helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 13)])
+    result = convert(model, IOC16)
+    assert why in result.weights32["w"]
+    assert model.graph.initializer[0].data_type == TensorProto.FLOAT
+    np.testing.assert_array_equal(numpy_helper.to_array(model.graph.initializer[0]), values)  # not clamped, not flushed
+
+
+def test_ioc16_computes_in_float16_only_where_onnxruntime_has_kernels():
+    model = onnx.load(str(sample("cnn.onnx").path))
+    result = convert(model, IOC16)
+    computes16 = {n.op_type for n in model.graph.node if n.name in result.computes16}
+    assert computes16 and computes16 <= cpu_float16_ops()
+    assert "Conv" not in computes16  # no float16 Conv kernel on the CPU
+    assert result.weights16 == len(model.graph.initializer) - len(result.weights32)

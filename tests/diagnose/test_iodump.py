@@ -1,0 +1,165 @@
+"""Io dumps: what they hold, that running in parts under a budget gives the same files, and that every way a dump
+folder can be wrong is refused."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import numpy as np
+import onnx
+import pytest
+
+from mgedump.diagnose.iodump import INDEX, IoDump, Plan, estimate_sizes, partition, tensor_stats
+from mgedump.diagnose.run import ModelDumper, RunSettings
+from mgedump.errors import DataError, OutputError
+from mgedump.fileio import hash_files
+from tests.support import sample
+
+CNN = sample("cnn.onnx").path
+FEEDS = {"data": np.random.default_rng(0).random((1, 3, 32, 32), dtype=np.float32)}
+
+
+def _dump(folder, path=CNN, feeds=FEEDS, budget=1 << 30, cases=(0,)) -> ModelDumper:
+    dumper = ModelDumper(str(path), hash_files([str(path)]).sha256, RunSettings(budget=budget))
+    with dumper:
+        dumper.dump(str(folder), [(k, feeds) for k in cases])
+    return dumper
+
+
+def test_the_plan_is_inputs_then_node_outputs_in_order():
+    plan = Plan.of(onnx.load(str(CNN)))
+    assert plan.inputs == ("data",)
+    assert plan.tensors[:4] == ("data", "conv1", "bn1", "relu1") and plan.tensors[-1] == "prob"
+    assert [n.name for n in plan.nodes][:2] == ["conv1", "bn1"] and len(plan.tensors) == 1 + len(plan.nodes)
+
+
+def test_a_dump_holds_every_tensor_with_its_stats(tmp_path):
+    _dump(tmp_path / "d")
+    dump = IoDump(str(tmp_path / "d"))
+    case = dump.cases[0]
+    assert dump.model_sha256 == hash_files([str(CNN)]).sha256
+    index = json.loads((tmp_path / "d" / "test_data_set_0" / INDEX).read_text())
+    assert index["format"] == "mgedump-iodump" and index["version"] == 1 and index["test_case"] == 0
+    assert [t["file"] for t in index["tensors"]][:3] == ["0000.pb", "0001.pb", "0002.pb"]
+    np.testing.assert_array_equal(case.tensor("data"), FEEDS["data"])
+    relu = case.tensor("relu1")
+    entry = case.entry("relu1")
+    assert entry["shape"] == [1, 8, 32, 32] and entry["dtype"] == "float32"
+    assert (
+        entry["min"] == 0.0 and entry["max"] == pytest.approx(float(relu.max())) and entry["nan"] == entry["inf"] == 0
+    )
+    import onnxruntime as ort
+
+    want = ort.InferenceSession(str(CNN), providers=["CPUExecutionProvider"]).run(None, FEEDS)[0]
+    np.testing.assert_allclose(case.tensor("prob"), want, rtol=1e-6)
+
+
+def test_a_small_budget_runs_in_parts_and_gives_the_same_dump(tmp_path):
+    whole = _dump(tmp_path / "whole")
+    parts = _dump(tmp_path / "parts", budget=40_000)  # conv1's output alone is 32 KiB
+    assert whole.runner.parts_run == 1 and parts.runner.parts_run >= 4
+    a, b = IoDump(str(tmp_path / "whole")).cases[0], IoDump(str(tmp_path / "parts")).cases[0]
+    assert a.names == b.names
+    for name in a.names:  # other outputs exposed, other kernels chosen: equal to float32's rounding
+        np.testing.assert_allclose(a.tensor(name), b.tensor(name), rtol=1e-5, atol=1e-6)
+    again = _dump(tmp_path / "again", budget=40_000)
+    assert again.runner.parts_run == parts.runner.parts_run
+    for name in a.names:  # the same budget gives the same parts and the same bytes
+        np.testing.assert_array_equal(IoDump(str(tmp_path / "again")).cases[0].tensor(name), b.tensor(name))
+
+
+def test_partition_and_estimates():
+    sizes = estimate_sizes(onnx.load(str(CNN)), FEEDS)
+    assert sizes["conv1"] == 8 * 32 * 32 * 4 and sizes["prob"] == 10 * 4
+    assert partition(["a", "b", "c"], {"a": 5, "b": 5, "c": 5}, 10) == [["a", "b"], ["c"]]
+    assert partition(["big"], {"big": 100}, 10) == [["big"]]  # one tensor at least, whatever the budget
+    assert partition(["a", "u"], {"a": 8}, 10) == [["a"], ["u"]]  # unknown sizes count as the largest known
+
+
+def test_stats_count_non_finite():
+    stats = tensor_stats(np.array([1.0, np.nan, np.inf, -2.0], np.float32))
+    assert stats == {"min": -2.0, "max": 1.0, "mean": -0.5, "nan": 1, "inf": 1}
+    assert tensor_stats(np.array([3, 1], np.int64))["max"] == 3
+
+
+def test_a_second_model_is_not_mixed_into_a_dump(tmp_path):
+    _dump(tmp_path / "d")
+    gray = sample("gray.onnx")
+    with pytest.raises(OutputError, match="holds a dump of another model"):
+        _dump(tmp_path / "d", gray.path, {"gray": np.zeros((1, 1, 28, 28), np.float32)})
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="not part of an io dump"):
+        _dump(tmp_path / "other")
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_a_dump_again_replaces_its_test_case(tmp_path):
+    _dump(tmp_path / "d")
+    _dump(tmp_path / "d", cases=(0, 1))
+    assert sorted(IoDump(str(tmp_path / "d")).cases) == [0, 1]
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["test_data_set_0", "test_data_set_1"]
+
+
+def _break(folder, how):
+    case = folder / "test_data_set_0"
+    index = json.loads((case / INDEX).read_text())
+    if how == "no-index":
+        (case / INDEX).unlink()
+    elif how == "missing-file":
+        (case / "0003.pb").unlink()
+    elif how == "edited-file":
+        data = bytearray((case / "0003.pb").read_bytes())
+        data[-1] ^= 1
+        (case / "0003.pb").write_bytes(bytes(data))
+    elif how == "truncated-file":
+        (case / "0003.pb").write_bytes((case / "0003.pb").read_bytes()[:-4])
+    elif how == "bad-json":
+        (case / INDEX).write_text("{not json")
+    elif how == "other-format":
+        index["format"] = "something"
+        (case / INDEX).write_text(json.dumps(index))
+    elif how == "newer-version":
+        index["version"] = 2
+        (case / INDEX).write_text(json.dumps(index))
+    elif how == "unsafe-file-name":
+        index["tensors"][0]["file"] = "../../etc/passwd"
+        (case / INDEX).write_text(json.dumps(index))
+    elif how == "another-model":
+        shutil.copytree(case, folder / "test_data_set_1")
+        other = json.loads((folder / "test_data_set_1" / INDEX).read_text())
+        other["model_sha256"], other["test_case"] = "0" * 64, 1
+        (folder / "test_data_set_1" / INDEX).write_text(json.dumps(other))
+    elif how == "empty":
+        shutil.rmtree(case)
+
+
+@pytest.mark.parametrize(
+    "how, message",
+    [
+        ("no-index", re.escape("no index.json (incomplete dump)")),
+        ("missing-file", re.escape("0003.pb ('relu1') is missing (incomplete dump)")),
+        ("truncated-file", "0003.pb is .* bytes, index.json says"),
+        ("bad-json", "index.json is not valid JSON"),
+        ("other-format", "not an io dump"),
+        ("newer-version", "io dump version 2 is not one this mgedump reads"),
+        ("unsafe-file-name", "each tensor needs a name, a file"),
+        ("another-model", "mixes test cases of different models"),
+        ("empty", "has no test_data_set_N folder"),
+    ],
+)
+def test_broken_dumps_are_refused(tmp_path, how, message):
+    _dump(tmp_path / "d")
+    _break(tmp_path / "d", how)
+    with pytest.raises(DataError, match=message):
+        IoDump(str(tmp_path / "d"))
+
+
+def test_an_edited_tensor_is_refused_when_read(tmp_path):
+    _dump(tmp_path / "d")
+    _break(tmp_path / "d", "edited-file")
+    case = IoDump(str(tmp_path / "d")).cases[0]
+    with pytest.raises(DataError, match="0003.pb does not match its sha256 in index.json"):
+        case.tensor("relu1")

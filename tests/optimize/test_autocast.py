@@ -1,0 +1,106 @@
+"""The mixed-precision search: on each sample that reproduces a float16 failure, the right nodes stay float32 (and
+the output says which and why), the bundle verifies, and what cannot pass is refused without a useless hint."""
+
+from __future__ import annotations
+
+import pytest
+
+from mgedump.optimize import autocast
+from tests.support import bundle_manifest, good_models, sample
+
+FLAGS = ["--optimize-for-inference", "--maxerr", "1e-2"]
+
+
+def _pack(mgedump, tmp_path, name, mode, *extra):
+    model = sample(name)
+    out = tmp_path / f"{mode}.mgetest"
+    result = mgedump(model.path, "-d", model.spec, "-d", model.spec, *FLAGS, f"--enable-{mode}", *extra, "-o", out)
+    return result, out
+
+
+def _kept(out) -> dict[str, str]:
+    return {e["node"]: e["why"] for e in bundle_manifest(out)["float16"]["kept_float32"]}
+
+
+@pytest.mark.parametrize("mode", ["ioc16", "io16xc32"])
+@pytest.mark.parametrize("model", good_models("float16"), ids=lambda m: m.id)
+def test_every_float16_sample_packs_and_verifies(model, mode, tmp_path, mgedump, mgerun):
+    result, out = _pack(mgedump, tmp_path, model.file, mode)
+    assert result.code == 0, result.err
+    assert bundle_manifest(out)["float16"]["mode"] == mode
+    checked = mgerun(out, "--iter", "1")
+    assert checked.code == 0, checked.out + checked.err
+
+
+@pytest.mark.parametrize("mode", ["ioc16", "io16xc32"])
+def test_a_sum_beyond_float16_stays_float32(mode, tmp_path, mgedump):
+    result, out = _pack(mgedump, tmp_path, "float16/layernorm_sum.onnx", mode)
+    assert result.code == 0, result.err
+    kept = _kept(out)
+    assert list(kept) == ["ln/sum"] and "beyond float16's 65504" in kept["ln/sum"]
+    assert "node 'ln/sum' (ReduceSum): float32 values reach" in result.err
+
+
+def test_an_overflowing_chain_keeps_the_nodes_beyond_range(tmp_path, mgedump):
+    result, out = _pack(mgedump, tmp_path, "float16/overflow_chain.onnx", "io16xc32")
+    assert result.code == 0, result.err
+    assert set(_kept(out)) == {"amplify", "relu"}
+
+
+def test_what_only_a_comparison_finds(tmp_path, mgedump):
+    """The quiet signal's reciprocal square root: no float32 value leaves float16's range; the diff finds the node,
+    and the nodes that feed it (float16 zeroes the variance upstream) stay float32 with it."""
+    result, out = _pack(mgedump, tmp_path, "float16/rsqrt_quiet.onnx", "io16xc32")
+    assert result.code == 0, result.err
+    kept = _kept(out)
+    assert "introduces err inf" in kept["norm/rsqrt"] and "float16 overflow" in kept["norm/rsqrt"]
+    assert all("feeds 'norm/rsqrt'" in kept[n] for n in ("norm/sqrt", "norm/add_eps", "norm/variance"))
+    assert "head" not in kept and "softmax" not in kept  # they only carry the error on
+
+
+def test_an_epsilon_weight_stays_float32_in_ioc16(tmp_path, mgedump):
+    result, out = _pack(mgedump, tmp_path, "float16/rsqrt_quiet.onnx", "ioc16")
+    assert result.code == 0, result.err
+    weights = {e["weight"]: e["why"] for e in bundle_manifest(out)["float16"]["weights_float32"]}
+    assert "float16 stores them as zero" in weights["norm_eps"]
+
+
+def test_fp32_nodes_forces_nodes_float32(tmp_path, mgedump):
+    result, out = _pack(mgedump, tmp_path, "cnn.onnx", "io16xc32", "--fp32-nodes", "Softmax,conv*")
+    assert result.code == 0, result.err
+    kept = _kept(out)
+    assert kept == {"softmax": "--fp32-nodes Softmax", "conv1": "--fp32-nodes conv*", "conv2": "--fp32-nodes conv*"}
+
+
+def test_fp32_nodes_needs_a_float16_mode(tmp_path, mgedump):
+    model = sample("cnn.onnx")
+    result = mgedump(
+        model.path, "-d", model.spec, "--optimize-for-inference", "--fp32-nodes", "Conv", "-o", tmp_path / "o"
+    )
+    assert result.code == 2 and "--fp32-nodes keeps nodes float32 in a float16 mode" in result.err
+
+
+def test_a_maxerr_below_float16_output_rounding_is_refused_with_a_hint(tmp_path, mgedump):
+    model = sample("cnn.onnx")
+    result = mgedump(
+        model.path,
+        "-d",
+        "#randn(0,1)",
+        "--optimize-for-inference",
+        "--enable-ioc16",
+        "--maxerr",
+        "1e-6",
+        "-o",
+        tmp_path / "o",
+    )
+    assert result.code == 2 and "rounding them to float16 alone gives that error" in result.err
+    assert "(hint: --maxerr" in result.err  # the error is small against the outputs: a hint is useful
+
+
+def test_a_search_that_fails_names_the_first_divergence_and_gives_no_hint(tmp_path, mgedump, monkeypatch):
+    monkeypatch.setattr(autocast, "MAX_ROUNDS", 1)
+    result, out = _pack(mgedump, tmp_path, "float16/rsqrt_quiet.onnx", "io16xc32")
+    assert result.code == 2 and not out.exists()
+    assert "first divergence on test case 0: node 'norm/rsqrt' (Reciprocal)" in result.err
+    assert "float16 overflow" in result.err
+    assert "would pass" not in result.err
