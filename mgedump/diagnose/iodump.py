@@ -248,7 +248,15 @@ class ExposedRunner:
         self.budget = budget
         self._open = open_exposed
         self._sessions: dict[tuple[str, ...], Any] = {}
+        self._sizes: dict[tuple[Any, ...], dict[str, int]] = {}
         self.parts_run = 0
+
+    def sizes(self, feeds: Mapping[str, np.ndarray]) -> dict[str, int]:
+        """The estimated bytes of each tensor for inputs of these shapes and dtypes (inferred once per shape)."""
+        key = tuple(sorted((name, array.shape, str(array.dtype)) for name, array in feeds.items()))
+        if key not in self._sizes:
+            self._sizes[key] = estimate_sizes(self.model, feeds)
+        return self._sizes[key]
 
     def tensors(self, feeds: Mapping[str, np.ndarray]) -> Iterator[tuple[str, np.ndarray]]:
         """Every tensor of the plan for these inputs, in plan order (non-tensor values left out).
@@ -263,7 +271,7 @@ class ExposedRunner:
                 yield name, np.asarray(feeds[name])
         fed = set(self.plan.inputs)
         inner = [n for n in self.plan.tensors if n not in fed]
-        parts = partition(inner, estimate_sizes(self.model, feeds), self.budget)
+        parts = partition(inner, self.sizes(feeds), self.budget)
         keep_sessions = len(parts) == 1  # a whole-model session is reused across test cases
         for part in parts:
             key = tuple(part)
@@ -291,16 +299,17 @@ def tensor_stats(array: np.ndarray) -> dict[str, Any]:
     stats: dict[str, Any] = {"min": None, "max": None, "mean": None, "nan": 0, "inf": 0}
     if array.dtype.kind not in "biuf" or array.size == 0:
         return stats
-    values = array.astype(np.float64) if array.dtype.kind in "bf" else array
+    values = array.view(np.uint8) if array.dtype.kind == "b" else array
     if array.dtype.kind == "f":
         finite = np.isfinite(values)
-        stats["nan"] = int(np.count_nonzero(np.isnan(values)))
-        stats["inf"] = int(values.size - np.count_nonzero(finite) - stats["nan"])
-        values = values[finite]
+        if not finite.all():  # copy only when something is not finite
+            stats["nan"] = int(np.count_nonzero(np.isnan(values)))
+            stats["inf"] = int(values.size - np.count_nonzero(finite) - stats["nan"])
+            values = values[finite]
     if values.size:
         stats["min"] = _number(values.min())
         stats["max"] = _number(values.max())
-        stats["mean"] = float(values.astype(np.float64).mean())
+        stats["mean"] = float(values.mean(dtype=np.float64))
     return stats
 
 
@@ -453,6 +462,55 @@ class CaseDump:
         if stored and stored != name:
             raise DataError(f"io dump {self.folder}: {entry['file']} holds tensor {stored!r}, the index says {name!r}")
         return array
+
+
+@dataclass
+class MemoryCase:
+    """One test case's tensors held in memory, read as a :class:`CaseDump` is (for runs nobody keeps)."""
+
+    nodes: list[NodeInfo]
+    arrays: dict[str, np.ndarray]
+    by_name: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.arrays)
+
+    def entry(self, name: str) -> dict[str, Any]:
+        return self.by_name[name]
+
+    def tensor(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    @property
+    def index(self) -> dict[str, Any]:
+        return {"tensors": [self.by_name[name] for name in self.arrays]}
+
+
+class MemoryDump:
+    """Test cases held in memory, read as an :class:`IoDump` is."""
+
+    def __init__(self, model_sha256: str, cases: dict[int, MemoryCase]) -> None:
+        self.model_sha256 = model_sha256
+        self.cases = cases
+
+    @classmethod
+    def collect(
+        cls, plan: Plan, sha256: str, runs: Iterator[tuple[int, Iterator[tuple[str, np.ndarray]]]]
+    ) -> MemoryDump:
+        cases = {}
+        for number, tensors in runs:
+            arrays, entries = {}, {}
+            for name, array in tensors:
+                arrays[name] = array
+                entries[name] = {
+                    "name": name,
+                    "dtype": str(array.dtype),
+                    "shape": list(array.shape),
+                    **tensor_stats(array),
+                }
+            cases[number] = MemoryCase(list(plan.nodes), arrays, entries)
+        return cls(sha256, cases)
 
 
 class IoDump:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..runtime import open_session, session_options
-from .iodump import DEFAULT_BUDGET, ExposedRunner, IoDump, load_for_exposure, write_case
+from .iodump import DEFAULT_BUDGET, ExposedRunner, IoDump, MemoryDump, load_for_exposure, write_case
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,21 @@ class ModelDumper:
 
     def close(self) -> None:
         self._scratch.cleanup()
+
+    def estimate(self, cases: Iterable[tuple[int, Mapping[str, np.ndarray]]]) -> int:
+        """Bytes that every tensor of these test cases takes (tensors of unknown size count as the largest)."""
+        total = 0
+        for _, feeds in cases:
+            sizes = self.runner.sizes(feeds)
+            largest = max(sizes.values(), default=0)
+            total += sum(sizes.get(name, largest) for name in self.runner.plan.tensors)
+        return total
+
+    def collect(self, cases: Iterable[tuple[int, Mapping[str, np.ndarray]]]) -> MemoryDump:
+        """Run every test case and keep every tensor in memory (for what fits: see :meth:`estimate`)."""
+        return MemoryDump.collect(
+            self.runner.plan, self.sha256, ((number, self.runner.tensors(feeds)) for number, feeds in cases)
+        )
 
     def dump(self, folder: str, cases: Iterable[tuple[int, Mapping[str, np.ndarray]]]) -> None:
         """Run every (number, feeds) test case and write its dump into ``folder/test_data_set_N``.

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from ..assertion import maxerr_hint
-from ..diagnose.diff import FLOAT16_MAX, CaseDiff, diff_dumps, tensor_err
-from ..diagnose.iodump import IoDump
+from ..diagnose.diff import FLOAT16_MAX, CaseDiff, diff_stream, tensor_err
+from ..diagnose.iodump import IoDump, MemoryDump
 from ..diagnose.run import ModelDumper, RunSettings, dump_to_scratch
 from ..errors import OptimizeError
 from .float16 import convert, matching_nodes, name_nodes
@@ -79,7 +79,7 @@ def _as_inputs_of(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.n
     return {k: (v.astype(np.float16) if types.get(k) == 10 and v.dtype == np.float32 else v) for k, v in feeds.items()}
 
 
-def _range_rule(ref: IoDump, model: Any) -> dict[str, str]:
+def _range_rule(ref: IoDump | MemoryDump, model: Any) -> dict[str, str]:
     """Nodes whose float32 outputs on the test cases go beyond float16's range."""
     kept = {}
     for node in model.graph.node:
@@ -138,8 +138,10 @@ def choose_precision(
     named = os.path.join(scratch, "base.onnx")
     _save(base, named)
     cases = [(k, _rounded(feeds)) for k, feeds in enumerate(test_inputs)]
+    budget = (settings or RunSettings()).budget
     with ModelDumper(named, "reference", settings, label="the float32 model") as dumper:
-        ref = dump_to_scratch(dumper, cases, scratch)
+        # the reference is read once per round: in memory when it fits the budget, on disk otherwise
+        ref = dumper.collect(cases) if dumper.estimate(cases) <= budget else dump_to_scratch(dumper, cases, scratch)
     outputs = [v.name for v in base.graph.output]
     _check_rounding_floor(ref, outputs, maxerr, mode)
     op_types = {node.name: node.op_type for node in base.graph.node}
@@ -153,16 +155,20 @@ def choose_precision(
         conversion = convert(candidate, mode, kept)
         path = os.path.join(scratch, f"candidate-{rounds}.onnx")
         _save(candidate, path)
+        diffs = []
         with ModelDumper(path, f"candidate-{rounds}", settings, label="the float16 model") as dumper:
-            got = dump_to_scratch(dumper, [(k, _as_inputs_of(candidate, f)) for k, f in cases], scratch)
-        report = diff_dumps(ref, got, maxerr=maxerr, label_a="float32", label_b="float16")
-        failing = [case for case in report.cases if any(e > maxerr for e in _output_errs(case, outputs).values())]
-        worst = max((e for case in report.cases for e in _output_errs(case, outputs).values()), default=0.0)
+            nodes = dumper.runner.plan.nodes
+            for k, feeds in cases:  # each candidate tensor is compared as it comes, never stored
+                case = diff_stream(ref.cases[k], nodes, dumper.runner.tensors(_as_inputs_of(candidate, feeds)), maxerr)
+                case.test_case = k
+                diffs.append(case)
+        failing = [case for case in diffs if any(e > maxerr for e in _output_errs(case, outputs).values())]
+        worst = max((e for case in diffs for e in _output_errs(case, outputs).values()), default=0.0)
         if not failing:
             return Autocast(candidate, mode, kept, op_types, dict(conversion.weights32), rounds, worst)
         last = failing[0]
         origins = _Origins(base)
-        origins.learn(got.cases[last.test_case].nodes)
+        origins.learn(nodes)
         added = _keep_more(last, kept, origins, maxerr)
         if not added:
             break
@@ -202,7 +208,7 @@ class _Origins:
         return None
 
 
-def _check_rounding_floor(ref: IoDump, outputs: Sequence[str], maxerr: float, mode: str) -> None:
+def _check_rounding_floor(ref: IoDump | MemoryDump, outputs: Sequence[str], maxerr: float, mode: str) -> None:
     """Refuse at once when rounding the float32 outputs to float16 alone misses maxerr: the model's outputs are
     float16 in both modes, so no search can do better.
 

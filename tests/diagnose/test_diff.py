@@ -39,6 +39,13 @@ def test_what_cannot_agree_is_an_infinite_error(a, b, reason):
     assert math.isinf(t.err) and t.reason == reason
 
 
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3)])
+def test_any_rank(shape):
+    a = np.full(shape, 2.0, np.float32)
+    t = tensor_err("x", a, (a + 0.5).astype(np.float16))
+    assert t.err == pytest.approx(0.25) and len(t.index) == len(shape)
+
+
 def test_the_same_non_finite_values_agree():
     a = np.array([np.nan, np.inf, 1.0], np.float32)
     assert tensor_err("x", a, a.copy()).err == 0.0
