@@ -199,7 +199,7 @@ def render(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> str:
         "| model | inputs (spec of the first test case) | mode | result | self-check err | nodes kept float32 | pack time / plain | verifies |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for model, path, attempts in rows:
+    for model, _path, attempts in rows:
         plain = attempts[0]
         for a in attempts:
             if a is plain:
