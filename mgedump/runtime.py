@@ -89,11 +89,14 @@ def session_options(
     graph_opt: str | None = None,
     profile: str | None = None,
     data_folder: str | None = None,
+    arena: bool = True,
 ):
     """onnxruntime ``SessionOptions`` with the given settings.
 
     ``data_folder`` is where a model opened from bytes finds its external data
-    (a model opened from a file finds it beside the file).
+    (a model opened from a file finds it beside the file). ``arena=False``
+    turns off onnxruntime's CPU memory arena, for short-lived sessions whose
+    memory should go back as soon as they end.
 
     The session logs nothing itself (``log_severity_level`` 4, fatal only):
     mgedump reports every failure in one line. onnxruntime's process-wide
@@ -118,6 +121,8 @@ def session_options(
         opts.profile_file_prefix = profile
     if data_folder is not None:
         opts.add_session_config_entry("session.model_external_initializers_file_folder_path", data_folder)
+    if not arena:  # memory goes back at once instead of staying in the session's arena
+        opts.enable_cpu_mem_arena = False
     return opts
 
 

@@ -269,14 +269,23 @@ def verify(
             report.cases.append(result)
             if options.bin_out_dump and result.error is None:
                 _dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs)
-            if options.io_dump and result.error is None:
-                _io_dump(prepared, index, case, options)
             if not result.passed and result.error is None and prepared.reference is not None:
                 result.diagnosis = _diagnose(prepared, index, case, maxerr, options, tmp)
             if on_case is not None:
                 on_case(result, report)
         if options.profile:
             report.profile = _save_profile(prepared.session, options.profile)
+        if options.io_dump:
+            prepared.session = None  # the timing session's memory goes before the exposed runs start
+            from .diagnose.iodump import release_memory
+
+            release_memory()
+            ran = [
+                (k, case.feeds)
+                for k, (case, result) in enumerate(zip(prepared.cases, report.cases, strict=True))
+                if result.error is None
+            ]
+            _io_dump(prepared, ran, options)
     if options.report_json:
         write_bytes_atomic(
             options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode()
@@ -356,13 +365,13 @@ def _settings(options: VerifyOptions) -> Any:
     )
 
 
-def _io_dump(prepared: _Prepared, index: int, case: _Case, options: VerifyOptions) -> None:
-    """Write every tensor of this test case into the --io-dump folder."""
+def _io_dump(prepared: _Prepared, cases: Sequence[tuple[int, dict[str, np.ndarray]]], options: VerifyOptions) -> None:
+    """Write every tensor of these test cases (that ran) into the --io-dump folder."""
     from .diagnose.run import ModelDumper
 
     assert options.io_dump is not None
     with ModelDumper(prepared.model_path, prepared.model_sha256, _settings(options), label=prepared.model_path) as d:
-        d.dump(options.io_dump, [(index, case.feeds)])
+        d.dump(options.io_dump, cases)
 
 
 def _diagnose(

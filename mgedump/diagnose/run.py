@@ -48,7 +48,12 @@ class ModelDumper:
         self._scratch = tempfile.TemporaryDirectory(prefix="mgedump-expose-")
         model, data_folder = load_for_exposure(path, self._scratch.name)
         settings = self.settings
-        options = {"threads": settings.threads, "graph_opt": settings.graph_opt, "data_folder": data_folder}
+        options = {
+            "threads": settings.threads,
+            "graph_opt": settings.graph_opt,
+            "data_folder": data_folder,
+            "arena": False,
+        }
 
         def open_exposed(model_bytes: bytes):
             return open_session(
