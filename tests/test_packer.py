@@ -161,3 +161,58 @@ def _tensor(zf: zipfile.ZipFile, name: str) -> TensorProto:
     proto = TensorProto()
     proto.ParseFromString(zf.read(name))
     return proto
+
+
+class _Session:
+    """Stands in for the optimised model's session: returns the outputs it was given."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def run(self, names, feeds):
+        return self.outputs
+
+
+def _stored(expected):
+    from mgedump.data import TestCase
+    from mgedump.packer import _Case
+    from mgedump.spec import CaseSpec
+
+    return [_Case(TestCase(CaseSpec("#rand(0,1)", "-d #1"), []), [("x", np.zeros(1, np.float32))], [expected])]
+
+
+def test_a_small_self_check_error_gets_a_maxerr_hint():
+    from mgedump.errors import OptimizeError
+    from mgedump.packer import _self_check
+    from mgedump.runtime import TensorInfo
+
+    expected = np.array([[0.1, 0.9]], np.float32)
+    with pytest.raises(OptimizeError) as caught:
+        _self_check(
+            _Session([expected + 3e-4]),
+            _stored(expected),
+            [TensorInfo("y", "float32", (1, 2))],
+            1e-4,
+            lambda k: pytest.fail("no diagnosis is needed"),
+        )
+    assert (
+        caught.value.hint == "--maxerr 0.0005 would pass" and "err=0.0003 (name=y, test case 0)" in caught.value.message
+    )
+
+
+def test_destroyed_outputs_get_the_first_divergence_and_no_hint():
+    from mgedump.errors import OptimizeError
+    from mgedump.packer import _self_check
+    from mgedump.runtime import TensorInfo
+
+    expected = np.array([[0.1, 0.9]], np.float32)
+    with pytest.raises(OptimizeError) as caught:
+        _self_check(
+            _Session([np.array([[0.9, 0.1]], np.float32)]),
+            _stored(expected),
+            [TensorInfo("y", "float32", (1, 2))],
+            1e-2,
+            lambda k: "node 'n' (Op), output 'o' err 9",
+        )
+    assert caught.value.hint is None
+    assert caught.value.message.endswith("; first divergence on test case 0: node 'n' (Op), output 'o' err 9")

@@ -92,3 +92,22 @@ def test_the_console_script(tmp_path):
 def test_bad_input(tmp_path, mgediff, args, needle):
     result = mgediff(*args(tmp_path))
     assert result.code == 2 and needle in result.err and len(result.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "damage, needle",
+    [
+        (lambda case: (case / "index.json").unlink(), "no index.json (incomplete dump)"),
+        (
+            lambda case: (case / "0002.pb").write_bytes((case / "0002.pb").read_bytes()[:-1] + b"\x01"),
+            "does not match its sha256",
+        ),
+    ],
+)
+def test_a_damaged_io_dump_is_bad_input(tmp_path, mgedump, mgerun, mgediff, damage, needle):
+    cnn = sample("cnn.onnx")
+    assert mgedump(cnn.path, "-d", cnn.spec, "-o", tmp_path / "b.mgetest", "-q").code == 0
+    assert mgerun(tmp_path / "b.mgetest", "--iter", "1", "--io-dump", tmp_path / "dump").code == 0
+    damage(tmp_path / "dump" / "test_data_set_0")
+    result = mgediff(tmp_path / "dump", cnn.path)
+    assert result.code == 2 and needle in result.err and len(result.err.strip().splitlines()) == 1
