@@ -849,13 +849,21 @@ def section_iodump(ctx: Context) -> Table:
 # ---------------------------------------------------------------- section: float16
 
 
+def fetch_real_worker() -> dict[str, str]:
+    """The real models of scripts/check_real_models.py, fetched and extracted (in a worker: unzipping costs memory)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import check_real_models as real
+
+    return {name: str(path) for name, path in real.fetch(real.DEFAULT_CACHE).items()}
+
+
 def section_float16(ctx: Context) -> Table:
     """The mixed-precision search's cost: pack time with --enable-ioc16 over a plain pack, per real model."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import check_real_models as real
 
     wanted = [m for m in real.MODELS if not ctx.quick or m.name in ("magika", "hey_jarvis")]
-    paths = real.fetch(real.DEFAULT_CACHE)
+    paths = {name: Path(path) for name, path in run_worker("fetch_real", ctx.tmp).items()}  # unzipping is not done here
     mgedump = console_script("mgedump")
     table = Table(
         "float16 search cost",
@@ -1211,6 +1219,7 @@ WORKERS: dict[str, Callable[..., Any]] = {
     "assert_err": assert_err_worker,
     "zip": zip_worker,
     "wide_chain": wide_chain_worker,
+    "fetch_real": fetch_real_worker,
 }
 
 
