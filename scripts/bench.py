@@ -842,7 +842,6 @@ def section_iodump(ctx: Context) -> Table:
             at_most(extra, budget_mb * MIB),
         )
     )
-    table.checks.append(Check("iodump: B / A wall time", "reported", fmt_ratio(ratio(wall["B"], wall["A"])), None))
     return table
 
 
