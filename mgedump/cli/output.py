@@ -41,14 +41,18 @@ def float16_lines(float16: dict[str, Any] | None, limit: int = 10) -> list[str]:
     if not kept and not weights:
         return [f"{float16['mode']}: every node converted"]
     lines = [f"{float16['mode']}: {len(kept)} node(s) and {len(weights)} weight(s) kept float32"]
-    for entry in kept[:limit]:
+    entries = []
+    for entry in kept:
         op = f" ({entry['op_type']})" if entry.get("op_type") else ""
-        lines.append(f"  node {entry['node']!r}{op}: {entry['why']}")
-    for entry in weights[: max(limit - len(kept), 0)]:
-        lines.append(f"  weight {entry['weight']!r}: {entry['why']}")
-    hidden = len(kept) + len(weights) - min(len(kept), limit) - min(len(weights), max(limit - len(kept), 0))
-    if hidden > 0:
-        lines.append(f"  ... and {hidden} more (the bundle's manifest lists them all)")
+        entries.append(f"  node {entry['node']!r}{op}: {entry['why']}")
+    by_reason: dict[str, list[str]] = {}
+    for entry in weights:  # weights kept for one reason (read by one kept node) are many: one line per reason
+        by_reason.setdefault(entry["why"], []).append(entry["weight"])
+    for why, names in by_reason.items():
+        entries.append(f"  weight {names[0]!r}: {why}" if len(names) == 1 else f"  {len(names)} weights: {why}")
+    lines += entries[:limit]
+    if len(entries) > limit:
+        lines.append(f"  ... and {len(entries) - limit} more (the bundle's manifest lists them all)")
     return lines
 
 
