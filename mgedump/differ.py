@@ -153,8 +153,9 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
             runs with no tensor in common (exit code 2).
     """
     options = options or DiffOptions()
+    protected = [a, b]
     if options.report_json:
-        check_target(options.report_json)
+        check_target(options.report_json, protected)
     settings = RunSettings(providers=tuple(resolve_providers(options.provider)), budget=options.io_dump_budget_mb << 20)
     with tempfile.TemporaryDirectory(prefix="mgediff-") as scratch:
         side_a = _open_side(a, "A", scratch)
@@ -172,6 +173,6 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
         import json
 
         write_bytes_atomic(
-            options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode()
+            options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode(), protected
         )
     return report

@@ -12,6 +12,14 @@ EXIT_OK = 0  # done; every assertion passed
 EXIT_FAILED = 1  # an assertion failed, or the model failed to run
 EXIT_USAGE = 2  # bad usage or bad input
 EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (128 + SIGINT), as shells report it
+EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15), as shells report it
+
+
+class Terminated(BaseException):
+    """The process was asked to stop (SIGTERM): raised so that every ``with`` block unwinds and temporary files go.
+
+    Not an Exception: nothing that catches errors may swallow it.
+    """
 
 
 class MgeError(Exception):

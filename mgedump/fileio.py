@@ -1,14 +1,22 @@
-"""Atomic output files: write beside the target, then rename into place."""
+"""Output files: checked before anything is written, written beside the target, then renamed into place.
+
+An output is a regular file (or a folder, for the outputs that are folders);
+a FIFO, a device, a socket, or any file that is one of the run's inputs (the
+model, a data file, a list file, a bundle), compared by device and inode after
+resolving links, is refused. A symbolic link is written through: the file it
+points to is replaced, and the link stays.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import os
+import stat
 import tempfile
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -17,16 +25,55 @@ from .errors import OutputError
 CHUNK = 8 << 20
 
 
-def check_target(path: str) -> str:
-    """Check that an output file can be created at path; return its absolute path.
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check_not_input(path: str, inputs: Iterable[str], what: str = "output") -> None:
+    """Refuse an output that is the same file as one of the inputs (after resolving links).
 
     Raises:
-        OutputError: the folder is missing or not a folder, or path is a folder.
+        OutputError: naming the input it would overwrite.
     """
-    target = os.path.abspath(path)
+    target = _identity(path)
+    if target is None:
+        return
+    for name in inputs:
+        if _identity(name) == target:
+            raise OutputError(f"{what} {path} is the input {name}: writing it would destroy it; give another path")
+
+
+def check_target(path: str, inputs: Iterable[str] = ()) -> str:
+    """Check that an output file can be created at path; return where it will be written.
+
+    That is path itself, or the file a symbolic link at path points to.
+
+    Raises:
+        OutputError: the folder is missing or not a folder; path is a folder,
+            a FIFO, a device or a socket; or path is one of the inputs.
+    """
+    target = os.path.realpath(path)
     folder = os.path.dirname(target)
-    if os.path.isdir(target):
-        raise OutputError(f"output {path} is a folder; give a file name")
+    if os.path.exists(target):
+        mode = os.stat(target).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            suffix = "give a file name" if kind == "a folder" else "give a regular file"
+            raise OutputError(f"output {path} is {kind}; {suffix}")
+        check_not_input(target, inputs)
     if not os.path.exists(folder):
         raise OutputError(f"output folder does not exist: {os.path.dirname(path) or '.'}")
     if not os.path.isdir(folder):
@@ -37,7 +84,7 @@ def check_target(path: str) -> str:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str) -> Iterator[IO[bytes]]:
+def atomic_output(path: str, inputs: Iterable[str] = ()) -> Iterator[IO[bytes]]:
     """Open a temporary file beside path; on success it replaces path at once.
 
     On any error the temporary file is removed and an existing file at path is
@@ -46,7 +93,7 @@ def atomic_output(path: str) -> Iterator[IO[bytes]]:
     Raises:
         OutputError: the folder cannot be written.
     """
-    target = check_target(path)
+    target = check_target(path, inputs)
     folder, base = os.path.split(target)
     try:
         # closed by the `with handle:` below, once it exists
@@ -75,10 +122,26 @@ def _umask() -> int:
     return mask
 
 
-def write_bytes_atomic(path: str, data: bytes) -> None:
-    """Write a whole file atomically."""
-    with atomic_output(path) as f:
+def write_bytes_atomic(path: str, data: bytes, inputs: Iterable[str] = ()) -> None:
+    """Write a whole file atomically (refusing a target that is one of ``inputs``)."""
+    with atomic_output(path, inputs) as f:
         f.write(data)
+
+
+def check_folder_target(path: str, flag: str, inputs: Iterable[str] = ()) -> None:
+    """Check an output that is a folder (``--bin-out-dump``, ``--io-dump``): absent or a folder, in a folder.
+
+    Raises:
+        OutputError: path is a file or something else, is an input, or its parent is missing.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(path) and not os.path.isdir(path):
+        mode = os.stat(path).st_mode
+        kind = "a file" if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "not a folder")
+        raise OutputError(f"{flag} {path} is {kind}; give a folder")
+    if not os.path.isdir(parent):
+        raise OutputError(f"{flag}: folder {parent} does not exist")
+    check_not_input(path, inputs, flag)
 
 
 @dataclass(frozen=True)

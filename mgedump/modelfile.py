@@ -209,6 +209,9 @@ def model_source(path: str, data_location: str) -> ModelSource:
         real = os.path.join(folder, location)
         if not os.path.isfile(real):
             raise ModelError(f"{where}, which does not exist beside the model")
+        resolved = os.path.realpath(real)  # a link may lead out of the folder the text stays in
+        if os.path.commonpath([resolved, os.path.realpath(folder)]) != os.path.realpath(folder):
+            raise ModelError(f"{where}, a link to {resolved}, outside the model's folder")
         if real not in files:
             size = os.path.getsize(real)
             files[real] = (total, size)

@@ -13,6 +13,7 @@ print ``--help`` without loading numpy, onnx or onnxruntime.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from .errors import UsageError
 
 GRAPH_OPT_LEVELS = ("disable", "basic", "extended", "all")
-MAX_THREADS = 1024
+MAX_THREADS = max(64, 4 * (os.cpu_count() or 1))  # intra-op threads beyond the cores only wait; beyond this, refused
 IO_DUMP_BUDGET_MB = 1024  # the default of every io_dump_budget_mb below
 
 
@@ -35,6 +36,25 @@ def check_maxerr(maxerr: Any, flag: str = "--maxerr") -> float:
     return float(maxerr)
 
 
+def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
+    """``--input-shape NAME:d0,d1,...`` (or ``d0,d1,...`` for a one-input model) as (name, dims).
+
+    The name is everything before the last ``:``, so names that hold ``:``
+    (``input:0:1,3,224,224``) work.
+
+    Raises:
+        UsageError: the dims are not whole numbers >= 0.
+    """
+    name, sep, dims = text.rpartition(":")
+    try:
+        shape = tuple(int(d) for d in dims.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(d < 0 or d >= 1 << 31 for d in shape):
+        raise UsageError(f"--input-shape {text!r}: give NAME:d0,d1,... with whole numbers >= 0, e.g. x:1,3,224,224")
+    return (name if sep else None), shape
+
+
 @dataclass(frozen=True)
 class DataOptions:
     """How test data is made from ``-d`` specs.
@@ -46,12 +66,17 @@ class DataOptions:
         input_transform: a Python expression of ``data`` and ``np`` applied to
             file data after ``repeat``. It is the user's own code from the
             command line; it is never read from a bundle or a list file.
+        input_shapes: (input name or None for a one-input model, dims): fixes
+            an input's shape for every source, as ``--input-shape`` does
+            (generators use it, ``resize_input`` resizes images to its H and W,
+            file data that contradicts it is an error).
     """
 
     seed: int = 0
     repeat: int = 1
     resize_input: bool = False
     input_transform: str | None = None
+    input_shapes: tuple[tuple[str | None, tuple[int, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
@@ -315,7 +340,7 @@ class VerifyOptions:
             raise UsageError(
                 f"--thread must be >= 1, got {self.threads}"
                 if self.threads < 1
-                else f"--thread must be at most {MAX_THREADS}, got {self.threads}"
+                else f"--thread must be at most {MAX_THREADS} (four per core, 64 at least), got {self.threads}"
             )
         if self.graph_opt is not None and self.graph_opt not in GRAPH_OPT_LEVELS:
             raise UsageError(f"--graph-opt must be one of {', '.join(GRAPH_OPT_LEVELS)}, got {self.graph_opt!r}")

@@ -75,23 +75,28 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
             that misses ``maxerr`` (nothing is written).
     """
     maxerr = options.maxerr
-    check_target(output_path)
-    if options.strip_info:
-        for path in strip_info_paths(options.strip_info):
-            check_target(path)
+    case_specs = expand_specs(list(options.specs))
+    protected = [model_path, *sorted({spec.list_file for spec in case_specs if spec.list_file})]
+    targets = [output_path, *(strip_info_paths(options.strip_info) if options.strip_info else ())]
+    for path in targets:
+        check_target(path, protected)
     check_model_path(model_path)
     source = model_source(model_path, DATA_MEMBER)
+    protected += source.data_paths
     # Hash the weights in a thread while onnxruntime loads and runs the model: one read, on the other core.
     cancel = threading.Event()
     with (
         ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool,
-        tempfile.TemporaryDirectory(prefix=".mgedump-", dir=os.path.dirname(os.path.abspath(output_path))) as tmp,
+        tempfile.TemporaryDirectory(prefix=".mgedump-", dir=os.path.dirname(os.path.realpath(output_path))) as tmp,
     ):
         hashing = pool.submit(hash_files, source.data_paths or (model_path,), cancel)
         try:
             session = open_session(model_path)
             inputs, outputs = model_io(session)
-            cases = build_cases(expand_specs(list(options.specs)), inputs, options.data)
+            cases = build_cases(case_specs, inputs, options.data)
+            protected += [path for case in cases for path in case.files]
+            for path in targets:  # the data files are known now
+                check_target(path, protected)
             if options.embed_io_dump > len(cases):
                 raise UsageError(
                     f"--embed-io-dump {options.embed_io_dump} asks for more test cases than the {len(cases)} given"
@@ -108,7 +113,7 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
                 b_inputs, b_outputs = model_io(bundled)
             else:
                 optimized, bundled, b_inputs, b_outputs = None, None, inputs, outputs
-            stored = _expected_outputs(session, cases, inputs, b_inputs, b_outputs)
+            stored = _expected_outputs(session, cases, inputs, b_inputs, b_outputs, not options.no_assert)
             checks = []
             if bundled is not None:
                 checks = _self_check(
@@ -158,9 +163,14 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
             "test_cases": manifest_cases,
             **({"io_dump": io_dump} if io_dump else {}),
         }
-        written = write_bundle(output_path, manifest, members)
+        written = write_bundle(output_path, manifest, members, inputs=protected)
         if options.strip_info:
-            write_strip_info(optimized.path if optimized else model_path, options.strip_info, model_sha256=model_sha256)
+            write_strip_info(
+                optimized.path if optimized else model_path,
+                options.strip_info,
+                model_sha256=model_sha256,
+                inputs=protected,
+            )
     return PackResult(os.fspath(output_path), written, checks)
 
 
@@ -183,11 +193,16 @@ def _expected_outputs(
     inputs: Sequence[TensorInfo],
     b_inputs: Sequence[TensorInfo],
     b_outputs: Sequence[TensorInfo],
+    asserted: bool = True,
 ) -> list[_Case]:
     """Run the model as given on each case's inputs as the bundled model takes them (e.g. float16).
 
     The expected outputs are stored in the bundled model's output dtypes, so
     the unzipped bundle is a standard ONNX test case for the bundled model.
+
+    Raises:
+        SpecError: the model fails to run on a test case, or (``asserted``) an
+            output holds NaN or infinity: a bundle that expects it could never pass.
     """
     by_name = {info.name: info for info in b_inputs}
     stored = []
@@ -200,16 +215,25 @@ def _expected_outputs(
             name: (array.astype(info.np_dtype) if array.dtype != info.np_dtype else array)
             for (name, array), info in zip(feeds, inputs, strict=True)
         }
+        where = f"test case {index} ({case.spec.origin}: {case.spec.text!r})"
+        defaulted = f"; dims defaulted to 1: {', '.join(case.defaulted)}" if case.defaulted else ""
         try:
             values = run(session, original)
         except RunError as exc:
-            raise SpecError(
-                f"test case {index} ({case.spec.origin}: {case.spec.text!r}): {exc.message}", hint=exc.hint
-            ) from None
+            hint = "give the defaulted dims with --input-shape" if defaulted else exc.hint
+            raise SpecError(f"{where}: {exc.message}{defaulted}", hint=hint) from None
         expected = [
             value.astype(info.np_dtype) if info.dtype != "str" and value.dtype != info.np_dtype else value
             for value, info in zip(to_numpy_outputs(values, b_outputs), b_outputs, strict=True)
         ]
+        for value, info in zip(expected, b_outputs, strict=True):
+            if asserted and value.dtype.kind == "f" and not np.isfinite(value).all():
+                bad = int(value.size - np.count_nonzero(np.isfinite(value)))
+                raise SpecError(
+                    f"{where}: the model's output {info.name!r} holds NaN or infinity ({bad} of {value.size} "
+                    f"elements){defaulted}; a bundle that expects it could never pass",
+                    hint="check the range of the test data, or pack with --no-assert",
+                )
         stored.append(_Case(case, feeds, expected))
         logger.debug("test case %d (%s): ran", index, case.spec.origin)
     return stored

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -85,12 +86,14 @@ class CaseSpec:
         base_dir: the list file's folder, searched after the current directory.
         cwd_first: search the current directory before base_dir. Library
             callers that write their own data files into base_dir turn it off.
+        list_file: the list file it was read from, if any.
     """
 
     text: str
     origin: str
     base_dir: str | None = None
     cwd_first: bool = True
+    list_file: str | None = None
 
 
 def _number(token: str, what: str, text: str) -> int | float:
@@ -233,6 +236,40 @@ def parse_case(text: str, input_names: Sequence[str]) -> list[Item]:
     return [by_name[n] for n in input_names]
 
 
+MAX_LIST_BYTES = 64 << 20
+
+
+def is_comment(line: str) -> bool:
+    """A list file's comment line: ``#`` followed by whitespace or the end of the line (``#rand(...)`` is a spec)."""
+    return line.startswith("#") and (len(line) == 1 or line[1].isspace())
+
+
+def _read_list_file(path: str) -> bytes:
+    """A list file's bytes: a regular file of at most MAX_LIST_BYTES (a FIFO would block; a cut-off file would lose
+    test cases silently).
+
+    Raises:
+        SpecError: missing, unreadable, not a regular file, or too large.
+    """
+    try:
+        with open(path, "rb", opener=_nonblocking) as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise SpecError(f"list file {path!r} is not a regular file")
+            raw = f.read(MAX_LIST_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(f"cannot read list file {path!r}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_LIST_BYTES:
+        raise SpecError(
+            f"list file {path!r} is larger than {MAX_LIST_BYTES >> 20} MiB", hint="split it into several lists"
+        )
+    return raw
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    """Open without waiting for a writer (a FIFO given as a file is then refused, not waited on)."""
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+
+
 def expand_specs(specs: Sequence[str | CaseSpec]) -> list[CaseSpec]:
     """Turn ``-d`` values into test cases, reading ``@FILE`` list files; CaseSpecs pass through.
 
@@ -248,11 +285,7 @@ def expand_specs(specs: Sequence[str | CaseSpec]) -> list[CaseSpec]:
             cases.append(CaseSpec(spec, f"-d #{index + 1}"))
             continue
         list_path = spec[1:]
-        try:
-            with open(list_path, "rb") as f:
-                raw = f.read(64 << 20)
-        except OSError as exc:
-            raise SpecError(f"cannot read list file {list_path!r}: {exc.strerror or exc}") from None
+        raw = _read_list_file(list_path)
         if b"\x00" in raw:
             raise SpecError(f"list file {list_path!r} is not a text file")
         try:
@@ -263,14 +296,16 @@ def expand_specs(specs: Sequence[str | CaseSpec]) -> list[CaseSpec]:
         found = 0
         for line_no, line in enumerate(content.splitlines(), 1):
             line = line.strip()
-            if not line:
+            if not line or is_comment(line):
                 continue
             if line.startswith("@"):
                 raise SpecError(f"{list_path}:{line_no}: list files cannot include other list files")
-            cases.append(CaseSpec(line, f"{list_path}:{line_no}", base_dir))
+            cases.append(CaseSpec(line, f"{list_path}:{line_no}", base_dir, list_file=os.path.abspath(list_path)))
             found += 1
         if not found:
-            raise SpecError(f"list file {list_path!r} has no test cases", hint="one test case per non-empty line")
+            raise SpecError(
+                f"list file {list_path!r} has no test cases", hint="one test case per line; '# ...' lines are comments"
+            )
         if len(cases) > MAX_LIST_CASES:
             raise SpecError(f"more than {MAX_LIST_CASES} test cases")
     if not cases:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import OutputError
@@ -94,7 +95,12 @@ def reduced_build_config(operators: list[dict[str, Any]], model_names: list[str]
 
 
 def write_strip_info(
-    model_path: str, json_path: str, *, append: bool = False, model_sha256: str | None = None
+    model_path: str,
+    json_path: str,
+    *,
+    append: bool = False,
+    model_sha256: str | None = None,
+    inputs: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Write the strip-info JSON and the reduced-build config beside it.
 
@@ -104,6 +110,7 @@ def write_strip_info(
         append: merge into an existing strip-info JSON (its models, operators
             and dtypes are kept), as MegEngine's ``append_json`` does.
         model_sha256: the model's hash, when the caller has it.
+        inputs: files the strip info must not overwrite.
 
     Returns:
         The JSON written.
@@ -133,6 +140,8 @@ def write_strip_info(
         "dtypes": sorted({d for m in models for d in m["dtypes"]}),
     }
     _, config_path = strip_info_paths(json_path)
-    write_bytes_atomic(json_path, (json.dumps(document, indent=1, sort_keys=True) + "\n").encode())
-    write_bytes_atomic(config_path, reduced_build_config(document["operators"], [m["model"] for m in models]).encode())
+    write_bytes_atomic(json_path, (json.dumps(document, indent=1, sort_keys=True) + "\n").encode(), inputs)
+    write_bytes_atomic(
+        config_path, reduced_build_config(document["operators"], [m["model"] for m in models]).encode(), inputs
+    )
     return document

@@ -16,12 +16,13 @@ import numpy as np
 from .assertion import OutputCheck, assert_equal
 from .bundle import Bundle
 from .data import build_cases
-from .errors import EXIT_FAILED, EXIT_OK, DataError, ModelError, OutputError, RunError, UsageError
-from .fileio import atomic_output, check_target, hash_files, write_bytes_atomic
+from .errors import EXIT_FAILED, EXIT_OK, DataError, ModelError, RunError, UsageError
+from .fileio import atomic_output, check_folder_target, check_target, hash_files, write_bytes_atomic
+from .limits import require_memory
 from .optimize.requirements import check_requirements
 from .options import VerifyOptions
 from .runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
-from .spec import expand_specs
+from .spec import CaseSpec, expand_specs
 from .timing import Progress, Timing, batch_of, time_runs
 
 __all__ = ["CaseReport", "Report", "VerifyOptions", "is_plain_model", "verify"]
@@ -112,6 +113,7 @@ class _Case:
     origin: str
     feeds: dict[str, np.ndarray]
     expected: list[np.ndarray] | None
+    defaulted: list[str] = field(default_factory=list)  # symbolic dims a generator set to 1
 
 
 @dataclass
@@ -127,6 +129,7 @@ class _Prepared:
     model_path: str = ""
     model_sha256: str = ""
     reference: str | None = None  # the embedded io dump's folder, extracted
+    files: list[str] = field(default_factory=list)  # data files read (outputs must not overwrite them)
 
 
 def _open(model: str | bytes, label: str, options: VerifyOptions, tmp: str):
@@ -186,15 +189,16 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
     )
 
 
-def _from_model(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
-    if not options.specs:
+def _from_model(path: str, case_specs: Sequence[CaseSpec], options: VerifyOptions, tmp: str) -> _Prepared:
+    if not case_specs:
         raise UsageError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
     session = _open(path, path, options, tmp)
     inputs, outputs = model_io(session)
-    built = build_cases(expand_specs(list(options.specs)), inputs, options.data)
-    cases = [_Case(case.spec.text, case.spec.origin, dict(case.inputs), None) for case in built]
+    built = build_cases(case_specs, inputs, options.data)
+    cases = [_Case(case.spec.text, case.spec.origin, dict(case.inputs), None, case.defaulted) for case in built]
     sha256 = hash_files([path]).sha256 if options.io_dump else ""
-    return _Prepared("model", session, inputs, outputs, cases, False, 0.0, True, path, sha256)
+    files = [f for case in built for f in case.files]
+    return _Prepared("model", session, inputs, outputs, cases, False, 0.0, True, path, sha256, files=files)
 
 
 def is_plain_model(path: str, options: VerifyOptions) -> bool:
@@ -202,23 +206,15 @@ def is_plain_model(path: str, options: VerifyOptions) -> bool:
     return bool(options.specs) or path.lower().endswith(".onnx")
 
 
-def _check_outputs(options: VerifyOptions) -> None:
-    """Refuse unwritable outputs before any work starts."""
+def _check_outputs(options: VerifyOptions, protected: Sequence[str]) -> None:
+    """Refuse outputs that cannot be written, or would overwrite an input, before any work starts."""
     for target in (options.profile, options.report_json):
         if target:
-            check_target(target)
+            check_target(target, protected)
     if options.bin_out_dump:
-        parent = os.path.dirname(os.path.abspath(options.bin_out_dump))
-        if os.path.exists(options.bin_out_dump) and not os.path.isdir(options.bin_out_dump):
-            raise OutputError(f"--bin-out-dump {options.bin_out_dump} is a file; give a folder")
-        if not os.path.isdir(parent):
-            raise OutputError(f"--bin-out-dump: folder {parent} does not exist")
+        check_folder_target(options.bin_out_dump, "--bin-out-dump", protected)
     if options.io_dump:
-        parent = os.path.dirname(os.path.abspath(options.io_dump))
-        if os.path.exists(options.io_dump) and not os.path.isdir(options.io_dump):
-            raise OutputError(f"--io-dump {options.io_dump} is a file; give a folder")
-        if not os.path.isdir(parent):
-            raise OutputError(f"--io-dump: folder {parent} does not exist")
+        check_folder_target(options.io_dump, "--io-dump", protected)
 
 
 def verify(
@@ -245,10 +241,18 @@ def verify(
         MgeError: a bad bundle, model, spec or option (exit code 2).
     """
     options = options or VerifyOptions()
-    _check_outputs(options)
+    plain = is_plain_model(path, options)
+    case_specs = expand_specs(list(options.specs)) if plain and options.specs else []
+    protected = [path, *sorted({spec.list_file for spec in case_specs if spec.list_file})]
+    _check_outputs(options, protected)
     resolve_providers(options.provider)
     with tempfile.TemporaryDirectory(prefix="mgerun-") as tmp:
-        prepared = (_from_model if is_plain_model(path, options) else _from_bundle)(path, options, tmp)
+        prepared = _from_model(path, case_specs, options, tmp) if plain else _from_bundle(path, options, tmp)
+        protected += prepared.files
+        _check_outputs(options, protected)  # the data files are known now
+        # every timed run's latency is kept (a float, and its text in the report)
+        runs = len(prepared.cases) * options.iters * (1 + len(options.repeat_sweep))
+        require_memory(64 * runs, f"--iter {options.iters} on {len(prepared.cases)} test case(s)", UsageError)
         if options.repeat_sweep:
             _check_sweep(prepared, options.repeat_sweep)
         maxerr = prepared.maxerr if options.maxerr is None else options.maxerr
@@ -268,13 +272,13 @@ def verify(
             result = _run_case(prepared, index, case, maxerr if assertion else None, options, progress)
             report.cases.append(result)
             if options.bin_out_dump and result.error is None:
-                _dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs)
+                _dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs, protected)
             if not result.passed and result.error is None and prepared.reference is not None:
                 result.diagnosis = _diagnose(prepared, index, case, maxerr, options, tmp)
             if on_case is not None:
                 on_case(result, report)
         if options.profile:
-            report.profile = _save_profile(prepared.session, options.profile)
+            report.profile = _save_profile(prepared.session, options.profile, protected)
         if options.io_dump:
             prepared.session = None  # the timing session's memory goes before the exposed runs start
             from .diagnose.iodump import release_memory
@@ -288,7 +292,7 @@ def verify(
             _io_dump(prepared, ran, options)
     if options.report_json:
         write_bytes_atomic(
-            options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode()
+            options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode(), protected
         )
     return report
 
@@ -315,7 +319,10 @@ def _run_case(
             )
             sweep.append(Timing(batch_of(feeds), sweep_ms))
     except (RunError, ModelError) as exc:
-        return CaseReport(index, case.spec, case.origin, [], Timing(batch, []), error=exc.one_line())
+        error = exc.one_line()
+        if case.defaulted:
+            error += f"; dims defaulted to 1: {', '.join(case.defaulted)} (give them with --input-shape)"
+        return CaseReport(index, case.spec, case.origin, [], Timing(batch, []), error=error)
     checks = []
     if maxerr is not None and case.expected is not None:
         checks = [
@@ -328,6 +335,9 @@ def _run_case(
 def _check_sweep(prepared: _Prepared, sizes: Sequence[int]) -> None:
     if max(sizes) == 1:
         return
+    largest = max(sum(a.nbytes for a in case.feeds.values()) for case in prepared.cases)
+    # the repeated inputs, and about as much again for what the model makes of them
+    require_memory(2 * largest * max(sizes), f"--repeat-sweep {max(sizes)}", UsageError)
     for info in prepared.inputs:
         if info.shape and isinstance(info.shape[0], int):
             raise UsageError(
@@ -341,7 +351,9 @@ def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "output"
 
 
-def _dump_outputs(folder: str, index: int, infos: Sequence[TensorInfo], outputs: Sequence[np.ndarray]) -> None:
+def _dump_outputs(
+    folder: str, index: int, infos: Sequence[TensorInfo], outputs: Sequence[np.ndarray], protected: Sequence[str]
+) -> None:
     case_dir = os.path.join(folder, f"test_data_set_{index}")
     os.makedirs(case_dir, exist_ok=True)
     used: set[str] = set()
@@ -350,7 +362,7 @@ def _dump_outputs(folder: str, index: int, infos: Sequence[TensorInfo], outputs:
         if name in used:
             name = f"{name}_{k}"
         used.add(name)
-        with atomic_output(os.path.join(case_dir, name + ".npy")) as f:
+        with atomic_output(os.path.join(case_dir, name + ".npy"), protected) as f:
             np.save(f, array, allow_pickle=False)
 
 
@@ -408,8 +420,8 @@ def _diagnose(
     }
 
 
-def _save_profile(session: Any, target: str) -> str:
+def _save_profile(session: Any, target: str, protected: Sequence[str]) -> str:
     produced = session.end_profiling()
-    with open(produced, "rb") as src, atomic_output(target) as dst:
+    with open(produced, "rb") as src, atomic_output(target, protected) as dst:
         shutil.copyfileobj(src, dst)
     return target

@@ -8,6 +8,7 @@ import os
 import struct
 import threading
 import zipfile
+import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
@@ -20,6 +21,19 @@ from .tensorproto import decode
 from .zipwrite import copy_range
 
 DEFER_HASH_BYTES = 16 << 20
+# what reading a damaged or crafted archive raises, from zipfile, zlib and the file system
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    OSError,
+    EOFError,
+    KeyError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+    zlib.error,
+    struct.error,
+)
 
 
 class Bundle:
@@ -41,7 +55,7 @@ class Bundle:
             raise BundleError(f"bundle path is not a file: {path}")
         try:
             self._zip = zipfile.ZipFile(path, "r")
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+        except _ZIP_ERRORS as exc:
             raise BundleError(f"{path}: not a bundle (corrupt or not a zip archive: {exc})") from None
         try:
             self.manifest = self._check()
@@ -77,7 +91,9 @@ class Bundle:
             raise BundleError(f"{self.path}: manifest is larger than {MAX_MANIFEST_BYTES} bytes")
         try:
             manifest = json.loads(self._read(MANIFEST).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except RecursionError:
+            raise BundleError(f"{self.path}: manifest is not valid JSON (nested too deep)") from None
+        except ValueError as exc:  # JSON errors, undecodable text, integers too long to read
             raise BundleError(f"{self.path}: manifest is not valid JSON ({exc})") from None
         validate_manifest(manifest)
         listed = [entry["name"] for entry in manifest["members"]]
@@ -90,7 +106,12 @@ class Bundle:
                 raise BundleError(f"{self.path}: member {missing[0]!r} is listed in the manifest but missing")
             raise BundleError(f"{self.path}: members are not in the manifest's order")
         large = []
+        archive_size = os.path.getsize(self.path)
         for entry, info in zip(manifest["members"], infos[1:], strict=True):
+            if info.header_offset + info.compress_size > archive_size:
+                raise BundleError(
+                    f"{self.path}: member {entry['name']!r} runs past the end of the file (truncated or crafted)"
+                )
             if info.file_size != entry["size"]:
                 raise BundleError(
                     f"{self.path}: member {entry['name']!r} is {info.file_size} bytes, manifest says {entry['size']}"
@@ -111,7 +132,7 @@ class Bundle:
             with zf.open(entry["name"]) as f:
                 while (chunk := f.read(CHUNK)) and not self._cancel.is_set():
                     digest.update(chunk)
-        except (zipfile.BadZipFile, OSError, KeyError) as exc:
+        except _ZIP_ERRORS as exc:
             raise BundleError(f"{self.path}: member {entry['name']!r} is corrupt or tampered with ({exc})") from None
         if not self._cancel.is_set() and digest.hexdigest() != entry["sha256"]:
             raise BundleError(
@@ -135,14 +156,14 @@ class Bundle:
     def _open(self, name: str) -> IO[bytes]:
         try:
             return self._zip.open(name)
-        except (zipfile.BadZipFile, OSError, KeyError) as exc:
+        except _ZIP_ERRORS as exc:
             raise BundleError(f"{self.path}: cannot read member {name!r} ({exc})") from None
 
     def _read(self, name: str) -> bytes:
         try:
             with self._open(name) as f:
                 return f.read()
-        except (zipfile.BadZipFile, OSError) as exc:
+        except _ZIP_ERRORS as exc:
             raise BundleError(f"{self.path}: cannot read member {name!r} ({exc})") from None
 
     def read(self, name: str) -> bytes:

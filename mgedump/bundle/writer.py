@@ -40,13 +40,16 @@ def tensor_bytes(array: np.ndarray, name: str) -> bytes:
     return encode(array, name)
 
 
-def write_bundle(path: str, manifest: dict[str, Any], members: Sequence[Member]) -> dict[str, Any]:
+def write_bundle(
+    path: str, manifest: dict[str, Any], members: Sequence[Member], inputs: Sequence[str] = ()
+) -> dict[str, Any]:
     """Write a bundle atomically: the manifest (with member hashes), then the members.
 
     Args:
         path: the bundle file to create or replace.
         manifest: every manifest key but ``members``.
         members: the members after the manifest, in order.
+        inputs: files the bundle must not overwrite (the model, its data, the test data).
 
     Returns:
         The manifest as written.
@@ -63,7 +66,7 @@ def write_bundle(path: str, manifest: dict[str, Any], members: Sequence[Member])
     manifest_bytes = (
         json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
     ).encode()
-    with atomic_output(path) as f:
+    with atomic_output(path, inputs) as f:
         writer = StoredZipWriter(f)
         writer.add_bytes(MANIFEST, manifest_bytes)
         for member, digest in zip(members, digests, strict=True):

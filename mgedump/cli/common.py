@@ -8,15 +8,18 @@ by reading the dataclasses, which import nothing heavy.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import MISSING, fields
 from typing import Any
 
 import click
 
 from .. import __version__
-from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, MgeError
+from ..errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, MgeError, Terminated
+from ..log import printable
 from ..options import DataOptions
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -48,7 +51,17 @@ def given(ctx: click.Context, values: dict[str, Any], names: Iterable[str]) -> d
     }
 
 
-DATA_FIELDS = ("seed", "repeat", "resize_input", "input_transform")
+DATA_FIELDS = ("seed", "repeat", "resize_input", "input_transform", "input_shapes")
+
+
+def data_options_from(ctx: click.Context, values: dict[str, Any]) -> DataOptions:
+    """The data options the user gave (``--input-shape`` parsed)."""
+    from ..options import parse_input_shape
+
+    chosen = given(ctx, values, DATA_FIELDS)
+    if "input_shapes" in chosen:
+        chosen["input_shapes"] = tuple(parse_input_shape(text) for text in chosen["input_shapes"])
+    return DataOptions(**chosen)
 
 
 def data_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -79,6 +92,15 @@ def data_options(f: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="Python expression of 'data' and 'np' applied to file data, e.g. 'data/255'.",
         ),
+        click.option(
+            "--input-shape",
+            "input_shapes",
+            multiple=True,
+            default=None,
+            metavar="NAME:d0,d1,...",
+            help="Fix an input's shape for every source (symbolic dims); the name may be left out for a one-input "
+            "model. Repeatable.",
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -105,6 +127,25 @@ def verbosity() -> int:
     return _state["verbose"]
 
 
+@contextlib.contextmanager
+def _terminate_as_exception() -> Iterator[None]:
+    """While a command runs, SIGTERM raises :class:`~mgedump.errors.Terminated` (so temporary files are removed on
+    the way out) instead of ending the process where it stands."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(command: click.Command, prog: str, argv: Sequence[str] | None) -> int:
     """Run a command and turn its outcome into an exit code (DESIGN section 8).
 
@@ -114,12 +155,16 @@ def run(command: click.Command, prog: str, argv: Sequence[str] | None) -> int:
     """
     _state["verbose"] = 0
     try:
-        code = command.main(args=list(argv) if argv is not None else None, prog_name=prog, standalone_mode=False)
+        with _terminate_as_exception():
+            code = command.main(args=list(argv) if argv is not None else None, prog_name=prog, standalone_mode=False)
+    except Terminated:
+        click.echo(f"{prog}: terminated", err=True)
+        return EXIT_TERMINATED
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.UsageError as exc:
         message = " ".join(exc.format_message().split())
-        click.echo(f"{prog}: error: {message} (see '{prog} --help')", err=True)
+        click.echo(f"{prog}: error: {printable(message)} (see '{prog} --help')", err=True)
         return EXIT_USAGE
     except click.Abort as exc:
         # click turns KeyboardInterrupt and EOFError into Abort; only the first is the user stopping us
@@ -133,6 +178,6 @@ def run(command: click.Command, prog: str, argv: Sequence[str] | None) -> int:
     except MgeError as exc:
         if _state["verbose"]:
             traceback.print_exc()
-        click.echo(f"{prog}: error: {exc.one_line()}", err=True)
+        click.echo(f"{prog}: error: {printable(exc.one_line())}", err=True)
         return exc.exit_code
     return code if isinstance(code, int) else 0

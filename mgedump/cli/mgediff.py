@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ..options import DiffOptions
-from .common import CONTEXT, DATA_FIELDS, common_options, data_options, given, setup, with_default
+from .common import CONTEXT, common_options, data_options, data_options_from, given, setup, with_default
 from .output import print_diff
 
 
@@ -49,11 +49,10 @@ def mgediff_command(ctx: click.Context, a: str, b: str, verbose: int, quiet: boo
     """
     setup(verbose, quiet, "mgediff")
     from ..differ import diff
-    from ..options import DataOptions
 
     options = DiffOptions(
         specs=values["specs"],
-        data=DataOptions(**given(ctx, values, DATA_FIELDS)),
+        data=data_options_from(ctx, values),
         **given(ctx, values, ["maxerr", "provider", "io_dump_budget_mb", "report_json"]),
     )
     report = diff(a, b, options)

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ..options import ENABLE_FLAGS, PackOptions
-from .common import CONTEXT, DATA_FIELDS, common_options, data_options, given, setup, with_default
+from .common import CONTEXT, common_options, data_options, data_options_from, given, setup, with_default
 from .output import print_packed
 
 
@@ -81,7 +81,7 @@ def mgedump_command(
       mgedump model.onnx -d @testcases.txt -o model.mgetest
     """
     setup(verbose, quiet, "mgedump")
-    from ..options import DataOptions, OptimizeOptions
+    from ..options import OptimizeOptions
     from ..packer import pack
 
     flags = [flag.name for flag in ENABLE_FLAGS]
@@ -91,7 +91,7 @@ def mgedump_command(
     optimize = OptimizeOptions.from_flags(**chosen)
     options = PackOptions(
         specs=values["specs"],
-        data=DataOptions(**given(ctx, values, DATA_FIELDS)),
+        data=data_options_from(ctx, values),
         optimize=optimize,
         strip_info=f"{output}.json" if values["output_strip_info"] else None,
         **given(ctx, values, ["maxerr", "no_assert", "silent", "embed_io_dump"]),

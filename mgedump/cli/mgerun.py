@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..options import GRAPH_OPT_LEVELS, VerifyOptions
-from .common import CONTEXT, DATA_FIELDS, common_options, data_options, given, setup, with_default
+from .common import CONTEXT, DATA_FIELDS, common_options, data_options, data_options_from, given, setup, with_default
 from .output import ProgressBar, print_case, print_summary, print_timing
 
 VERIFY_FIELDS = (
@@ -114,22 +114,20 @@ def mgerun_command(ctx: click.Context, path: str, verbose: int, quiet: bool | No
     """
     setup(verbose, quiet, "mgerun")
     from ..errors import UsageError
-    from ..options import DataOptions
     from ..verifier import is_plain_model, verify
 
     data = given(ctx, values, DATA_FIELDS)
     options = VerifyOptions(
         specs=values["specs"],
-        data=DataOptions(**data),
+        data=data_options_from(ctx, values),
         repeat_sweep=parse_sweep(values["repeat_sweep"]),
         **given(ctx, values, VERIFY_FIELDS),
     )
     if data and not is_plain_model(path, options):
-        flags = ", ".join("--" + name.replace("_", "-") for name in data)
+        flags = ", ".join("--" + name.removesuffix("s").replace("_", "-") for name in data)
         raise UsageError(f"{flags} apply to a plain model with -d, not a bundle")
     progress = ProgressBar() if sys.stderr.isatty() and not quiet else None
     report = verify(path, options, on_case=lambda case, report: print_case(case, report, verbose), progress=progress)
-    if report.verbose:
-        print_timing(report)
+    print_timing(report)  # --silent keeps the timing, as load_and_run does: it silences passing assertions only
     print_summary(report)
     return report.exit_code

@@ -8,14 +8,21 @@ from typing import Any
 
 import click
 
+from ..log import printable
+
 STAT_COLUMNS = ("min", "median", "mean", "p90", "p99", "max", "stddev")
+
+
+def say(line: str = "", err: bool = False) -> None:
+    """Print one line (to stdout, or stderr with ``err``), escaped."""
+    click.echo(printable(line), err=err)
 
 
 def print_packed(output: str, result: Any) -> None:
     """The one status line (two when optimised) after a pack."""
     manifest = result.manifest
     assertion = manifest["assertion"]
-    click.echo(
+    say(
         f"mgedump: wrote {output}: {result.test_cases} test case(s), "
         f"{len(manifest['inputs'])} input(s), {len(manifest['outputs'])} output(s), "
         + (f"maxerr {assertion['maxerr']:g}" if assertion["enabled"] else "no assertions"),
@@ -24,12 +31,12 @@ def print_packed(output: str, result: Any) -> None:
     if manifest["optimizations"]:
         worst = max((c["err"] for c in result.self_check if c["err"] is not None), default=0.0)
         needs = f"; needs {', '.join(manifest['requirements'])}" if manifest["requirements"] else ""
-        click.echo(
+        say(
             f"mgedump: optimised ({', '.join(manifest['optimizations'])}); self-check worst err={worst:.3g}{needs}",
             err=True,
         )
     for line in float16_lines(manifest.get("float16")):
-        click.echo(f"mgedump: {line}", err=True)
+        say(f"mgedump: {line}", err=True)
 
 
 def float16_lines(float16: dict[str, Any] | None, limit: int = 10) -> list[str]:
@@ -109,7 +116,7 @@ def case_lines(case: Any, report: Any, verbose: int = 0) -> list[str]:
 
 def print_case(case: Any, report: Any, verbose: int = 0) -> None:
     for line in case_lines(case, report, verbose):
-        click.echo(line)
+        say(line)
 
 
 def table(rows: Sequence[Sequence[str]]) -> list[str]:
@@ -172,17 +179,17 @@ def timing_lines(report: Any) -> list[str]:
 
 def print_timing(report: Any) -> None:
     for line in timing_lines(report):
-        click.echo(line)
+        say(line)
 
 
 def print_summary(report: Any) -> None:
     """The last line: how many test cases failed, or (verbose) that all passed."""
     failed = [case for case in report.cases if not case.passed]
     if failed:
-        click.echo(f"FAILED: {len(failed)} of {len(report.cases)} test case(s) failed")
+        say(f"FAILED: {len(failed)} of {len(report.cases)} test case(s) failed")
     elif report.verbose:
         what = "passed" if report.assertion else "ran (no assertions)"
-        click.echo(f"all {len(report.cases)} test case(s) {what}")
+        say(f"all {len(report.cases)} test case(s) {what}")
 
 
 class ProgressBar:
@@ -240,4 +247,4 @@ def diff_lines(report: Any, verbose: int = 0, top: int = 10) -> list[str]:
 
 def print_diff(report: Any, verbose: int = 0) -> None:
     for line in diff_lines(report, verbose):
-        click.echo(line)
+        say(line)

@@ -10,38 +10,59 @@ from __future__ import annotations
 
 import math
 import os
-import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import CodeType
 
 import numpy as np
 
-from .bundle.tensorproto import decode
-from .errors import DataError, SpecError, UsageError
-from .log import warn_once
-from .options import DataOptions
-from .runtime import TensorInfo
-from .spec import CaseSpec, FileSource, Generator, Item, parse_case
+from ..errors import DataError, SpecError, UsageError
+from ..limits import require_memory
+from ..log import warn_once
+from ..options import DataOptions
+from ..runtime import TensorInfo
+from ..spec import CaseSpec, FileSource, Generator, Item, parse_case
+from .readers import decode_image, load_npy, load_npz, load_pb
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".pb")
-MAX_PB_BYTES = 2 << 30
 
 
 @dataclass
 class TestCase:
-    """A test case's input arrays, in model input order, and where they came from."""
+    """A test case's input arrays, in model input order, and where they came from.
+
+    Attributes:
+        spec: the test case as written.
+        inputs: (input name, array) in model input order.
+        files: the data files it read (outputs must never overwrite them).
+        defaulted: the symbolic dims a generator set to 1 (``"'x' dim 2 ('H')"``), for messages when the model
+            then fails to run.
+    """
 
     spec: CaseSpec
     inputs: list[tuple[str, np.ndarray]]
+    files: list[str] = field(default_factory=list)
+    defaulted: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- dtype casts
 
 
+_NOT_NUMBERS = {"c": "complex numbers", "M": "dates", "m": "time spans", "V": "raw or structured records"}
+
+
 def cast_to(array: np.ndarray, info: TensorInfo, what: str) -> np.ndarray:
-    """Cast data to an input's dtype, warning when the cast loses information."""
+    """Cast data to an input's dtype, warning when the cast loses information.
+
+    Raises:
+        DataError: data a cast would silently corrupt: complex numbers, dates,
+            time spans, records, objects; strings for a numeric input and back.
+    """
     target = info.np_dtype
+    kind = array.dtype.kind
+    if kind in _NOT_NUMBERS or (kind == "O" and info.dtype != "str"):
+        held = _NOT_NUMBERS.get(kind, "Python objects")
+        raise DataError(f"input {info.name!r} takes {info.dtype}, but {what} holds {held} ({array.dtype})")
     if info.dtype == "str":
         if array.dtype.kind not in "USO":
             raise DataError(f"input {info.name!r} takes strings, but {what} holds {array.dtype}")
@@ -69,7 +90,7 @@ def cast_to(array: np.ndarray, info: TensorInfo, what: str) -> np.ndarray:
 # ---------------------------------------------------------------- generators
 
 
-def _generator_shape(gen: Generator, info: TensorInfo) -> tuple[int, ...]:
+def _generator_shape(gen: Generator, info: TensorInfo, defaulted: list[str] | None = None) -> tuple[int, ...]:
     model = info.shape
     if gen.dims is not None and not gen.rest:
         shape = gen.dims
@@ -95,10 +116,13 @@ def _generator_shape(gen: Generator, info: TensorInfo) -> tuple[int, ...]:
                 continue
             label = repr(dim) if dim is not None else "unnamed"
             warn_once(
-                f"input {info.name!r} dim {axis} ({label}) is symbolic: using 1; give the shape in the spec, "
-                f"e.g. {info.name}:#{gen.kind}({','.join(str(p) for p in gen.params)},"
+                f"input {info.name!r} dim {axis} ({label}) is symbolic: using 1; give it with "
+                f"--input-shape {info.name}:{','.join(str(d if isinstance(d, int) else 1) for d in model)} "
+                f"or in the spec, e.g. {info.name}:#{gen.kind}({','.join(str(p) for p in gen.params)},"
                 f"{','.join(str(d if isinstance(d, int) else 1) for d in model[: axis + 1])},...)"
             )
+            if defaulted is not None:
+                defaulted.append(f"{info.name!r} dim {axis} ({label})")
             tail.append(1)
         shape = tuple(lead) + tuple(tail)
     if model is not None:
@@ -108,14 +132,23 @@ def _generator_shape(gen: Generator, info: TensorInfo) -> tuple[int, ...]:
                     f"{gen.text}: dim {axis} is {got}, but input {info.name!r} fixes it to {want} "
                     f"(shape {info.shape_text()})"
                 )
-    if math.prod(shape) > 1 << 31:
-        raise SpecError(f"{gen.text}: shape {list(shape)} is too large")
+    # the generator draws float64 (8 bytes an element) and casts to the input's dtype
+    require_memory(
+        math.prod(shape) * (8 + info.np_dtype.itemsize),
+        f"{gen.text} for input {info.name!r} ({list(shape)})",
+        SpecError,
+    )
     return shape
 
 
-def generate(gen: Generator, info: TensorInfo, rng: np.random.Generator) -> np.ndarray:
-    """Draw a generator's data for one input."""
-    shape = _generator_shape(gen, info)
+def generate(
+    gen: Generator, info: TensorInfo, rng: np.random.Generator, defaulted: list[str] | None = None
+) -> np.ndarray:
+    """Draw a generator's data for one input (an array, also for a scalar input)."""
+    return np.asarray(_draw(gen, info, rng, _generator_shape(gen, info, defaulted)))
+
+
+def _draw(gen: Generator, info: TensorInfo, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     dtype = info.np_dtype
     kind = dtype.kind
     if info.dtype == "str":
@@ -131,7 +164,7 @@ def generate(gen: Generator, info: TensorInfo, rng: np.random.Generator) -> np.n
                 raise SpecError(
                     f"{gen.text}: #randn makes no sense for bool input {info.name!r}", hint="use #rand(0,1)"
                 )
-            return cast_to(np.rint(rng.normal(lo, hi, shape)), info, gen.text)
+            return cast_to(np.rint(np.asarray(rng.normal(lo, hi, shape))), info, gen.text)
         lo, hi = math.ceil(lo), math.floor(hi)
         if kind == "b":
             lo, hi = max(lo, 0), min(hi, 1)
@@ -154,7 +187,7 @@ def generate(gen: Generator, info: TensorInfo, rng: np.random.Generator) -> np.n
         array = rng.uniform(gen.params[0], gen.params[1], shape)
     else:
         array = rng.normal(gen.params[0], gen.params[1], shape)
-    return cast_to(array, info, gen.text)
+    return cast_to(np.asarray(array), info, gen.text)
 
 
 # ---------------------------------------------------------------- files
@@ -172,81 +205,6 @@ def resolve_path(path: str, base_dir: str | None, cwd_first: bool = True) -> str
     if not os.path.isfile(found):
         raise DataError(f"data path is not a file: {path}")
     return found
-
-
-def load_npy(path: str) -> np.ndarray:
-    """Read a ``.npy`` file; pickled (object) arrays are refused, never loaded."""
-    try:
-        with open(path, "rb") as f:
-            array = np.load(f, allow_pickle=False)
-    except ValueError as exc:
-        if "pickle" in str(exc).lower():
-            raise DataError(
-                f"{path}: holds a pickled (object) array, which mgedump never loads",
-                hint="save it with a numeric dtype",
-            ) from None
-        raise DataError(f"{path}: not a valid .npy file ({exc})") from None
-    except (OSError, EOFError) as exc:
-        raise DataError(f"{path}: cannot read .npy file ({exc})") from None
-    if not isinstance(array, np.ndarray):
-        raise DataError(f"{path}: not a .npy array file")
-    return array
-
-
-def load_npz(path: str, name: str) -> np.ndarray:
-    """Read the array named like the input from a ``.npz`` file, or its only array."""
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            keys = list(npz.keys())
-            if name in keys:
-                key = name
-            elif len(keys) == 1:
-                key = keys[0]
-            else:
-                raise DataError(f"{path}: has no array named {name!r} and holds several: {', '.join(map(repr, keys))}")
-            return npz[key]
-    except DataError:
-        raise
-    except ValueError as exc:
-        if "pickle" in str(exc).lower():
-            raise DataError(f"{path}: holds a pickled (object) array, which mgedump never loads") from None
-        raise DataError(f"{path}: not a valid .npz file ({exc})") from None
-    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        raise DataError(f"{path}: cannot read .npz file ({exc})") from None
-
-
-def load_pb(path: str) -> np.ndarray:
-    """Read an ONNX ``TensorProto`` file (with the project's one TensorProto codec)."""
-    size = os.path.getsize(path)
-    if size > MAX_PB_BYTES:
-        raise DataError(f"{path}: tensor file is larger than 2 GiB")
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        array, _ = decode(data)
-    except ValueError as exc:
-        raise DataError(f"{path}: not a valid ONNX TensorProto file ({exc})") from None
-    return array
-
-
-def _decode_image(path: str, channels: int) -> np.ndarray | None:
-    """Decode an image to HxW (gray) or HxWx3 (BGR) uint8; None if it is not an image."""
-    import cv2
-
-    raw = np.fromfile(path, dtype=np.uint8)
-    flags = cv2.IMREAD_GRAYSCALE if channels == 1 else cv2.IMREAD_COLOR
-    image = cv2.imdecode(raw, flags) if raw.size else None
-    if image is not None:
-        return image
-    try:
-        from PIL import Image, UnidentifiedImageError
-
-        with Image.open(path) as img:
-            img = img.convert("L" if channels == 1 else "RGB")
-            array = np.asarray(img)
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
-        return None
-    return array if channels == 1 else array[:, :, ::-1]
 
 
 def image_layout(info: TensorInfo) -> tuple[str, int, int | str | None, int | str | None]:
@@ -276,7 +234,7 @@ def image_layout(info: TensorInfo) -> tuple[str, int, int | str | None, int | st
 def load_image(path: str, info: TensorInfo, resize: bool) -> np.ndarray:
     """Read an image as BGR (or gray) uint8 laid out for the input."""
     layout, channels, height, width = image_layout(info)
-    image = _decode_image(path, channels)
+    image = decode_image(path, channels)
     if image is None:
         raise DataError(
             f"{path}: neither an image (any format OpenCV or Pillow reads) nor an array file (.npy, .npz, .pb)"
@@ -362,22 +320,61 @@ def _transform(array: np.ndarray, code: CodeType, options: DataOptions, info: Te
 
 def file_data(
     source: FileSource, info: TensorInfo, options: DataOptions, spec: CaseSpec, transform: CodeType | None = None
-) -> tuple[np.ndarray, bool]:
-    """Read, repeat, transform, check and cast one file for one input."""
+) -> tuple[np.ndarray, bool, str]:
+    """Read, repeat, transform, check and cast one file for one input; return it, whether it was an image, and
+    the file's path."""
     path = resolve_path(source.path, spec.base_dir, spec.cwd_first)
     array, is_image = load_file(path, info, options)
     what = f"{source.path!r}"
     if options.repeat > 1:
         if array.ndim == 0:
             raise DataError(f"--repeat cannot repeat the scalar in {what} for input {info.name!r}")
+        require_memory(array.nbytes * (options.repeat + 1), f"--repeat {options.repeat} of {what}", UsageError)
         array = np.repeat(array, options.repeat, axis=0)
     if transform is not None:
         array = _transform(array, transform, options, info, what)
     _check_shape(array, info, what, options.repeat)
-    return cast_to(array, info, what), is_image
+    return cast_to(array, info, what), is_image, path
 
 
 # ---------------------------------------------------------------- test cases
+
+
+def with_input_shapes(
+    inputs: Sequence[TensorInfo], shapes: Sequence[tuple[str | None, tuple[int, ...]]]
+) -> list[TensorInfo]:
+    """The model's inputs with the shapes ``--input-shape`` gives (which fix symbolic dims for every source).
+
+    Raises:
+        UsageError: an unknown input, a shape of another rank, or one that contradicts a dim the model fixes.
+    """
+    by_name = {info.name: info for info in inputs}
+    for name, dims in shapes:
+        if name is None:
+            if len(inputs) != 1:
+                raise UsageError(
+                    f"--input-shape without a name needs a one-input model; give NAME:d0,d1,... for one of "
+                    f"{', '.join(repr(i.name) for i in inputs)}"
+                )
+            name = inputs[0].name
+        info = by_name.get(name)
+        if info is None:
+            raise UsageError(
+                f"--input-shape names {name!r}; the model's inputs are {', '.join(repr(i.name) for i in inputs)}"
+            )
+        if info.shape is not None:
+            if len(info.shape) != len(dims):
+                raise UsageError(
+                    f"--input-shape gives {name!r} {len(dims)} dims, but it has rank {len(info.shape)} ({info.shape_text()})"
+                )
+            for axis, (model_dim, dim) in enumerate(zip(info.shape, dims, strict=True)):
+                if isinstance(model_dim, int) and model_dim >= 0 and model_dim != dim:
+                    raise UsageError(
+                        f"--input-shape gives {name!r} dim {axis} = {dim}, but the model fixes it to {model_dim} "
+                        f"({info.shape_text()})"
+                    )
+        by_name[name] = TensorInfo(info.name, info.dtype, tuple(dims))
+    return [by_name[info.name] for info in inputs]
 
 
 def build_cases(case_specs: Sequence[CaseSpec], inputs: Sequence[TensorInfo], options: DataOptions) -> list[TestCase]:
@@ -388,6 +385,7 @@ def build_cases(case_specs: Sequence[CaseSpec], inputs: Sequence[TensorInfo], op
             (--resize-input, --input-transform) applies to no data.
         DataError: a data file is missing, unreadable or does not fit.
     """
+    inputs = with_input_shapes(inputs, options.input_shapes)
     names = [info.name for info in inputs]
     transform = None
     if options.input_transform is not None:  # DataOptions checked that it compiles
@@ -399,18 +397,19 @@ def build_cases(case_specs: Sequence[CaseSpec], inputs: Sequence[TensorInfo], op
             items = parse_case(spec.text, names)
         except SpecError as exc:
             raise SpecError(f"{spec.origin}: {exc.message}", hint=exc.hint) from None
-        arrays = []
+        case = TestCase(spec, [])
         for input_index, info in enumerate(inputs):
             item: Item = items[0] if items[0].name is None else items[input_index]
             if isinstance(item.source, Generator):
                 rng = np.random.default_rng([options.seed, case_index, input_index])
-                array = generate(item.source, info, rng)
+                array = generate(item.source, info, rng, case.defaulted)
             else:
-                array, is_image = file_data(item.source, info, options, spec, transform)
+                array, is_image, path = file_data(item.source, info, options, spec, transform)
+                case.files.append(path)
                 saw_file = True
                 saw_image = saw_image or is_image
-            arrays.append((info.name, array))
-        cases.append(TestCase(spec, arrays))
+            case.inputs.append((info.name, array))
+        cases.append(case)
     if options.resize_input and not saw_image:
         raise UsageError(
             "--resize-input applies to image files, and no test case has one (it cannot apply to generators)"

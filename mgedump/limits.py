@@ -1,0 +1,71 @@
+"""How much a request may take: memory checked before allocating, so a request that cannot fit is refused with
+one line that says what it needs, instead of ending in a MemoryError, an OOM kill or a crash."""
+
+from __future__ import annotations
+
+import os
+import resource
+
+from .errors import MgeError
+
+GIB = 1 << 30
+
+
+def available_memory() -> int:
+    """Bytes this process can still allocate: the memory available on the machine, and no more than its
+    address-space limit (``ulimit -v``, a container's or a test's) leaves."""
+    available = _meminfo_available()
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        available = min(available, max(soft - _address_space_used(), 0))
+    return available
+
+
+def _meminfo_available() -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62  # no way to tell: do not refuse on our own account
+
+
+def _address_space_used() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def size_text(n_bytes: float) -> str:
+    if n_bytes >= GIB:
+        return f"{n_bytes / GIB:.1f} GiB"
+    return f"{n_bytes / (1 << 20):.0f} MiB"
+
+
+def require_memory(n_bytes: float, what: str, error: type[MgeError]) -> None:
+    """Refuse a request that needs more memory than this process can have.
+
+    Args:
+        n_bytes: what the request needs, estimated before allocating.
+        what: the request, as the message names it (``"#rand(0,1,...) for input 'x'"``).
+        error: the error type to raise (a bad option, bad data, ...).
+
+    Raises:
+        error: with what the request needs and what is available.
+    """
+    available = available_memory()
+    if n_bytes > available:
+        raise error(
+            f"{what} needs {size_text(n_bytes)} of memory, and this process can have {size_text(available)}",
+            hint="ask for less (a smaller shape, count or repeat)",
+        )
