@@ -78,6 +78,8 @@ SEEDS: dict[str, int] = {
     "float16/overflow_chain.onnx": 1013,
     "float16/if_float.onnx": 1014,
     "float16/loop_float.onnx": 1015,
+    "free_width.onnx": 1016,
+    "free_dims.onnx": 1017,
     "cnn_input.npy": 2001,
     "multi_input.npz": 2002,
     "cnn_input.pb": 2003,
@@ -383,6 +385,33 @@ def build_ir3_mlp() -> onnx.ModelProto:
         initializer=inits,
     )
     return _make_model(graph, ir_version=3, opset=8)
+
+
+def _valid_conv(name: str, in_shape: Sequence[int | str], out_shape: Sequence[int | str], seed_key: str) -> onnx.ModelProto:
+    """x -> 3x3 Conv without padding -> Relu -> GlobalAveragePool -> Flatten: an input under 3x3 fails to run."""
+    rng = _rng(seed_key)
+    inits = [_weight(rng, "W", [int(out_shape[1]), 3, 3, 3], 0.2), _weight(rng, "B", [int(out_shape[1])], 0.1)]
+    nodes = [
+        helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv", kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["g"], name="gap"),
+        helper.make_node("Flatten", ["g"], ["y"], name="flatten", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, name, [_value_info("x", TensorProto.FLOAT, in_shape)], [_value_info("y", TensorProto.FLOAT, out_shape)],
+        initializer=inits,
+    )
+    return _make_model(graph)
+
+
+def build_free_width() -> onnx.ModelProto:
+    """An OCR-like input with a free width: x [1,3,32,W]."""
+    return _valid_conv("free_width", [1, 3, 32, "W"], [1, 8], "free_width.onnx")
+
+
+def build_free_dims() -> onnx.ModelProto:
+    """A detector-like input with every dim free but the channels: x [N,3,H,W]."""
+    return _valid_conv("free_dims", ["N", 3, "H", "W"], ["N", 4], "free_dims.onnx")
 
 
 def build_wide_mlp() -> onnx.ModelProto:
@@ -820,6 +849,10 @@ REGISTRY: tuple[Sample, ...] = (
         "IR 3 / opset 8: every weight is also listed as a graph input",
         tags=("ir3",),
     ),
+    Sample("free_width.onnx", _writer(build_free_width), "x:#rand(0,1,1,3,32,100)",
+           "a free width (an OCR line): x [1,3,32,W]; a width of 1 cannot run", tags=("symbolic", "image")),
+    Sample("free_dims.onnx", _writer(build_free_dims), "#rand(0,1,1,3,64,64)",
+           "every dim free but the channels (a detector): x [N,3,H,W]", tags=("symbolic", "image")),
     Sample(
         "wide_mlp.onnx",
         _writer(build_wide_mlp),
@@ -1006,7 +1039,7 @@ def make_arrays(data_dir: Path) -> None:
 
 
 def _smoke(path: Path, rng: np.random.Generator) -> dict[str, list[str]]:
-    """Run ``path`` in onnxruntime on random inputs (symbolic dims = 2).
+    """Run ``path`` in onnxruntime on random inputs (symbolic dims = 8).
 
     Returns a short description of inputs and outputs as onnxruntime sees them.
     """
@@ -1014,14 +1047,14 @@ def _smoke(path: Path, rng: np.random.Generator) -> dict[str, list[str]]:
     feeds: dict[str, np.ndarray] = {}
     for inp in sess.get_inputs():
         dtype = _ORT_DTYPES[inp.type]
-        shape = [d if isinstance(d, int) else 2 for d in inp.shape]
+        shape = [d if isinstance(d, int) else 8 for d in inp.shape]
         if np.issubdtype(dtype, np.floating):
             feeds[inp.name] = rng.random(shape).astype(dtype)
         else:
             feeds[inp.name] = rng.integers(1, 5, size=shape).astype(dtype)
     outputs = sess.run(None, feeds)
     for meta, value in zip(sess.get_outputs(), outputs, strict=True):
-        expected = [d if isinstance(d, int) else 2 for d in meta.shape]
+        expected = [d if isinstance(d, int) else 8 for d in meta.shape]
         if list(value.shape) != expected:
             raise RuntimeError(f"{path.name}: output {meta.name!r} has shape {value.shape}, expected {expected}")
         if np.issubdtype(value.dtype, np.floating) and not np.all(np.isfinite(value)):

@@ -115,11 +115,11 @@ def _generator_shape(gen: Generator, info: TensorInfo, defaulted: list[str] | No
                 tail.append(dim)
                 continue
             label = repr(dim) if dim is not None else "unnamed"
+            placeholders = [str(d) if isinstance(d, int) else f"<{d or '?'}>" for d in model]
             warn_once(
-                f"input {info.name!r} dim {axis} ({label}) is symbolic: using 1; give it with "
-                f"--input-shape {info.name}:{','.join(str(d if isinstance(d, int) else 1) for d in model)} "
-                f"or in the spec, e.g. {info.name}:#{gen.kind}({','.join(str(p) for p in gen.params)},"
-                f"{','.join(str(d if isinstance(d, int) else 1) for d in model[: axis + 1])},...)"
+                f"input {info.name!r} dim {axis} ({label}) is symbolic: using 1; give the dims the model leaves "
+                f"free with --input-shape {info.name}:{','.join(placeholders)} or in the spec, e.g. "
+                f"{info.name}:#{gen.kind}({','.join(str(p) for p in gen.params)},{','.join(placeholders)})"
             )
             if defaulted is not None:
                 defaulted.append(f"{info.name!r} dim {axis} ({label})")
