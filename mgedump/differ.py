@@ -54,6 +54,8 @@ def _open_side(path: str, name: str, scratch: str) -> _Side:
         return _Side(f"{path} (io dump)", "dump", dump=IoDump(path))
     if not os.path.exists(path):
         raise UsageError(f"{name}: {path} does not exist (give an io dump folder, a bundle or a model)")
+    if not os.path.isfile(path):  # a FIFO or a device would block the first read
+        raise UsageError(f"{name}: {path} is not a regular file or a folder (give an io dump folder, a bundle or a model)")
     if zipfile.is_zipfile(path):
         folder = os.path.join(scratch, name)
         os.makedirs(folder)
