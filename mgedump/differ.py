@@ -30,7 +30,7 @@ from .errors import RunError, SpecError, UsageError
 from .fileio import check_target, hash_files, write_bytes_atomic
 from .options import DiffOptions
 from .runtime import model_io, open_session, resolve_providers
-from .spec import expand_specs
+from .spec import CaseSpec, expand_specs
 
 __all__ = ["DiffOptions", "diff"]
 
@@ -55,7 +55,9 @@ def _open_side(path: str, name: str, scratch: str) -> _Side:
     if not os.path.exists(path):
         raise UsageError(f"{name}: {path} does not exist (give an io dump folder, a bundle or a model)")
     if not os.path.isfile(path):  # a FIFO or a device would block the first read
-        raise UsageError(f"{name}: {path} is not a regular file or a folder (give an io dump folder, a bundle or a model)")
+        raise UsageError(
+            f"{name}: {path} is not a regular file or a folder (give an io dump folder, a bundle or a model)"
+        )
     if zipfile.is_zipfile(path):
         folder = os.path.join(scratch, name)
         os.makedirs(folder)
@@ -74,11 +76,19 @@ def _open_side(path: str, name: str, scratch: str) -> _Side:
     return _Side(f"{path} (model)", "model", model_path=path, sha256=hash_files([path]).sha256)
 
 
-def _cases_from_specs(side: _Side, options: DiffOptions) -> Cases:
+def _cases_from_specs(side: _Side, specs: list[CaseSpec], options: DiffOptions) -> tuple[Cases, list[str]]:
+    """The test cases the specs make for this side's model, and the data files they read."""
     session = open_session(side.model_path, label=side.label)
     inputs, _ = model_io(session)
-    built = build_cases(expand_specs(list(options.specs)), inputs, options.data)
-    return [(k, dict(case.inputs)) for k, case in enumerate(built)]
+    built = build_cases(specs, inputs, options.data)
+    return [(k, dict(case.inputs)) for k, case in enumerate(built)], [f for case in built for f in case.files]
+
+
+def _files_of(path: str) -> list[str]:
+    """A side's files: the path itself, or every file of an io dump folder."""
+    if not os.path.isdir(path):
+        return [path]
+    return [os.path.join(folder, name) for folder, _, names in os.walk(path) for name in names]
 
 
 def _cases_from_dump(dump: IoDump) -> Cases:
@@ -89,20 +99,21 @@ def _cases_from_dump(dump: IoDump) -> Cases:
     return cases
 
 
-def _test_cases(a: _Side, b: _Side, options: DiffOptions) -> Cases | None:
+def _test_cases(a: _Side, b: _Side, specs: list[CaseSpec], options: DiffOptions) -> tuple[Cases | None, list[str]]:
+    """The test cases both sides run (None when both are dumps), and the data files they were read from."""
     runs = [s for s in (a, b) if s.kind != "dump"]
     if not runs:
-        if options.specs:
+        if specs:
             raise UsageError("-d gives data to a model or bundle to run; A and B are both io dumps")
-        return None
-    if options.specs:
-        return _cases_from_specs(runs[0], options)
+        return None, []
+    if specs:
+        return _cases_from_specs(runs[0], specs, options)
     for side in (a, b):
         if side.cases is not None:
-            return side.cases
+            return side.cases, []
     for side in (a, b):
         if side.dump is not None:
-            return _cases_from_dump(side.dump)
+            return _cases_from_dump(side.dump), []
     raise UsageError("A and B are models: give test data with -d (e.g. -d '#rand(0,1)'), or compare a bundle")
 
 
@@ -155,14 +166,18 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
             runs with no tensor in common (exit code 2).
     """
     options = options or DiffOptions()
-    protected = [a, b]
+    specs = expand_specs(list(options.specs)) if options.specs else []
+    protected = [*_files_of(a), *_files_of(b), *sorted({s.list_file for s in specs if s.list_file})]
     if options.report_json:
         check_target(options.report_json, protected)
     settings = RunSettings(providers=tuple(resolve_providers(options.provider)), budget=options.io_dump_budget_mb << 20)
     with tempfile.TemporaryDirectory(prefix="mgediff-") as scratch:
         side_a = _open_side(a, "A", scratch)
         side_b = _open_side(b, "B", scratch)
-        cases = _test_cases(side_a, side_b, options)
+        cases, data_files = _test_cases(side_a, side_b, specs, options)
+        if options.report_json:
+            check_target(options.report_json, protected + data_files)
+        protected += data_files
         dumps = []
         for side in (side_a, side_b):
             if side.dump is not None:

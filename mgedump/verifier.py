@@ -15,8 +15,8 @@ import numpy as np
 
 from .assertion import OutputCheck, assert_equal
 from .bundle import Bundle
-from .data import build_cases
-from .errors import EXIT_FAILED, EXIT_OK, DataError, ModelError, RunError, UsageError
+from .data import build_cases, check_shape
+from .errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
 from .fileio import atomic_output, check_folder_target, check_target, hash_files, write_bytes_atomic
 from .limits import require_memory
 from .optimize.requirements import check_requirements
@@ -138,6 +138,24 @@ def _open(model: str | bytes, label: str, options: VerifyOptions, tmp: str):
     return open_session(model, label=label, providers=resolve_providers(options.provider), options=opts)
 
 
+def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
+    """A test case's input from the bundle, checked against the model's input: a bundle whose data does not fit
+    its own model is a broken bundle (exit 2), not a model that fails (exit 1).
+
+    Raises:
+        BundleError: another dtype, rank or fixed dim than the model's input.
+    """
+    array = bundle.tensor(member, info.name)
+    what = f"{bundle.path}: member {member!r}"
+    if info.dtype != "str" and array.dtype != info.np_dtype:
+        raise BundleError(f"{what} holds {array.dtype}, but the model's input {info.name!r} takes {info.dtype}")
+    try:
+        check_shape(array, info, what)
+    except DataError as exc:
+        raise BundleError(exc.message) from None
+    return array
+
+
 def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
     if options.specs:
         raise UsageError("-d gives data to a plain model; a bundle carries its own test cases")
@@ -162,7 +180,8 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         cases = []
         for case in manifest["test_cases"]:
             feeds = {
-                info.name: bundle.tensor(member, info.name) for info, member in zip(inputs, case["inputs"], strict=True)
+                info.name: _bundled_input(bundle, member, info)
+                for info, member in zip(got_in, case["inputs"], strict=True)
             }
             expected = None
             if assertion["enabled"]:  # the manifest lists one output member per output then, none otherwise

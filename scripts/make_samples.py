@@ -387,7 +387,9 @@ def build_ir3_mlp() -> onnx.ModelProto:
     return _make_model(graph, ir_version=3, opset=8)
 
 
-def _valid_conv(name: str, in_shape: Sequence[int | str], out_shape: Sequence[int | str], seed_key: str) -> onnx.ModelProto:
+def _valid_conv(
+    name: str, in_shape: Sequence[int | str], out_shape: Sequence[int | str], seed_key: str
+) -> onnx.ModelProto:
     """x -> 3x3 Conv without padding -> Relu -> GlobalAveragePool -> Flatten: an input under 3x3 fails to run."""
     rng = _rng(seed_key)
     inits = [_weight(rng, "W", [int(out_shape[1]), 3, 3, 3], 0.2), _weight(rng, "B", [int(out_shape[1])], 0.1)]
@@ -398,7 +400,10 @@ def _valid_conv(name: str, in_shape: Sequence[int | str], out_shape: Sequence[in
         helper.make_node("Flatten", ["g"], ["y"], name="flatten", axis=1),
     ]
     graph = helper.make_graph(
-        nodes, name, [_value_info("x", TensorProto.FLOAT, in_shape)], [_value_info("y", TensorProto.FLOAT, out_shape)],
+        nodes,
+        name,
+        [_value_info("x", TensorProto.FLOAT, in_shape)],
+        [_value_info("y", TensorProto.FLOAT, out_shape)],
         initializer=inits,
     )
     return _make_model(graph)
@@ -849,10 +854,20 @@ REGISTRY: tuple[Sample, ...] = (
         "IR 3 / opset 8: every weight is also listed as a graph input",
         tags=("ir3",),
     ),
-    Sample("free_width.onnx", _writer(build_free_width), "x:#rand(0,1,1,3,32,100)",
-           "a free width (an OCR line): x [1,3,32,W]; a width of 1 cannot run", tags=("symbolic", "image")),
-    Sample("free_dims.onnx", _writer(build_free_dims), "#rand(0,1,1,3,64,64)",
-           "every dim free but the channels (a detector): x [N,3,H,W]", tags=("symbolic", "image")),
+    Sample(
+        "free_width.onnx",
+        _writer(build_free_width),
+        "x:#rand(0,1,1,3,32,100)",
+        "a free width (an OCR line): x [1,3,32,W]; a width of 1 cannot run",
+        tags=("symbolic", "image"),
+    ),
+    Sample(
+        "free_dims.onnx",
+        _writer(build_free_dims),
+        "#rand(0,1,1,3,64,64)",
+        "every dim free but the channels (a detector): x [N,3,H,W]",
+        tags=("symbolic", "image"),
+    ),
     Sample(
         "wide_mlp.onnx",
         _writer(build_wide_mlp),

@@ -39,3 +39,11 @@ def mgerun(capsys):
 @pytest.fixture
 def samples() -> Path:
     return SAMPLES
+
+
+@pytest.fixture
+def mgediff(capsys):
+    """Run the mgediff command in-process: mgediff(*args) -> Result."""
+    from mgedump.cli import mgediff_main
+
+    return lambda *args: _invoke(mgediff_main, args, capsys)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import os
@@ -81,7 +82,8 @@ class Bundle:
         for name in names:
             check_member_name(name)
         if len(set(names)) != len(names):
-            raise BundleError(f"{self.path}: a member name appears twice in the archive")
+            twice = sorted(name for name, count in collections.Counter(names).items() if count > 1)
+            raise BundleError(f"{self.path}: member {twice[0]!r} appears twice in the archive")
         if not names or names[0] != MANIFEST:
             raise BundleError(f"{self.path}: not an mgedump bundle (the first member is not {MANIFEST})")
         for info in infos:

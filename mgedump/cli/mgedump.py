@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..errors import UsageError
 from ..options import ENABLE_FLAGS, PackOptions
 from .common import CONTEXT, common_options, data_options, data_options_from, given, setup, with_default
 from .output import print_packed
@@ -88,6 +89,8 @@ def mgedump_command(
     chosen = given(ctx, values, ["optimize_for_inference", "discard_var_name", *flags])
     if values["fp32_nodes"] is not None:
         chosen["fp32_nodes"] = values["fp32_nodes"].split(",")
+        if not any(p.strip() for p in chosen["fp32_nodes"]):
+            raise UsageError(f"--fp32-nodes {values['fp32_nodes']!r} names no node pattern (e.g. 'Softmax,*/ln/*')")
     optimize = OptimizeOptions.from_flags(**chosen)
     options = PackOptions(
         specs=values["specs"],

@@ -52,11 +52,12 @@ _NOT_NUMBERS = {"c": "complex numbers", "M": "dates", "m": "time spans", "V": "r
 
 
 def cast_to(array: np.ndarray, info: TensorInfo, what: str) -> np.ndarray:
-    """Cast data to an input's dtype, warning when the cast loses information.
+    """Cast data to an input's dtype, warning when the cast rounds values.
 
     Raises:
         DataError: data a cast would silently corrupt: complex numbers, dates,
-            time spans, records, objects; strings for a numeric input and back.
+            time spans, records, objects; strings for a numeric input and back;
+            values outside the input dtype's range (or NaN for an integer input).
     """
     target = info.np_dtype
     kind = array.dtype.kind
@@ -71,6 +72,7 @@ def cast_to(array: np.ndarray, info: TensorInfo, what: str) -> np.ndarray:
         raise DataError(f"input {info.name!r} takes {info.dtype}, but {what} holds strings")
     if array.dtype == target:
         return array
+    _check_range(array, info, what)
     with np.errstate(all="ignore"):
         out = array.astype(target)
         if array.dtype.kind in "fc" and target.kind in "fc":
@@ -85,6 +87,33 @@ def cast_to(array: np.ndarray, info: TensorInfo, what: str) -> np.ndarray:
             f"{changed} of {array.size} values"
         )
     return out
+
+
+def _check_range(array: np.ndarray, info: TensorInfo, what: str) -> None:
+    """Refuse values the input's dtype cannot hold: a cast would wrap them, or make them infinite."""
+    target = info.np_dtype
+    if not array.size or target.kind not in "iuf" or array.dtype.kind not in "iuf":
+        return
+    with np.errstate(all="ignore"):
+        if target.kind == "f":
+            if array.dtype.kind != "f" or np.finfo(target).max >= np.finfo(array.dtype).max:
+                return
+            top = float(np.finfo(target).max)
+            outside = np.isfinite(array) & (np.abs(array) > top)
+            bounds = f"[{-top:g}, {top:g}]"
+        else:
+            lo, hi = int(np.iinfo(target).min), int(np.iinfo(target).max)
+            if array.dtype.kind == "f":  # the bounds as floats are powers of two (exact): hi + 1 is the first too big
+                outside = ~np.isfinite(array) | (array < float(lo)) | (array >= float(hi) + 1)
+            else:
+                outside = (array < lo) | (array > hi)
+            bounds = f"[{lo}, {hi}]"
+        count = int(np.count_nonzero(outside))
+    if count:
+        raise DataError(
+            f"input {info.name!r} takes {info.dtype}, but {what} holds {count} value(s) outside its range {bounds}",
+            hint="give data within the input's range",
+        )
 
 
 # ---------------------------------------------------------------- generators
@@ -244,9 +273,15 @@ def load_image(path: str, info: TensorInfo, resize: bool) -> np.ndarray:
             raise DataError(
                 f"--resize-input needs input {info.name!r} to fix H and W, but its shape is {info.shape_text()}"
             )
+        # the resized image, its copy laid out for the input, and that cast to a 4-byte input dtype
+        require_memory(6 * width * height * channels, f"--resize-input to {width}x{height} for {path}", UsageError)
         import cv2
 
-        image = cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR)
+        try:
+            image = cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR)
+        except cv2.error as exc:
+            message = " ".join(str(exc).split())
+            raise DataError(f"{path}: OpenCV cannot resize the image to {width}x{height} ({message[-160:]})") from None
     got_h, got_w = image.shape[:2]
     for want, got in ((height, got_h), (width, got_w)):
         if isinstance(want, int) and want != got:
@@ -276,7 +311,12 @@ def load_file(path: str, info: TensorInfo, options: DataOptions) -> tuple[np.nda
     return load_image(path, info, options.resize_input), True
 
 
-def _check_shape(array: np.ndarray, info: TensorInfo, what: str, repeat: int) -> None:
+def check_shape(array: np.ndarray, info: TensorInfo, what: str, repeat: int = 1) -> None:
+    """Check data against the input's rank and the dims the model fixes (a batch made by ``--repeat`` warns).
+
+    Raises:
+        DataError: another rank, or another size of a fixed dim.
+    """
     model = info.shape
     if model is None:
         return
@@ -311,9 +351,12 @@ def _transform(array: np.ndarray, code: CodeType, options: DataOptions, info: Te
         result = np.asarray(result)
     except Exception:
         result = None
-    if result is None or result.dtype.kind not in "biufcUS":
+    kinds = "US" if info.dtype == "str" else "biufc"  # complex is refused, with its own message, by cast_to
+    if result is None or result.dtype.kind not in kinds:
+        held = "nothing usable" if result is None else f"{result.dtype}"
+        wanted = "an array of strings" if info.dtype == "str" else "a numeric array"
         raise SpecError(
-            f"--input-transform {options.input_transform!r} did not give a numeric array for input {info.name!r}"
+            f"--input-transform {options.input_transform!r} gave {held}, not {wanted}, for input {info.name!r}"
         )
     return result
 
@@ -333,7 +376,7 @@ def file_data(
         array = np.repeat(array, options.repeat, axis=0)
     if transform is not None:
         array = _transform(array, transform, options, info, what)
-    _check_shape(array, info, what, options.repeat)
+    check_shape(array, info, what, options.repeat)
     return cast_to(array, info, what), is_image, path
 
 
@@ -349,6 +392,7 @@ def with_input_shapes(
         UsageError: an unknown input, a shape of another rank, or one that contradicts a dim the model fixes.
     """
     by_name = {info.name: info for info in inputs}
+    seen: set[str] = set()
     for name, dims in shapes:
         if name is None:
             if len(inputs) != 1:
@@ -362,6 +406,9 @@ def with_input_shapes(
             raise UsageError(
                 f"--input-shape names {name!r}; the model's inputs are {', '.join(repr(i.name) for i in inputs)}"
             )
+        if name in seen:
+            raise UsageError(f"--input-shape gives input {name!r} twice")
+        seen.add(name)
         if info.shape is not None:
             if len(info.shape) != len(dims):
                 raise UsageError(

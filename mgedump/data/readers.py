@@ -62,6 +62,8 @@ def _npy_header(f: IO[bytes], where: str) -> tuple[tuple[int, ...], bool, np.dty
         )
     if dtype.names is not None or dtype.kind == "V" or dtype.subdtype is not None:
         raise DataError(f"{where}: holds structured records ({dtype}), not a tensor", hint="save one numeric array")
+    if any(int(d) < 0 for d in shape):
+        raise DataError(f"{where}: the header declares a negative dim ({list(shape)}; crafted or corrupt)")
     return tuple(int(d) for d in shape), bool(fortran), dtype
 
 
@@ -115,6 +117,8 @@ def load_npz(path: str, name: str) -> np.ndarray:
                     f"{path}: has no array named {name!r} and holds several: {', '.join(map(repr, members))}"
                 )
             where = f"{path}[{info.filename}]"
+            if info.flag_bits & 0x1:
+                raise DataError(f"{where}: the member is encrypted; mgedump reads plain .npz archives")
             with zf.open(info) as member:
                 shape, fortran, dtype = _npy_header(member, where)
                 _check_size(shape, dtype, info.file_size, where)

@@ -12,14 +12,6 @@ from tests.support import run_script, sample
 
 
 @pytest.fixture
-def mgediff(capsys):
-    from mgedump.cli import mgediff_main
-    from tests.conftest import _invoke
-
-    return lambda *args: _invoke(mgediff_main, args, capsys)
-
-
-@pytest.fixture
 def naive16(tmp_path):
     """overflow_chain.onnx converted to float16 with nothing kept float32."""
     model = onnx.load(str(sample("float16/overflow_chain.onnx").path))
