@@ -9,31 +9,31 @@ import pytest
 from tests.support import SAMPLES, Result
 
 
-def _invoke(main, args, capsys) -> Result:
-    capsys.readouterr()
+def _invoke(main, args, capfd) -> Result:
+    capfd.readouterr()
     try:
         main([str(a) for a in args])
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
-    captured = capsys.readouterr()
+    captured = capfd.readouterr()
     return Result(code, captured.out, captured.err)
 
 
 @pytest.fixture
-def mgedump(capsys):
+def mgedump(capfd):
     """Run the mgedump command in-process: mgedump(*args) -> Result."""
     from mgedump.cli import mgedump_main
 
-    return lambda *args: _invoke(mgedump_main, args, capsys)
+    return lambda *args: _invoke(mgedump_main, args, capfd)
 
 
 @pytest.fixture
-def mgerun(capsys):
+def mgerun(capfd):
     """Run the mgerun command in-process: mgerun(*args) -> Result."""
     from mgedump.cli import mgerun_main
 
-    return lambda *args: _invoke(mgerun_main, args, capsys)
+    return lambda *args: _invoke(mgerun_main, args, capfd)
 
 
 @pytest.fixture
@@ -42,8 +42,8 @@ def samples() -> Path:
 
 
 @pytest.fixture
-def mgediff(capsys):
+def mgediff(capfd):
     """Run the mgediff command in-process: mgediff(*args) -> Result."""
     from mgedump.cli import mgediff_main
 
-    return lambda *args: _invoke(mgediff_main, args, capsys)
+    return lambda *args: _invoke(mgediff_main, args, capfd)

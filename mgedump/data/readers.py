@@ -12,10 +12,14 @@ would start Ghostscript).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import sys
+import tempfile
 import zipfile
 import zlib
+from collections.abc import Iterator
 from typing import IO, Any
 
 import numpy as np
@@ -23,6 +27,7 @@ import numpy as np
 from ..bundle.tensorproto import decode
 from ..errors import DataError
 from ..limits import require_memory
+from ..log import warn_once
 
 MAX_PB_BYTES = 2 << 30
 MAX_IMAGE_PIXELS = 1 << 28  # 268 million pixels: a 16384 x 16384 image
@@ -54,8 +59,9 @@ def _npy_header(f: IO[bytes], where: str) -> tuple[tuple[int, ...], bool, np.dty
             )
     except DataError:
         raise
-    except (ValueError, EOFError, OSError, SyntaxError, TypeError) as exc:
-        raise DataError(f"{where}: not a valid .npy file ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # numpy parses the untrusted header as Python literals: any parse error means "not .npy"
+        message = " ".join(str(exc).split())[:200]
+        raise DataError(f"{where}: not a valid .npy file ({type(exc).__name__}: {message})") from None
     if dtype.hasobject:
         raise DataError(
             f"{where}: holds a pickled (object) array, which mgedump never loads", hint="save it with a numeric dtype"
@@ -203,11 +209,42 @@ def decode_image(path: str, channels: int) -> np.ndarray | None:
     raw = np.fromfile(path, dtype=np.uint8)
     image: Any = None
     if raw.size:
-        try:
-            image = cv2.imdecode(raw, cv2.IMREAD_GRAYSCALE if channels == 1 else cv2.IMREAD_COLOR)
-        except cv2.error as exc:  # OpenCV refuses what it cannot or will not decode (its size limit included)
-            message = " ".join(str(exc).split())
-            raise DataError(f"{path}: OpenCV cannot decode the image ({message[-160:]})") from None
+        with _native_messages() as said:
+            try:
+                image = cv2.imdecode(raw, cv2.IMREAD_GRAYSCALE if channels == 1 else cv2.IMREAD_COLOR)
+            except cv2.error as exc:  # OpenCV refuses what it cannot or will not decode (its size limit included)
+                message = " ".join(str(exc).split())
+                raise DataError(f"{path}: OpenCV cannot decode the image ({message[-160:]})") from None
+        if image is not None and said:
+            # libjpeg and libpng fill in what a damaged file lacks: the data is not what the file meant to hold
+            warn_once(f"{path}: the image decoder reported damage ({said[0][:160]}); check the file")
     if image is not None:
         return image
     return _pillow_decode(path, channels)
+
+
+@contextlib.contextmanager
+def _native_messages() -> Iterator[list[str]]:
+    """Hold what native code writes to the process's stderr while the block runs, and give it as lines.
+
+    libjpeg, libpng and OpenCV print their warnings straight to file descriptor 2,
+    which would break the promise of one line per error; here they become part
+    of mgedump's own messages instead.
+    """
+    lines: list[str] = []
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to protect
+        yield lines
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read(1 << 16).decode("utf-8", "replace")
+            lines.extend(line.strip() for line in text.splitlines() if line.strip())
