@@ -252,6 +252,8 @@ def _read_list_file(path: str) -> bytes:
         SpecError: missing, unreadable, not a regular file, or too large.
     """
     try:
+        if os.path.exists(path) and not os.path.isfile(path):  # a folder or a socket cannot even be opened
+            raise SpecError(f"list file {path!r} is not a regular file")
         with open(path, "rb", opener=_nonblocking) as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 raise SpecError(f"list file {path!r} is not a regular file")

@@ -96,7 +96,8 @@ class Bundle:
         except RecursionError:
             raise BundleError(f"{self.path}: manifest is not valid JSON (nested too deep)") from None
         except ValueError as exc:  # JSON errors, undecodable text, integers too long to read
-            raise BundleError(f"{self.path}: manifest is not valid JSON ({exc})") from None
+            reason = "a number with thousands of digits" if "integer string conversion" in str(exc) else str(exc)
+            raise BundleError(f"{self.path}: manifest is not valid JSON ({reason})") from None
         validate_manifest(manifest)
         listed = [entry["name"] for entry in manifest["members"]]
         if listed != names[1:]:

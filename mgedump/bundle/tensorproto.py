@@ -102,7 +102,7 @@ def decode(data: bytes) -> tuple[np.ndarray, str]:
     try:
         for number, wire, value, end in fields(buf, 0, len(buf)):
             if (number, wire) == (_DIMS, VARINT):
-                dims.append(value)
+                dims.append(value - (1 << 64) if value >= 1 << 63 else value)  # int64: two's complement
             elif (number, wire) == (_DATA_TYPE, VARINT):
                 dtype_code = value
             elif (number, wire) == (_NAME, LENGTH_DELIMITED):
@@ -116,6 +116,7 @@ def decode(data: bytes) -> tuple[np.ndarray, str]:
     dtype = _DTYPES.get(dtype_code)
     if other or raw is None or dtype is None:
         return _decode_with_onnx(data)
+    _check_dims(dims)
     count = math.prod(dims)
     if count * dtype.itemsize != len(raw):
         raise ValueError(f"raw data holds {len(raw)} bytes, but dims {dims} of {dtype} need {count * dtype.itemsize}")
@@ -123,6 +124,11 @@ def decode(data: bytes) -> tuple[np.ndarray, str]:
     if sys.byteorder != "little":
         array = array.astype(dtype)
     return array.copy(), name
+
+
+def _check_dims(dims: list[int]) -> None:
+    if any(d < 0 for d in dims):
+        raise ValueError(f"negative dim in dims {dims}")
 
 
 def _decode_with_onnx(data: bytes) -> tuple[np.ndarray, str]:
@@ -133,6 +139,9 @@ def _decode_with_onnx(data: bytes) -> tuple[np.ndarray, str]:
         proto.ParseFromString(data)
         if proto.data_location == TensorProto.EXTERNAL:
             raise ValueError("the tensor refers to external data")
+        _check_dims(list(proto.dims))
+        if proto.data_type not in TensorProto.DataType.values():
+            raise ValueError(f"unknown data_type {proto.data_type}")
         return numpy_helper.to_array(proto), proto.name
     except ValueError:
         raise

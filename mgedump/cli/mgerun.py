@@ -33,7 +33,7 @@ def parse_sweep(value: str | None) -> tuple[int, ...]:
     if not value:
         return ()
     try:
-        sizes = tuple(int(part) for part in value.split(",") if part.strip())
+        sizes = tuple(int(part) for part in value.split(","))
     except ValueError:
         raise click.BadParameter(
             f"{value!r} is not a comma-separated list of batch sizes, e.g. 1,2,4,8", param_hint="'--repeat-sweep'"
@@ -125,7 +125,8 @@ def mgerun_command(ctx: click.Context, path: str, verbose: int, quiet: bool | No
     )
     if data and not is_plain_model(path, options):
         flags = ", ".join("--" + name.removesuffix("s").replace("_", "-") for name in data)
-        raise UsageError(f"{flags} apply to a plain model with -d, not a bundle")
+        verb = "applies" if len(data) == 1 else "apply"
+        raise UsageError(f"{flags} {verb} to a plain model with -d, not a bundle")
     progress = ProgressBar() if sys.stderr.isatty() and not quiet else None
     report = verify(path, options, on_case=lambda case, report: print_case(case, report, verbose), progress=progress)
     print_timing(report)  # --silent keeps the timing, as load_and_run does: it silences passing assertions only

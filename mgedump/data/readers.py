@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import sys
 import tempfile
 import zipfile
@@ -158,16 +159,30 @@ def load_pb(path: str) -> np.ndarray:
 # ---------------------------------------------------------------- images
 
 
+@contextlib.contextmanager
+def _pillow() -> Iterator[Any]:
+    """Pillow, with mgedump's own pixel limit: Pillow refuses images over twice that (its decompression-bomb
+    error), and its warning for images between once and twice is not printed (mgedump's own check names them)."""
+    import warnings
+
+    from PIL import Image
+
+    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        yield Image
+
+
 def _probe_size(path: str) -> tuple[int, int] | None:
     """An image's (width, height) from its header alone, when Pillow knows the format; None otherwise.
 
     Raises:
         DataError: the header declares a size beyond reason.
     """
-    from PIL import Image, UnidentifiedImageError
+    from PIL import UnidentifiedImageError
 
     try:
-        with Image.open(path, formats=PILLOW_FORMATS) as img:
+        with _pillow() as Image, Image.open(path, formats=PILLOW_FORMATS) as img:
             return img.size
     except Image.DecompressionBombError as exc:
         raise DataError(f"{path}: the image declares a size beyond reason ({exc})") from None
@@ -175,24 +190,31 @@ def _probe_size(path: str) -> tuple[int, int] | None:
         return None
 
 
-def _pillow_decode(path: str, channels: int) -> np.ndarray | None:
-    from PIL import Image, UnidentifiedImageError
+def _pillow_decode(path: str, channels: int) -> tuple[np.ndarray | None, str]:
+    """Decode with Pillow: (the array, "") or (None, why not: "" when Pillow does not know the format)."""
+    from PIL import UnidentifiedImageError
 
     try:
-        with Image.open(path, formats=PILLOW_FORMATS) as img:
-            array = np.asarray(img.convert("L" if channels == 1 else "RGB"))
-    except Image.DecompressionBombError as exc:
-        raise DataError(f"{path}: the image declares a size beyond reason ({exc})") from None
+        with _pillow() as Image, Image.open(path, formats=PILLOW_FORMATS) as img:
+            try:
+                array = np.asarray(img.convert("L" if channels == 1 else "RGB"))
+            except Image.DecompressionBombError as exc:
+                raise DataError(f"{path}: the image declares a size beyond reason ({exc})") from None
+            except (OSError, ValueError, SyntaxError, TypeError, EOFError) as exc:
+                return None, f"{img.format}: {exc}"
+    except DataError:
+        raise
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, TypeError, EOFError):
-        return None
-    return array if channels == 1 else array[:, :, ::-1]
+        return None, ""
+    return (array if channels == 1 else array[:, :, ::-1]), ""
 
 
 def decode_image(path: str, channels: int) -> np.ndarray | None:
     """Decode an image to HxW (gray) or HxWx3 (BGR) uint8, with OpenCV, else Pillow; None if it is not an image.
 
     Raises:
-        DataError: an image whose declared size is beyond reason or beyond the memory this process can have.
+        DataError: an image whose declared size is beyond reason or beyond the memory this process can have,
+            or a file that a decoder recognises but cannot decode (damaged or cut short).
     """
     size = _probe_size(path)
     if size is not None:
@@ -208,6 +230,7 @@ def decode_image(path: str, channels: int) -> np.ndarray | None:
     require_memory(file_size, path, DataError)
     raw = np.fromfile(path, dtype=np.uint8)
     image: Any = None
+    said: list[str] = []
     if raw.size:
         with _native_messages() as said:
             try:
@@ -220,7 +243,10 @@ def decode_image(path: str, channels: int) -> np.ndarray | None:
             warn_once(f"{path}: the image decoder reported damage ({said[0][:160]}); check the file")
     if image is not None:
         return image
-    return _pillow_decode(path, channels)
+    image, why = _pillow_decode(path, channels)
+    if image is None and (why or said):
+        raise DataError(f"{path}: a damaged or unsupported image ({why or said[0]})"[:400])
+    return image
 
 
 @contextlib.contextmanager
@@ -247,4 +273,6 @@ def _native_messages() -> Iterator[list[str]]:
             os.close(saved)
             sink.seek(0)
             text = sink.read(1 << 16).decode("utf-8", "replace")
+            # OpenCV's lines start "[ WARN:0@0.887] global grfmt_png.cpp:793 readFromStreamOrBuffer ": keep the words
+            text = re.sub(r"\[\s*\w+:\d+@[\d.]+\]\s+global\s+\S+\s+\S+\s+", "", text)
             lines.extend(line.strip() for line in text.splitlines() if line.strip())

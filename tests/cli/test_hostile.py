@@ -346,7 +346,12 @@ def _input_node_cases() -> list[Case]:
             case(f"model-{kind}", "mgedump", lambda t, mk=make: [mk(t / "m.onnx"), "-d", "#rand(0,1)"], "m.onnx"),
             case(f"bundle-{kind}", "mgerun", lambda t, mk=make: [mk(t / "b.mgetest")], "b.mgetest"),
             case(f"plain-model-{kind}", "mgerun", lambda t, mk=make: [mk(t / "m.onnx"), "-d", "#rand(0,1)"], "m.onnx"),
-            case(f"list-{kind}", "mgedump", lambda t, mk=make: [model(t), "-d", f"@{mk(t / 'l.txt')}"], "list file"),
+            case(
+                f"list-{kind}",
+                "mgedump",
+                lambda t, mk=make: [model(t), "-d", f"@{mk(t / 'l.txt')}"],
+                "is not a regular file",
+            ),
             case(f"npy-{kind}", "mgedump", lambda t, mk=make: [model(t), "-d", mk(t / "x.npy")], "x.npy"),
             case(f"image-{kind}", "mgedump", lambda t, mk=make: [model(t), "-d", mk(t / "x.png")], "x.png"),
         ]
@@ -510,7 +515,7 @@ NPY_CASES = [
         "npy-negative-dim",
         "mgedump",
         lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes("<f4", (-1, 3, 32, 32), _F4))],
-        "x.npy",
+        "negative dim",
     ),
 ]
 
@@ -594,7 +599,7 @@ PB_CASES = [
         "pb-unknown-data-type",
         "mgedump",
         lambda t: [model(t), "-d", crafted.write(t / "x.pb", crafted.pb_bytes([1, 3, 32, 32], 99, _F4))],
-        "not a valid ONNX TensorProto",
+        "unknown data_type 99",
     ),
     case(
         "pb-declares-2^40",
@@ -606,7 +611,7 @@ PB_CASES = [
         "pb-negative-dim",
         "mgedump",
         lambda t: [model(t), "-d", crafted.write(t / "x.pb", crafted.pb_bytes([-1, 3, 32, 32], 1, _F4))],
-        "not a valid ONNX TensorProto",
+        "negative dim in dims [-1, 3, 32, 32]",
     ),
     case(
         "pb-raw-too-short",
@@ -678,13 +683,13 @@ IMAGE_CASES = [
         "png-truncated",
         "mgedump",
         lambda t: [model(t), "-d", crafted.write(t / "x.png", _CAT_PNG[:120]), "--resize-input"],
-        "x.png",
+        "a damaged or unsupported image (PNG",
     ),
     case(
         "jpeg-truncated",
         "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.jpg", _DOG[:300]), "--resize-input"],
-        "x.jpg",
+        lambda t: [model(t), "-d", crafted.write(t / "x.jpg", _DOG[:1000]), "--resize-input"],
+        "a damaged or unsupported image (JPEG",
     ),
     case(
         "eps-never-decoded",
@@ -818,7 +823,7 @@ BUNDLE_CASES = [
         "manifest-5000-digit-int",
         "mgerun",
         lambda t: [raw_bundle(t, mgedump_json=b'{"format_version": 1' + b"0" * 5000 + b"}")],
-        "manifest",
+        "a number with thousands of digits",
     ),
     case("manifest-not-json", "mgerun", lambda t: [raw_bundle(t, mgedump_json=b"{")], "manifest"),
     case("manifest-a-list", "mgerun", lambda t: [raw_bundle(t, mgedump_json=b"[]")], "manifest"),
@@ -902,7 +907,7 @@ BUNDLE_CASES = [
         "member-input-unknown-type",
         "mgerun",
         lambda t: [bundle_with(t, _replace_input(crafted.pb_bytes([1, 3, 32, 32], 99, _F4)), fix_hashes=True)],
-        "input_0.pb",
+        "unknown data_type 99",
     ),
     case(
         "member-input-wrong-shape",
@@ -942,7 +947,12 @@ OPTION_CASES = [
     case("warmup-negative", "mgerun", lambda t: [bundle(t), "--warmup-iter", "-1"], "--warmup-iter"),
     case("repeat-sweep-zero", "mgerun", lambda t: [bundle(t), "--repeat-sweep", "0"], "--repeat-sweep"),
     case("repeat-sweep-text", "mgerun", lambda t: [bundle(t), "--repeat-sweep", "1,a"], "--repeat-sweep"),
-    case("repeat-sweep-empty-item", "mgerun", lambda t: [bundle(t), "--repeat-sweep", "1,,2"], "--repeat-sweep"),
+    case(
+        "repeat-sweep-empty-item",
+        "mgerun",
+        lambda t: [bundle(t), "--repeat-sweep", "1,,2"],
+        "not a comma-separated list",
+    ),
     case("maxerr-nan-mgerun", "mgerun", lambda t: [bundle(t), "--maxerr", "nan"], "--maxerr"),
     case("maxerr-nan-mgedump", "mgedump", lambda t: [model(t), "-d", "#rand(0,1)", "--maxerr", "nan"], "--maxerr"),
     case("maxerr-nan-mgediff", "mgediff", lambda t: [model(t), bundle(t), "--maxerr", "nan"], "--maxerr"),
@@ -1037,7 +1047,7 @@ OPTION_CASES = [
         "input-shape-on-bundle",
         "mgerun",
         lambda t: [bundle(t), "--input-shape", "1,3,32,32"],
-        "--input-shape",
+        "--input-shape applies to a plain model",
     ),
     case("spec-max-infinite", "mgedump", lambda t: [model(t), "-d", "#rand(0,1e400)"], "finite"),
     case("spec-nan", "mgedump", lambda t: [model(t), "-d", "#rand(nan,1)"], "finite"),

@@ -42,7 +42,7 @@ def test_data_options_given_for_a_bundle_are_refused(bundle, mgerun, args):
     """Given, even with their default value: they would silently do nothing for a bundle."""
     result = mgerun(bundle, *args)
     assert result.code == 2
-    assert f"{args[0]} apply to a plain model with -d, not a bundle" in result.err
+    assert f"{args[0]} applies to a plain model with -d, not a bundle" in result.err
 
 
 def test_verbose_output_and_the_last_line(bundle, mgerun):
