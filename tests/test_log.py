@@ -17,3 +17,17 @@ def test_levels_and_once(capsys):
     log.setup(-1, prog="prog")
     log.warn_once("quiet now")
     assert capsys.readouterr().err == ""
+
+
+def test_printable_escapes_what_could_drive_a_terminal():
+    assert log.printable("plain text, ünïcode and 中文 stay") == "plain text, ünïcode and 中文 stay"
+    assert log.printable("a\nb\rc\td") == "a\\x0ab\\x0dc\\x09d"
+    assert log.printable("\x1b[2J\x07\x9b") == "\\x1b[2J\\x07\\x9b"
+    # bidirectional overrides and zero-width characters could make a line read as something else
+    assert log.printable("ok\u202egnissap\u200b") == "ok\\u202egnissap\\u200b"
+
+
+def test_a_warning_from_a_file_is_escaped(capsys):
+    log.setup(0, prog="prog")
+    log.warn_once("input 'x\x1b[31m': careful")
+    assert capsys.readouterr().err == "prog: warning: input 'x\\x1b[31m': careful\n"
