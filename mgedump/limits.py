@@ -21,14 +21,22 @@ def available_memory() -> int:
     return available
 
 
-def _meminfo_available() -> int:
+def _proc_kib(path: str, key: str) -> int | None:
+    """A ``key: N kB`` line of a /proc file, in bytes; None where there is no such file or line."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
+        with open(path, encoding="ascii") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError):
         pass
+    return None
+
+
+def _meminfo_available() -> int:
+    available = _proc_kib("/proc/meminfo", "MemAvailable")
+    if available is not None:
+        return available
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -36,14 +44,7 @@ def _meminfo_available() -> int:
 
 
 def _address_space_used() -> int:
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+    return _proc_kib("/proc/self/status", "VmSize") or 0
 
 
 def size_text(n_bytes: float) -> str:

@@ -147,3 +147,14 @@ def rewrite_bundle(src: Path, dst: Path, edit=None, *, fix_hashes: bool = False,
         for name in names:
             zf.writestr(zipfile.ZipInfo(name), members[name], zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED)
     return dst
+
+
+def run_ok(program: str, *args) -> None:
+    """Run mgedump, mgerun or mgediff in-process for a test's setup (a bundle, a dump); it must exit 0."""
+    import mgedump.cli as cli
+
+    main = getattr(cli, f"{program}_main")
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        assert exc.code == 0, f"{program} {args} exited {exc.code}"

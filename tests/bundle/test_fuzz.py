@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tests import crafted
 from tests.data.test_readers_fuzz import mutated
-from tests.support import SAMPLES
+from tests.support import SAMPLES, run_ok
 
 FUZZ = settings(
     max_examples=80,
@@ -35,14 +35,8 @@ FUZZ = settings(
 @pytest.fixture(scope="module")
 def good(tmp_path_factory) -> Path:
     """Two test cases of cnn.onnx, with an embedded io dump (every kind of member a bundle has)."""
-    from mgedump.cli import mgedump_main
-
     out = tmp_path_factory.mktemp("fuzz") / "good.mgetest"
-    args = [SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-d", "#rand(0,2)", "--embed-io-dump", "-o", out, "-q"]
-    try:
-        mgedump_main([str(a) for a in args])
-    except SystemExit as exc:
-        assert exc.code == 0
+    run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-d", "#rand(0,2)", "--embed-io-dump", "-o", out, "-q")
     return out
 
 

@@ -11,19 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support import SAMPLES, bad_models, rewrite_bundle
+from tests.support import SAMPLES, bad_models, rewrite_bundle, run_ok
 
 SENTINEL = b"existing output, must survive\n"
 
 
 def _bundle(tmp: Path) -> Path:
-    from mgedump.cli import mgedump_main
-
     out = tmp / "good.mgetest"
-    try:
-        mgedump_main([str(SAMPLES / "cnn.onnx"), "-d", "#rand(0,1)", "-o", str(out), "-q"])
-    except SystemExit as exc:
-        assert exc.code == 0
+    run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-o", out, "-q")
     return out
 
 
@@ -220,15 +215,8 @@ CASES = [
 
 def _other_dump(tmp: Path) -> Path:
     """An io dump folder holding a dump of gray.onnx."""
-    from mgedump.cli import mgerun_main
-
     folder = tmp / "gray_dump"
-    try:
-        mgerun_main(
-            [str(SAMPLES / "gray.onnx"), "-d", "#rand(0,1)", "--iter", "1", "--io-dump", str(folder), "-q", "--silent"]
-        )
-    except SystemExit as exc:
-        assert exc.code == 0
+    run_ok("mgerun", SAMPLES / "gray.onnx", "-d", "#rand(0,1)", "--iter", "1", "--io-dump", folder, "-q", "--silent")
     return folder
 
 

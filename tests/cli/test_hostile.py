@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from tests import crafted
-from tests.support import SAMPLES, rewrite_bundle
+from tests.support import SAMPLES, rewrite_bundle, run_ok
 
 SENTINEL = b"existing output, must survive\n"
 
@@ -37,17 +37,10 @@ SENTINEL = b"existing output, must survive\n"
 @pytest.fixture(scope="module")
 def assets(tmp_path_factory) -> Path:
     """Made once for the module: a good bundle of cnn.onnx, and an io dump of it."""
-    from mgedump.cli import mgedump_main, mgerun_main
-
     folder = tmp_path_factory.mktemp("assets")
-    for main, args in (
-        (mgedump_main, [SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-o", folder / "b.mgetest", "-q"]),
-        (mgerun_main, [folder / "b.mgetest", "--iter", "1", "--io-dump", folder / "dump", "-q", "--silent"]),
-    ):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as exc:
-            assert exc.code == 0
+    run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-o", folder / "b.mgetest", "-q")
+    run_ok("mgerun", folder / "b.mgetest", "--iter", "1", "--io-dump", folder / "dump", "-q", "--silent")
+    _ASSETS["root"] = folder
     return folder
 
 
@@ -210,6 +203,16 @@ class Case:
 
 def case(id: str, prog: str, build: Callable[[Path], list], needle: str) -> Case:
     return Case(id, prog, build, needle)
+
+
+def file_case(id: str, name: str, payload: bytes | Callable[[Path], bytes], needle: str, *flags: str) -> Case:
+    """mgedump on cnn.onnx with one crafted data file (its bytes, or made from the case's folder) as the test case."""
+
+    def build(t: Path) -> list:
+        data = payload(t) if callable(payload) else payload
+        return [model(t), "-d", crafted.write(t / name, data), *flags]
+
+    return Case(id, "mgedump", build, needle)
 
 
 # -- outputs: never anything but a regular file (or a folder where a folder is written), never an input
@@ -412,46 +415,22 @@ LIST_CASES = [
 _F4 = np.zeros(3 * 32 * 32, np.float32).tobytes()
 
 NPY_CASES = [
-    case(
-        "npy-declares-2^40",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes("<f4", (1 << 40,), b"\0" * 64))],
-        "truncated or crafted",
-    ),
-    case(
+    file_case("npy-declares-2^40", "x.npy", crafted.npy_bytes("<f4", (1 << 40,), b"\0" * 64), "truncated or crafted"),
+    file_case(
         "npy-declares-more-than-it-holds",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes("<f4", (1, 3, 32, 32), _F4[:-4]))],
+        "x.npy",
+        crafted.npy_bytes("<f4", (1, 3, 32, 32), _F4[:-4]),
         "truncated or crafted",
     ),
-    case(
+    file_case(
         "npy-structured",
-        "mgedump",
-        lambda t: [
-            model(t),
-            "-d",
-            crafted.write(t / "x.npy", crafted.npy_bytes([("a", "<f4"), ("b", "<i4")], (2,), b"\0" * 16)),
-        ],
-        "structured records",
-    ),
-    case(
-        "npy-void",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes("|V8", (2,), b"\0" * 16))],
-        "structured records",
-    ),
-    case(
-        "npy-object",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes("|O", (1,), b"\x80\x04N."))],
-        "pickled",
-    ),
-    case(
-        "npy-subarray-dtype",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes(("<f4", (3,)), (1,), b"\0" * 12))],
         "x.npy",
+        crafted.npy_bytes([("a", "<f4"), ("b", "<i4")], (2,), b"\0" * 16),
+        "structured records",
     ),
+    file_case("npy-void", "x.npy", crafted.npy_bytes("|V8", (2,), b"\0" * 16), "structured records"),
+    file_case("npy-object", "x.npy", crafted.npy_bytes("|O", (1,), b"\x80\x04N."), "pickled"),
+    file_case("npy-subarray-dtype", "x.npy", crafted.npy_bytes(("<f4", (3,)), (1,), b"\0" * 12), "x.npy"),
     case(
         "npy-version-3",
         "mgedump",
@@ -464,59 +443,17 @@ NPY_CASES = [
         ],
         "x.npy",
     ),
-    case(
-        "npy-header-not-a-dict",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_raw_header(b"__import__('os')\n"))],
-        "not a valid .npy",
+    file_case("npy-header-not-a-dict", "x.npy", crafted.npy_raw_header(b"__import__('os')\n"), "not a valid .npy"),
+    file_case(
+        "npy-header-huge", "x.npy", crafted.npy_bytes("<f4", (1,), b"", version=2)[:8] + b"\xff\xff\xff\x7f", "x.npy"
     ),
-    case(
-        "npy-header-huge",
-        "mgedump",
-        lambda t: [
-            model(t),
-            "-d",
-            crafted.write(t / "x.npy", crafted.npy_bytes("<f4", (1,), b"", version=2)[:8] + b"\xff\xff\xff\x7f"),
-        ],
-        "x.npy",
-    ),
-    case(
-        "npy-magic-only",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", b"\x93NUMPY")],
-        "x.npy",
-    ),
-    case("npy-empty", "mgedump", lambda t: [model(t), "-d", crafted.write(t / "x.npy", b"")], "x.npy"),
-    case(
-        "npy-complex",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes("<c8", (1, 3, 32, 32), _F4 * 2))],
-        "complex",
-    ),
-    case(
-        "npy-datetime",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes("<M8[s]", (1, 3, 32, 32), _F4 * 2))],
-        "datetime",
-    ),
-    case(
-        "npy-timedelta",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes("<m8[s]", (1, 3, 32, 32), _F4 * 2))],
-        "timedelta",
-    ),
-    case(
-        "npy-strings",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes("<U1", (1, 3, 32, 32), _F4))],
-        "x.npy",
-    ),
-    case(
-        "npy-negative-dim",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npy", crafted.npy_bytes("<f4", (-1, 3, 32, 32), _F4))],
-        "negative dim",
-    ),
+    file_case("npy-magic-only", "x.npy", b"\x93NUMPY", "x.npy"),
+    file_case("npy-empty", "x.npy", b"", "x.npy"),
+    file_case("npy-complex", "x.npy", crafted.npy_bytes("<c8", (1, 3, 32, 32), _F4 * 2), "complex"),
+    file_case("npy-datetime", "x.npy", crafted.npy_bytes("<M8[s]", (1, 3, 32, 32), _F4 * 2), "datetime"),
+    file_case("npy-timedelta", "x.npy", crafted.npy_bytes("<m8[s]", (1, 3, 32, 32), _F4 * 2), "timedelta"),
+    file_case("npy-strings", "x.npy", crafted.npy_bytes("<U1", (1, 3, 32, 32), _F4), "x.npy"),
+    file_case("npy-negative-dim", "x.npy", crafted.npy_bytes("<f4", (-1, 3, 32, 32), _F4), "negative dim"),
 ]
 
 
@@ -527,19 +464,9 @@ def _npz(t: Path, members: dict[str, bytes], **kw) -> Path:
 _GOOD_NPY = crafted.npy_bytes("<f4", (1, 3, 32, 32), _F4)
 
 NPZ_CASES = [
-    case(
-        "npz-is-npy",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npz", _GOOD_NPY)],
-        "not a .npz archive (a .npy file)",
-    ),
-    case("npz-is-text", "mgedump", lambda t: [model(t), "-d", crafted.write(t / "x.npz", b"hello")], "not a .npz"),
-    case(
-        "npz-truncated",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.npz", _npz(t, {"x.npy": _GOOD_NPY}).read_bytes()[:200])],
-        "not a valid .npz",
-    ),
+    file_case("npz-is-npy", "x.npz", _GOOD_NPY, "not a .npz archive (a .npy file)"),
+    file_case("npz-is-text", "x.npz", b"hello", "not a .npz"),
+    file_case("npz-truncated", "x.npz", lambda t: _npz(t, {"x.npy": _GOOD_NPY}).read_bytes()[:200], "not a valid .npz"),
     case("npz-no-arrays", "mgedump", lambda t: [model(t), "-d", _npz(t, {"notes.txt": b"x"})], "holds no array"),
     case(
         "npz-several-arrays",
@@ -595,125 +522,40 @@ def _corrupt_deflate(path: Path) -> Path:
 
 
 PB_CASES = [
-    case(
-        "pb-unknown-data-type",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.pb", crafted.pb_bytes([1, 3, 32, 32], 99, _F4))],
-        "unknown data_type 99",
+    file_case("pb-unknown-data-type", "x.pb", crafted.pb_bytes([1, 3, 32, 32], 99, _F4), "unknown data_type 99"),
+    file_case("pb-declares-2^40", "x.pb", crafted.pb_bytes([1 << 40], 1, b"\0" * 16), "not a valid ONNX TensorProto"),
+    file_case(
+        "pb-negative-dim", "x.pb", crafted.pb_bytes([-1, 3, 32, 32], 1, _F4), "negative dim in dims [-1, 3, 32, 32]"
     ),
-    case(
-        "pb-declares-2^40",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.pb", crafted.pb_bytes([1 << 40], 1, b"\0" * 16))],
-        "not a valid ONNX TensorProto",
+    file_case(
+        "pb-raw-too-short", "x.pb", crafted.pb_bytes([1, 3, 32, 32], 1, _F4[:-1]), "not a valid ONNX TensorProto"
     ),
-    case(
-        "pb-negative-dim",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.pb", crafted.pb_bytes([-1, 3, 32, 32], 1, _F4))],
-        "negative dim in dims [-1, 3, 32, 32]",
-    ),
-    case(
-        "pb-raw-too-short",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.pb", crafted.pb_bytes([1, 3, 32, 32], 1, _F4[:-1]))],
-        "not a valid ONNX TensorProto",
-    ),
-    case(
-        "pb-truncated-varint",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.pb", b"\x08\xff\xff")],
-        "not a valid ONNX TensorProto",
-    ),
-    case(
-        "pb-external-data",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.pb", crafted.pb_external(str(data(t))))],
-        "external data",
-    ),
-    case(
-        "pb-strings",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.pb", crafted.pb_bytes([1], 8, extra=b"\x32\x01a"))],
-        "x.pb",
-    ),
-    case(
-        "pb-complex",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.pb", crafted.pb_bytes([1, 3, 32, 32], 14, _F4 * 2))],
-        "complex",
-    ),
-    case("pb-empty", "mgedump", lambda t: [model(t), "-d", crafted.write(t / "x.pb", b"")], "x.pb"),
+    file_case("pb-truncated-varint", "x.pb", b"\x08\xff\xff", "not a valid ONNX TensorProto"),
+    file_case("pb-external-data", "x.pb", lambda t: crafted.pb_external(str(data(t))), "external data"),
+    file_case("pb-strings", "x.pb", crafted.pb_bytes([1], 8, extra=b"\x32\x01a"), "x.pb"),
+    file_case("pb-complex", "x.pb", crafted.pb_bytes([1, 3, 32, 32], 14, _F4 * 2), "complex"),
+    file_case("pb-empty", "x.pb", b"", "x.pb"),
 ]
 
 _CAT_PNG = _CAT.read_bytes()
 _DOG = (SAMPLES / "images" / "dog.jpg").read_bytes()
 
 IMAGE_CASES = [
-    case(
-        "png-declares-huge",
-        "mgedump",
-        lambda t: [
-            model(t),
-            "-d",
-            crafted.write(t / "x.png", crafted.png_declaring(100_000, 100_000)),
-            "--resize-input",
-        ],
-        "beyond reason",
-    ),
-    case(
-        "png-declares-above-limit",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.png", crafted.png_declaring(20_000, 20_000)), "--resize-input"],
-        "x.png",
-    ),
-    case(
-        "bmp-declares-huge",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.bmp", crafted.bmp_declaring(60_000, 60_000)), "--resize-input"],
-        "x.bmp",
-    ),
-    case(
-        "gif-declares-huge",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.gif", crafted.gif_declaring(65_535, 65_535)), "--resize-input"],
-        "x.gif",
-    ),
-    case(
-        "png-truncated",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.png", _CAT_PNG[:120]), "--resize-input"],
-        "a damaged or unsupported image (PNG",
-    ),
-    case(
-        "jpeg-truncated",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.jpg", _DOG[:1000]), "--resize-input"],
-        "a damaged or unsupported image (JPEG",
-    ),
-    case(
+    file_case("png-declares-huge", "x.png", crafted.png_declaring(100_000, 100_000), "beyond reason", "--resize-input"),
+    file_case("png-declares-above-limit", "x.png", crafted.png_declaring(20_000, 20_000), "x.png", "--resize-input"),
+    file_case("bmp-declares-huge", "x.bmp", crafted.bmp_declaring(60_000, 60_000), "x.bmp", "--resize-input"),
+    file_case("gif-declares-huge", "x.gif", crafted.gif_declaring(65_535, 65_535), "x.gif", "--resize-input"),
+    file_case("png-truncated", "x.png", _CAT_PNG[:120], "a damaged or unsupported image (PNG", "--resize-input"),
+    file_case("jpeg-truncated", "x.jpg", _DOG[:1000], "a damaged or unsupported image (JPEG", "--resize-input"),
+    file_case(
         "eps-never-decoded",
-        "mgedump",
-        lambda t: [
-            model(t),
-            "-d",
-            crafted.write(t / "x.eps", b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 32 32\nshowpage\n"),
-        ],
+        "x.eps",
+        b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 32 32\nshowpage\n",
         "neither an image",
     ),
-    case(
-        "pdf-never-decoded",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.pdf", b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n")],
-        "neither an image",
-    ),
-    case("image-empty", "mgedump", lambda t: [model(t), "-d", crafted.write(t / "x.png", b"")], "x.png"),
-    case(
-        "image-text-named-jpg",
-        "mgedump",
-        lambda t: [model(t), "-d", crafted.write(t / "x.jpg", b"not an image at all")],
-        "neither an image",
-    ),
+    file_case("pdf-never-decoded", "x.pdf", b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n", "neither an image"),
+    file_case("image-empty", "x.png", b"", "x.png"),
+    file_case("image-text-named-jpg", "x.jpg", b"not an image at all", "neither an image"),
 ]
 
 
@@ -1106,7 +948,6 @@ def test_the_table_covers_every_class():
 @pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # the zipfile module, writing a crafted bundle
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_hostile_input_exits_2_with_one_line_and_changes_nothing(c, assets, tmp_path, mgedump, mgerun, mgediff):
-    _ASSETS["root"] = assets
     args = [str(a) for a in c.build(tmp_path)]
     existing = tmp_path / "existing.out"
     existing.write_bytes(SENTINEL)
