@@ -55,7 +55,37 @@ class OutputCheck:
             "expect": _plain(self.expect_value),
             "get": _plain(self.got_value),
             "stats": self.stats,
+            "failure": None if self.passed else self.failure_lines(),
         }
+
+    def failure_lines(self) -> list[str]:
+        """How a failed output is printed (and put in the reports): the err, where the worst element is and
+        both values there, and the output's statistics."""
+        err = "n/a" if self.err is None else f"{self.err:g}"
+        lines = [
+            f"AssertEqual: err={err} (name={self.name}) FAILED (maxerr={self.maxerr:g})"
+            + (f": {self.reason}" if self.reason else "")
+        ]
+        if self.worst_index is not None:
+            lines.append(
+                f"  worst element at {list(self.worst_index)}: "
+                f"expect={value_text(self.expect_value)}, get={value_text(self.got_value)}"
+            )
+        stats = self.stats
+        if "abs_err_max" in stats:
+            lines.append(
+                f"  {stats['dtype']}{stats['shape']}: abs err max={stats['abs_err_max']:g} "
+                f"mean={stats['abs_err_mean']:g}; "
+                f"expect min={stats['expect_min']:g} max={stats['expect_max']:g} mean={stats['expect_mean']:g}; "
+                f"get min={stats['get_min']:g} max={stats['get_max']:g} mean={stats['get_mean']:g}"
+            )
+        return lines
+
+
+def value_text(value: Any) -> str:
+    """An element as a person reads it: ``0.0935``, not ``np.float32(0.0935)`` (numpy scalars print their shortest
+    exact form); text quoted."""
+    return repr(value) if isinstance(value, (str, bytes)) else str(value)
 
 
 def _plain(value: Any) -> Any:

@@ -25,6 +25,9 @@ MAX_THREADS = max(64, 4 * (os.cpu_count() or 1))  # intra-op threads beyond the 
 IO_DUMP_BUDGET_MB = 1024  # the default of every io_dump_budget_mb below
 
 
+MAX_DURATION_S = 86400
+
+
 def check_maxerr(maxerr: Any, flag: str = "--maxerr") -> float:
     """A ``--maxerr`` as a float.
 
@@ -300,9 +303,17 @@ class VerifyOptions:
             (none: the CPU provider).
         graph_opt: onnxruntime's graph optimisation level, one of
             ``GRAPH_OPT_LEVELS`` (none: onnxruntime's default, ``all``).
-        profile: write onnxruntime's profile JSON to this file.
+        duration_s: time each test case for at least this many seconds (and
+            at least ``iters`` runs); 0: exactly ``iters`` runs.
+        concurrency: threads issuing runs on the one session at once; the
+            latency of each run under that load, and throughput, are reported.
+        profile: write onnxruntime's profile JSON to this file; the report then
+            also holds the time per operator type.
         bin_out_dump: write each test case's outputs as ``.npy`` into this folder.
-        report_json: write the machine-readable report to this file.
+        report_json: write the machine-readable report to this file
+            (:func:`mgedump.runs.verify_all` writes it, for all bundles).
+        junit_xml: write a JUnit XML report to this file (``verify_all``).
+        report_html: write a self-contained HTML report with plots to this file (``verify_all``).
         io_dump: write every tensor of every test case into this folder (an io dump).
         io_dump_budget_mb: how many MiB of exposed tensors one run may hold;
             beyond it, a test case is run several times, a part of the tensors each.
@@ -320,9 +331,13 @@ class VerifyOptions:
     threads: int | None = None
     provider: str | None = None
     graph_opt: str | None = None
+    duration_s: float = 0.0
+    concurrency: int = 1
     profile: str | None = None
     bin_out_dump: str | None = None
     report_json: str | None = None
+    junit_xml: str | None = None
+    report_html: str | None = None
     io_dump: str | None = None
     io_dump_budget_mb: int = IO_DUMP_BUDGET_MB
     repeat_sweep: Sequence[int] = ()
@@ -348,6 +363,16 @@ class VerifyOptions:
             raise UsageError(f"--repeat-sweep batch sizes must be >= 1, got {list(self.repeat_sweep)}")
         if self.io_dump_budget_mb < 1:
             raise UsageError(f"--io-dump-budget must be >= 1 (MiB), got {self.io_dump_budget_mb}")
+        if not 1 <= self.concurrency <= MAX_THREADS:
+            raise UsageError(
+                f"--concurrency must be >= 1, got {self.concurrency}"
+                if self.concurrency < 1
+                else f"--concurrency must be at most {MAX_THREADS} (four per core, 64 at least), got {self.concurrency}"
+            )
+        if not (isinstance(self.duration_s, (int, float)) and math.isfinite(self.duration_s) and self.duration_s >= 0):
+            raise UsageError(f"--duration must be a finite number of seconds >= 0, got {self.duration_s}")
+        if self.duration_s > MAX_DURATION_S:
+            raise UsageError(f"--duration must be at most {MAX_DURATION_S} seconds (a day), got {self.duration_s:g}")
 
 
 @dataclass(frozen=True)

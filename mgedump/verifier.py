@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +17,7 @@ from .assertion import OutputCheck, assert_equal
 from .bundle import Bundle
 from .data import build_cases, check_shape
 from .errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
-from .fileio import atomic_output, check_folder_target, check_target, hash_files, write_bytes_atomic
+from .fileio import atomic_output, check_folder_target, check_target, hash_files
 from .limits import require_memory
 from .optimize.requirements import check_requirements
 from .options import VerifyOptions
@@ -41,6 +41,7 @@ class CaseReport:
     sweep: list[Timing] = field(default_factory=list)
     outputs: list[np.ndarray] = field(default_factory=list, repr=False)
     diagnosis: dict[str, Any] | None = None
+    seconds: float = 0.0  # wall time of the test case: its runs, the sweep and the checks
 
     @property
     def passed(self) -> bool:
@@ -63,6 +64,10 @@ class CaseReport:
             "latencies_ms": timing["latencies_ms"],
             "inferences_per_s": timing["inferences_per_s"],
             "samples_per_s": timing["samples_per_s"],
+            "warmup_ms": timing["warmup_ms"],
+            "concurrency": timing["concurrency"],
+            "wall_s": timing["wall_s"],
+            "seconds": self.seconds,
             "sweep": [t.to_json() for t in self.sweep],
             "diagnosis": self.diagnosis,
         }
@@ -82,6 +87,14 @@ class Report:
     session: dict[str, Any] = field(default_factory=dict)
     cases: list[CaseReport] = field(default_factory=list)
     profile: str | None = None
+    op_profile: list[dict[str, Any]] | None = None  # with --profile: time per operator type, most first
+    session_create_ms: float | None = None
+    files: list[str] = field(default_factory=list, repr=False)  # every file read: outputs must not overwrite them
+
+    def cold_start(self) -> dict[str, float | None]:
+        """Creating the session, and the first run (its first warm-up run, else its first timed run)."""
+        first = next((c.timing.first_run_ms() for c in self.cases if c.timing.first_run_ms() is not None), None)
+        return {"session_create_ms": self.session_create_ms, "first_run_ms": first}
 
     @property
     def passed(self) -> bool:
@@ -104,6 +117,9 @@ class Report:
             "outputs": [info.to_json() for info in self.outputs],
             "test_cases": [case.to_json() for case in self.cases],
             "profile": self.profile,
+            "op_profile": self.op_profile,
+            "cold_start": self.cold_start(),
+            "error": None,
         }
 
 
@@ -130,12 +146,16 @@ class _Prepared:
     model_sha256: str = ""
     reference: str | None = None  # the embedded io dump's folder, extracted
     files: list[str] = field(default_factory=list)  # data files read (outputs must not overwrite them)
+    session_ms: float = 0.0  # creating the session: the cold start
 
 
-def _open(model: str | bytes, label: str, options: VerifyOptions, tmp: str):
+def _open(model: str | bytes, label: str, options: VerifyOptions, tmp: str) -> tuple[Any, float]:
+    """The session, and how long creating it took (ms): the cold start."""
     profile_prefix = os.path.join(tmp, "profile") if options.profile else None
     opts = session_options(threads=options.threads, graph_opt=options.graph_opt, profile=profile_prefix)
-    return open_session(model, label=label, providers=resolve_providers(options.provider), options=opts)
+    began = time.perf_counter()
+    session = open_session(model, label=label, providers=resolve_providers(options.provider), options=opts)
+    return session, (time.perf_counter() - began) * 1e3
 
 
 def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
@@ -168,7 +188,7 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         model_path = bundle.extract(model["member"], tmp)
         if model.get("external_data"):
             bundle.extract(model["external_data"], tmp)
-        session = _open(model_path, label, options, tmp)
+        session, session_ms = _open(model_path, label, options, tmp)
         inputs = [TensorInfo.from_json(d) for d in manifest["inputs"]]
         outputs = [TensorInfo.from_json(d) for d in manifest["outputs"]]
         got_in, got_out = model_io(session)
@@ -205,19 +225,22 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         model_path,
         model["sha256"],
         reference,
+        session_ms=session_ms,
     )
 
 
 def _from_model(path: str, case_specs: Sequence[CaseSpec], options: VerifyOptions, tmp: str) -> _Prepared:
     if not case_specs:
         raise UsageError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
-    session = _open(path, path, options, tmp)
+    session, session_ms = _open(path, path, options, tmp)
     inputs, outputs = model_io(session)
     built = build_cases(case_specs, inputs, options.data)
     cases = [_Case(case.spec.text, case.spec.origin, dict(case.inputs), None, case.defaulted) for case in built]
     sha256 = hash_files([path]).sha256 if options.io_dump else ""
     files = [f for case in built for f in case.files]
-    return _Prepared("model", session, inputs, outputs, cases, False, 0.0, True, path, sha256, files=files)
+    return _Prepared(
+        "model", session, inputs, outputs, cases, False, 0.0, True, path, sha256, files=files, session_ms=session_ms
+    )
 
 
 def is_plain_model(path: str, options: VerifyOptions) -> bool:
@@ -227,7 +250,7 @@ def is_plain_model(path: str, options: VerifyOptions) -> bool:
 
 def _check_outputs(options: VerifyOptions, protected: Sequence[str]) -> None:
     """Refuse outputs that cannot be written, or would overwrite an input, before any work starts."""
-    for target in (options.profile, options.report_json):
+    for target in (options.profile, options.report_json, options.junit_xml, options.report_html):
         if target:
             check_target(target, protected)
     if options.bin_out_dump:
@@ -242,6 +265,7 @@ def verify(
     *,
     on_case: Callable[[CaseReport, Report], None] | None = None,
     progress: Progress | None = None,
+    label: str = "",
 ) -> Report:
     """Verify every test case of a bundle (or run a plain model on ``-d`` data) and time it.
 
@@ -251,6 +275,7 @@ def verify(
         on_case: called after each test case, for printing results as they come.
         progress: called as ``progress(label, done, total)`` during timing runs
             expected to last over a second, for a progress bar.
+        label: put before "test case N" in the progress bar's label (the bundle, when there are several).
 
     Returns:
         The report; ``report.exit_code`` is 1 when an assertion failed or the
@@ -283,12 +308,16 @@ def verify(
             "graph_opt": options.graph_opt or "all",
             "iters": options.iters,
             "warmup": options.warmup,
+            "duration_s": options.duration_s,
+            "concurrency": options.concurrency,
         }
         report = Report(
             path, prepared.kind, prepared.inputs, prepared.outputs, assertion, maxerr, verbose, session_info
         )
+        report.session_create_ms = prepared.session_ms
+        report.files = list(protected)
         for index, case in enumerate(prepared.cases):
-            result = _run_case(prepared, index, case, maxerr if assertion else None, options, progress)
+            result = _run_case(prepared, index, case, maxerr if assertion else None, options, progress, label)
             report.cases.append(result)
             if options.bin_out_dump and result.error is None:
                 _dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs, protected)
@@ -297,7 +326,7 @@ def verify(
             if on_case is not None:
                 on_case(result, report)
         if options.profile:
-            report.profile = _save_profile(prepared.session, options.profile, protected)
+            report.profile, report.op_profile = _save_profile(prepared.session, options.profile, protected)
         if options.io_dump:
             prepared.session = None  # the timing session's memory goes before the exposed runs start
             from .diagnose.iodump import release_memory
@@ -309,10 +338,6 @@ def verify(
                 if result.error is None
             ]
             _io_dump(prepared, ran, options)
-    if options.report_json:
-        write_bytes_atomic(
-            options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode(), protected
-        )
     return report
 
 
@@ -323,32 +348,38 @@ def _run_case(
     maxerr: float | None,
     options: VerifyOptions,
     progress: Progress | None,
+    prefix: str = "",
 ) -> CaseReport:
     batch = batch_of(case.feeds)
+    began = time.perf_counter()
+    load = {"duration_s": options.duration_s, "concurrency": options.concurrency}
+    label = f"{prefix}test case {index}"
     try:
-        latencies, first = time_runs(
-            prepared.session, case.feeds, options.iters, options.warmup, progress, f"test case {index}"
-        )
+        timing, first = time_runs(prepared.session, case.feeds, options.iters, options.warmup, progress, label, **load)
         got = to_numpy_outputs(first or [], prepared.outputs)
         sweep = []
         for n in options.repeat_sweep:
             feeds = {k: (np.repeat(v, n, axis=0) if v.ndim else v) for k, v in case.feeds.items()}
-            sweep_ms, _ = time_runs(
-                prepared.session, feeds, options.iters, options.warmup, progress, f"test case {index}, batch x{n}"
+            swept, _ = time_runs(
+                prepared.session, feeds, options.iters, options.warmup, progress, f"{label}, batch x{n}", **load
             )
-            sweep.append(Timing(batch_of(feeds), sweep_ms))
+            sweep.append(swept)
     except (RunError, ModelError) as exc:
         error = exc.one_line()
         if case.defaulted:
             error += f"; dims defaulted to 1: {', '.join(case.defaulted)} (give them with --input-shape)"
-        return CaseReport(index, case.spec, case.origin, [], Timing(batch, []), error=error)
+        report = CaseReport(index, case.spec, case.origin, [], Timing(batch, []), error=error)
+        report.seconds = time.perf_counter() - began
+        return report
     checks = []
     if maxerr is not None and case.expected is not None:
         checks = [
             assert_equal(info.name, want, have, maxerr)
             for info, want, have in zip(prepared.outputs, case.expected, got, strict=True)
         ]
-    return CaseReport(index, case.spec, case.origin, checks, Timing(batch, latencies), sweep=sweep, outputs=got)
+    report = CaseReport(index, case.spec, case.origin, checks, timing, sweep=sweep, outputs=got)
+    report.seconds = time.perf_counter() - began
+    return report
 
 
 def _check_sweep(prepared: _Prepared, sizes: Sequence[int]) -> None:
@@ -439,8 +470,12 @@ def _diagnose(
     }
 
 
-def _save_profile(session: Any, target: str, protected: Sequence[str]) -> str:
+def _save_profile(session: Any, target: str, protected: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
+    """Copy onnxruntime's profile to the target; return it and the time per operator type it records."""
+    from .profiling import op_table
+
     produced = session.end_profiling()
+    table = op_table(produced)
     with open(produced, "rb") as src, atomic_output(target, protected) as dst:
         shutil.copyfileobj(src, dst)
-    return target
+    return target, table

@@ -158,3 +158,28 @@ def run_ok(program: str, *args) -> None:
         main([str(a) for a in args])
     except SystemExit as exc:
         assert exc.code == 0, f"{program} {args} exited {exc.code}"
+
+
+def one_report(path: Path) -> dict:
+    """The one bundle's report in an ``mgerun --report-json`` file (report version 2: a list of bundles)."""
+    import json
+
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    assert document["report_version"] == 2 and len(document["bundles"]) == 1, document.keys()
+    return document["bundles"][0]
+
+
+def with_changed_weight(bundle: Path, target: Path, name="conv2_W", where=(3, 2, 1, 1), by=0.8) -> Path:
+    """A bundle of cnn.onnx whose model has one weight changed (its hashes fixed): it fails at conv2."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(SAMPLES / "cnn.onnx"))
+    init = next(i for i in model.graph.initializer if i.name == name)
+    array = numpy_helper.to_array(init).copy()
+    array[where] += by
+    init.CopyFrom(numpy_helper.from_array(array, name))
+    rewrite_bundle(
+        bundle, target, lambda n, m, members: members.update({"model.onnx": model.SerializeToString()}), fix_hashes=True
+    )
+    return target

@@ -37,9 +37,38 @@ def session():
 
 def test_time_runs_counts_and_returns_the_first_outputs(session):
     feeds = {"data": np.random.default_rng(0).random((1, 3, 32, 32), dtype=np.float32)}
-    latencies, first = time_runs(session, feeds, iters=7, warmup=2)
-    assert len(latencies) == 7 and all(ms > 0 for ms in latencies)
+    timing, first = time_runs(session, feeds, iters=7, warmup=2)
+    assert len(timing.latencies_ms) == 7 and all(ms > 0 for ms in timing.latencies_ms)
+    assert len(timing.warmup_ms) == 2 and timing.first_run_ms() == timing.warmup_ms[0]
+    assert timing.concurrency == 1 and timing.wall_s >= sum(timing.latencies_ms) / 1e3
     np.testing.assert_array_equal(first[0], session.run(None, feeds)[0])
+    without_warmup, _ = time_runs(session, feeds, iters=3, warmup=0)
+    assert without_warmup.warmup_ms == [] and without_warmup.first_run_ms() == without_warmup.latencies_ms[0]
+
+
+def test_a_duration_runs_at_least_that_long_and_at_least_iters(session):
+    feeds = {"data": np.zeros((1, 3, 32, 32), np.float32)}
+    timing, first = time_runs(session, feeds, iters=3, warmup=0, duration_s=0.3)
+    assert timing.wall_s >= 0.3 and len(timing.latencies_ms) > 3  # a run takes well under 0.1 s
+    assert first is not None
+    many, _ = time_runs(session, feeds, iters=50, warmup=0, duration_s=1e-6)
+    assert len(many.latencies_ms) >= 50
+
+
+def test_concurrent_runs_count_in_all_and_give_throughput_from_wall_time(session):
+    feeds = {"data": np.random.default_rng(1).random((1, 3, 32, 32), dtype=np.float32)}
+    timing, first = time_runs(session, feeds, iters=40, warmup=1, concurrency=3)
+    assert len(timing.latencies_ms) == 40 and timing.concurrency == 3
+    assert timing.throughput()["inferences_per_s"] == pytest.approx(40 / timing.wall_s)
+    np.testing.assert_allclose(first[0], session.run(None, feeds)[0], rtol=1e-6)
+    timed, _ = time_runs(session, feeds, iters=2, warmup=0, concurrency=2, duration_s=0.2)
+    assert timed.wall_s >= 0.2 and len(timed.latencies_ms) > 2
+
+
+def test_a_failing_run_under_load_is_a_run_error():
+    session = open_session(str(sample("bad/gather_index.onnx").path))
+    with pytest.raises(RunError, match="'idx'"):
+        time_runs(session, {"idx": np.array([0, 99, 1])}, iters=10, warmup=0, concurrency=2)
 
 
 def test_progress_only_for_long_loops(session, monkeypatch):

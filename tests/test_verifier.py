@@ -12,7 +12,7 @@ import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
 
-from tests.support import SAMPLES, rewrite_bundle
+from tests.support import SAMPLES, one_report, rewrite_bundle, with_changed_weight
 
 
 @pytest.fixture
@@ -38,13 +38,15 @@ def test_report_numbers_are_consistent(bundle, tmp_path, mgerun):
         report_path,
     )
     assert result.code == 0, result.err
-    report = json.loads(report_path.read_text())
+    report = one_report(report_path)
     assert report["session"] == {
         "providers": ["CPUExecutionProvider"],
         "threads": 1,
         "graph_opt": "basic",
         "iters": 20,
         "warmup": 2,
+        "duration_s": 0.0,
+        "concurrency": 1,
     }
     for case in report["test_cases"]:
         lat = case["latency_ms"]
@@ -61,7 +63,7 @@ def test_report_numbers_are_consistent(bundle, tmp_path, mgerun):
 def test_one_iteration_has_zero_stddev(bundle, tmp_path, mgerun):
     report_path = tmp_path / "r.json"
     assert mgerun(bundle, "--iter", "1", "--warmup-iter", "0", "--report-json", report_path).code == 0
-    lat = json.loads(report_path.read_text())["test_cases"][0]["latency_ms"]
+    lat = one_report(report_path)["test_cases"][0]["latency_ms"]
     assert lat["count"] == 1 and lat["stddev"] == 0.0 and lat["min"] == lat["max"]
 
 
@@ -112,7 +114,7 @@ def test_repeat_sweep_times_each_batch(tmp_path, mgerun):
         report_path,
     )
     assert result.code == 0, result.err
-    sweep = json.loads(report_path.read_text())["test_cases"][0]["sweep"]
+    sweep = one_report(report_path)["test_cases"][0]["sweep"]
     assert [s["batch"] for s in sweep] == [1, 2, 4]
     assert sweep[2]["samples_per_s"] == pytest.approx(4 * sweep[2]["inferences_per_s"])
     assert all(s["latency_ms"]["count"] == 3 for s in sweep)
@@ -164,7 +166,7 @@ def test_plain_model_mode_and_report_json(samples, tmp_path, mgerun, mgedump):
     assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "-d", "#rand(0,2)", "-o", out).code == 0
     report_path = tmp_path / "report.json"
     assert mgerun(out, "--iter", "4", "--report-json", report_path).code == 0
-    report = json.loads(report_path.read_text())
+    report = one_report(report_path)
     assert report["passed"] is True and report["exit_code"] == 0 and len(report["test_cases"]) == 2
     case = report["test_cases"][0]
     assert case["outputs"][0]["name"] == "prob" and case["outputs"][0]["passed"] is True
@@ -208,7 +210,7 @@ def test_changed_weight_fails_the_assertion_with_location_and_values(samples, tm
     assert "worst element at [0, " in result.out and "expect=" in result.out and "get=" in result.out
     report = tmp_path / "r.json"
     assert mgerun(bad, "--iter", "1", "--silent", "--report-json", report).code == 1
-    check = json.loads(report.read_text())["test_cases"][0]["outputs"][0]
+    check = one_report(report)["test_cases"][0]["outputs"][0]
     assert check["passed"] is False and check["err"] > 1e-4 and len(check["worst_index"]) == 2
 
 
@@ -229,25 +231,13 @@ def test_io_dump_writes_every_test_case(bundle, tmp_path, mgerun):
     ]
 
 
-def _with_changed_weight(bundle, target, name="conv2_W", where=(3, 2, 1, 1), by=0.8):
-    model = onnx.load(str(SAMPLES / "cnn.onnx"))
-    init = next(i for i in model.graph.initializer if i.name == name)
-    array = numpy_helper.to_array(init).copy()
-    array[where] += by
-    init.CopyFrom(numpy_helper.from_array(array, name))
-    rewrite_bundle(
-        bundle, target, lambda n, m, members: members.update({"model.onnx": model.SerializeToString()}), fix_hashes=True
-    )
-    return target
-
-
 def test_an_embedded_io_dump_names_the_layer_that_changed(tmp_path, mgedump, mgerun):
     good = tmp_path / "good.mgetest"
     assert (
         mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-d", "#rand(0,2)", "--embed-io-dump", "-o", good).code == 0
     )
     assert mgerun(good, "--iter", "1").code == 0  # an embedded dump changes nothing for a bundle that passes
-    bad = _with_changed_weight(good, tmp_path / "bad.mgetest")
+    bad = with_changed_weight(good, tmp_path / "bad.mgetest")
     report = tmp_path / "r.json"
     result = mgerun(bad, "--iter", "1", "--report-json", report)
     assert result.code == 1, result.out + result.err
@@ -256,12 +246,12 @@ def test_an_embedded_io_dump_names_the_layer_that_changed(tmp_path, mgedump, mge
     assert lines[at].startswith("  first divergence (against the bundle's embedded io dump): node 'conv2' (Conv)")
     assert "its inputs carry err pool1 0" in lines[at]
     assert result.out.count("first divergence") == 1  # --embed-io-dump (no count) covers test case 0 only
-    cases = json.loads(report.read_text())["test_cases"]
+    cases = one_report(report)["test_cases"]
     assert cases[0]["diagnosis"]["first_divergence"]["node"] == "conv2" and cases[1]["diagnosis"] is None
 
 
 def test_an_old_bundle_without_a_dump_still_says_what_failed(tmp_path, mgedump, mgerun):
     good = tmp_path / "good.mgetest"
     assert mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-o", good).code == 0
-    result = mgerun(_with_changed_weight(good, tmp_path / "bad.mgetest"), "--iter", "1")
+    result = mgerun(with_changed_weight(good, tmp_path / "bad.mgetest"), "--iter", "1")
     assert result.code == 1 and "FAILED" in result.out and "first divergence" not in result.out

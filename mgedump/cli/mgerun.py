@@ -9,7 +9,7 @@ import click
 
 from ..options import GRAPH_OPT_LEVELS, VerifyOptions
 from .common import CONTEXT, DATA_FIELDS, common_options, data_options, data_options_from, given, setup, with_default
-from .output import ProgressBar, print_case, print_summary, print_timing
+from .output import ProgressBar, RunPrinter
 
 VERIFY_FIELDS = (
     "maxerr",
@@ -23,8 +23,12 @@ VERIFY_FIELDS = (
     "profile",
     "bin_out_dump",
     "report_json",
+    "junit_xml",
+    "report_html",
     "io_dump",
     "io_dump_budget_mb",
+    "duration_s",
+    "concurrency",
 )
 
 
@@ -44,7 +48,7 @@ def parse_sweep(value: str | None) -> tuple[int, ...]:
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("path", metavar="BUNDLE_OR_MODEL")
+@click.argument("paths", metavar="BUNDLE_OR_MODEL...", nargs=-1)
 @data_options
 @click.option("--maxerr", type=float, default=None, help="Override the bundle's AssertEqual threshold.")
 @click.option("--silent", is_flag=True, default=None, help="Print failures only.")
@@ -58,6 +62,25 @@ def parse_sweep(value: str | None) -> tuple[int, ...]:
     type=int,
     default=None,
     help=with_default("Untimed runs before timing.", VerifyOptions, "warmup"),
+)
+@click.option(
+    "--duration",
+    "duration_s",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="Time each test case for at least SECONDS (and at least --iter runs).",
+)
+@click.option(
+    "--concurrency",
+    type=int,
+    default=None,
+    metavar="N",
+    help=with_default(
+        "Threads issuing runs on the one session at once: latency and throughput under load.",
+        VerifyOptions,
+        "concurrency",
+    ),
 )
 @click.option(
     "--thread", "threads", type=int, default=None, help="onnxruntime intra-op threads (default: onnxruntime's choice)."
@@ -85,6 +108,13 @@ def parse_sweep(value: str | None) -> tuple[int, ...]:
 @click.option(
     "--report-json", metavar="FILE", default=None, help="Write a machine-readable report (schema in the README)."
 )
+@click.option("--junit-xml", metavar="FILE", default=None, help="Write a JUnit XML report (for CI test reporters).")
+@click.option(
+    "--report-html",
+    metavar="FILE",
+    default=None,
+    help="Write a self-contained HTML report with plots (no network needed to view it).",
+)
 @click.option(
     "--io-dump", metavar="DIR", default=None, help="Write every tensor of every test case into DIR (an io dump)."
 )
@@ -100,21 +130,24 @@ def parse_sweep(value: str | None) -> tuple[int, ...]:
 )
 @common_options
 @click.pass_context
-def mgerun_command(ctx: click.Context, path: str, verbose: int, quiet: bool | None, **values: Any) -> int:
-    """Verify every test case of BUNDLE and time it; exit 1 on any mismatch.
+def mgerun_command(ctx: click.Context, paths: tuple[str, ...], verbose: int, quiet: bool | None, **values: Any) -> int:
+    """Verify every test case of each BUNDLE and time it; exit with the worst outcome (1: a mismatch, 2: bad input).
 
-    With -d, BUNDLE_OR_MODEL is a plain ONNX model: run and time it on that data.
+    A folder stands for its *.mgetest bundles. With -d, BUNDLE_OR_MODEL is one
+    plain ONNX model: run and time it on that data.
 
     \b
     Examples:
       mgerun model.mgetest
       mgerun model.mgetest --iter 100 --warmup-iter 5 --report-json report.json
-      mgerun model.onnx -d "#rand(0,255)" --thread 1
+      mgerun models/ --junit-xml junit.xml --report-html report.html
+      mgerun model.onnx -d "#rand(0,255)" --thread 1 --concurrency 2 --duration 10
       mgerun --repeat-sweep 1,2,4,8 model.onnx -d cat.jpg
     """
     setup(verbose, quiet, "mgerun")
     from ..errors import UsageError
-    from ..verifier import is_plain_model, verify
+    from ..runs import expand_paths, verify_all
+    from ..verifier import is_plain_model
 
     data = given(ctx, values, DATA_FIELDS)
     options = VerifyOptions(
@@ -123,12 +156,21 @@ def mgerun_command(ctx: click.Context, path: str, verbose: int, quiet: bool | No
         repeat_sweep=parse_sweep(values["repeat_sweep"]),
         **given(ctx, values, VERIFY_FIELDS),
     )
-    if data and not is_plain_model(path, options):
+    bundles = expand_paths(paths)
+    if data and not all(is_plain_model(path, options) for path in bundles):
         flags = ", ".join("--" + name.removesuffix("s").replace("_", "-") for name in data)
         verb = "applies" if len(data) == 1 else "apply"
         raise UsageError(f"{flags} {verb} to a plain model with -d, not a bundle")
+    many = len(bundles) > 1
+    printer = RunPrinter(verbose, many)
     progress = ProgressBar() if sys.stderr.isatty() and not quiet else None
-    report = verify(path, options, on_case=lambda case, report: print_case(case, report, verbose), progress=progress)
-    print_timing(report)  # --silent keeps the timing, as load_and_run does: it silences passing assertions only
-    print_summary(report)
-    return report.exit_code
+    summary = verify_all(
+        bundles,
+        options,
+        on_start=printer.start,
+        on_case=printer.case,
+        on_bundle=printer.bundle,
+        progress=progress,
+    )
+    printer.total(summary)
+    return summary.exit_code

@@ -63,34 +63,12 @@ def float16_lines(float16: dict[str, Any] | None, limit: int = 10) -> list[str]:
     return lines
 
 
-def value_text(value: Any) -> str:
-    """An element as a person reads it: ``0.0935``, not ``np.float32(0.0935)`` (numpy scalars print their shortest
-    exact form); text quoted."""
-    return repr(value) if isinstance(value, (str, bytes)) else str(value)
-
-
 def case_lines(case: Any, report: Any, verbose: int = 0) -> list[str]:
     """One test case: a head line, then every output (verbose) or the failures only (silent)."""
     lines = []
     for check in case.checks:
         if not check.passed:
-            err = "n/a" if check.err is None else f"{check.err:g}"
-            lines.append(
-                f"AssertEqual: err={err} (name={check.name}) FAILED (maxerr={check.maxerr:g})"
-                + (f": {check.reason}" if check.reason else "")
-            )
-            if check.worst_index is not None:
-                lines.append(
-                    f"  worst element at {list(check.worst_index)}: "
-                    f"expect={value_text(check.expect_value)}, get={value_text(check.got_value)}"
-                )
-            stats = check.stats
-            if "abs_err_max" in stats:
-                lines.append(
-                    f"  {stats['dtype']}{stats['shape']}: abs err max={stats['abs_err_max']:g} mean={stats['abs_err_mean']:g}; "
-                    f"expect min={stats['expect_min']:g} max={stats['expect_max']:g} mean={stats['expect_mean']:g}; "
-                    f"get min={stats['get_min']:g} max={stats['get_max']:g} mean={stats['get_mean']:g}"
-                )
+            lines += check.failure_lines()
         elif report.verbose:
             lines.append(f"AssertEqual: err={check.err:g} (name={check.name})")
     head = f"test case {case.index} ({case.origin}: {case.spec})"
@@ -114,11 +92,6 @@ def case_lines(case: Any, report: Any, verbose: int = 0) -> list[str]:
     return lines
 
 
-def print_case(case: Any, report: Any, verbose: int = 0) -> None:
-    for line in case_lines(case, report, verbose):
-        say(line)
-
-
 def table(rows: Sequence[Sequence[str]]) -> list[str]:
     """Rows as aligned text: the first column left-aligned, the others right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -138,7 +111,9 @@ def _rate(value: float | None) -> str:
 def timing_lines(report: Any) -> list[str]:
     """The latency table (ms) of every test case, then the batch sweep if any."""
     lines: list[str] = []
-    rows = [["latency (ms)", "batch", "iters", *STAT_COLUMNS, "inf/s", "samples/s"]]
+    load = report.session.get("concurrency", 1) if report.session else 1
+    title = "latency (ms)" if load == 1 else f"latency (ms), {load} at once"
+    rows = [[title, "batch", "iters", *STAT_COLUMNS, "inf/s", "samples/s"]]
     for case in report.cases:
         stats = case.timing.stats()
         if not stats.get("count"):
@@ -177,19 +152,94 @@ def timing_lines(report: Any) -> list[str]:
     return lines
 
 
-def print_timing(report: Any) -> None:
-    for line in timing_lines(report):
-        say(line)
+def cold_start_line(report: Any, peak_rss_mib: float | None = None) -> str:
+    """Creating the session, the first run, and (for one bundle) the process's peak memory."""
+    cold = report.cold_start()
+    parts = []
+    if cold["session_create_ms"] is not None:
+        parts.append(f"session created in {cold['session_create_ms']:.1f} ms")
+    if cold["first_run_ms"] is not None:
+        parts.append(f"first run {cold['first_run_ms']:.3f} ms")
+    if peak_rss_mib is not None:
+        parts.append(f"peak memory {peak_rss_mib:.0f} MiB")
+    return "cold start: " + ", ".join(parts) if parts else ""
 
 
-def print_summary(report: Any) -> None:
-    """The last line: how many test cases failed, or (verbose) that all passed."""
+def op_profile_lines(op_profile: Sequence[dict[str, Any]] | None, top: int | None = 10) -> list[str]:
+    """The time per operator type of ``--profile``, as load_and_run's profiler prints it."""
+    if not op_profile:
+        return []
+    rows = [["op type (profile)", "nodes", "calls", "total ms", "ms/run", "share"]]
+    for row in op_profile[:top]:
+        nodes = "-" if row["nodes"] is None else f"{row['nodes']:g}"
+        per_run = "-" if row["ms_per_run"] is None else f"{row['ms_per_run']:.3f}"
+        rows.append(
+            [row["op_type"], nodes, str(row["calls"]), f"{row['total_ms']:.3f}", per_run, f"{row['share']:.1%}"]
+        )
+    lines = table(rows)
+    if top is not None and len(op_profile) > top:
+        lines.append(f"... and {len(op_profile) - top} more op type(s) (-v lists them all)")
+    return lines
+
+
+def summary_line(report: Any, prefix: str = "") -> str:
+    """How many test cases failed, or that all passed ("" when silent and all passed, for one bundle)."""
     failed = [case for case in report.cases if not case.passed]
     if failed:
-        say(f"FAILED: {len(failed)} of {len(report.cases)} test case(s) failed")
-    elif report.verbose:
+        return f"{prefix}FAILED: {len(failed)} of {len(report.cases)} test case(s) failed"
+    if report.verbose or prefix:
         what = "passed" if report.assertion else "ran (no assertions)"
-        say(f"all {len(report.cases)} test case(s) {what}")
+        return f"{prefix}all {len(report.cases)} test case(s) {what}"
+    return ""
+
+
+class RunPrinter:
+    """What ``mgerun`` prints as it goes: each test case; after each bundle its timing, cold start, operator
+    profile and summary line; with several bundles, a header before each and a total at the end.
+
+    --silent leaves out passing assertions only: the timing is always printed, as load_and_run prints it.
+    """
+
+    def __init__(self, verbose: int = 0, many: bool = False) -> None:
+        self.verbose = verbose
+        self.many = many
+
+    def start(self, path: str) -> None:
+        if self.many:
+            say(f"== {path}")
+
+    def case(self, case: Any, report: Any) -> None:
+        for line in case_lines(case, report, self.verbose):
+            say(line)
+
+    def bundle(self, result: Any) -> None:
+        from ..runs import peak_rss_mib
+
+        if result.error is not None:  # only with several bundles: one alone raises
+            message = result.error.one_line()
+            say(f"mgerun: error: {message}", err=True)
+            say(f"{result.path}: ERROR (exit {result.error.exit_code}): {message.removeprefix(result.path + ': ')}")
+            return
+        report = result.report
+        lines = timing_lines(report)
+        cold = cold_start_line(report, None if self.many else peak_rss_mib())
+        lines += [cold] if cold else []
+        lines += op_profile_lines(report.op_profile, None if self.verbose else 10)
+        last = summary_line(report, f"{result.path}: " if self.many else "")
+        lines += [last] if last else []
+        for line in lines:
+            say(line)
+
+    def total(self, summary: Any) -> None:
+        if not self.many:
+            return
+        counts = {"passed": 0, "failed": 0, "error": 0}
+        for result in summary.results:
+            counts["error" if result.error else "passed" if result.exit_code == 0 else "failed"] += 1
+        say(
+            f"{len(summary.results)} bundle(s): {counts['passed']} passed, {counts['failed']} failed, "
+            f"{counts['error']} could not run; peak memory {summary.peak_rss_mib:.0f} MiB; exit {summary.exit_code}"
+        )
 
 
 class ProgressBar:

@@ -4,7 +4,6 @@ a model that fails to run gives at pack time (2) and at verify time (1)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.support import SAMPLES, bundle_manifest, rewrite_bundle, script
+from tests.support import SAMPLES, bundle_manifest, one_report, rewrite_bundle, script
 
 FREE_WIDTH = SAMPLES / "free_width.onnx"  # x [1,3,32,W]
 FREE_DIMS = SAMPLES / "free_dims.onnx"  # x [N,3,H,W]
@@ -55,7 +54,7 @@ def test_input_shape_runs_a_plain_model(tmp_path, mgerun, model, shape):
     report = tmp_path / "r.json"
     result = mgerun(model, "-d", "#rand(0,1)", "--input-shape", shape, "--iter", "1", "--report-json", report)
     assert result.code == 0, result.out + result.err
-    case = json.loads(report.read_text())["test_cases"][0]
+    case = one_report(report)["test_cases"][0]
     assert case["batch"] == int(shape.split(":")[-1].split(",")[0])
 
 

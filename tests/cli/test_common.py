@@ -24,6 +24,7 @@ HELP_DEFAULTS = [
     (mgerun_command, "--iter", VerifyOptions, "iters"),
     (mgerun_command, "--warmup-iter", VerifyOptions, "warmup"),
     (mgerun_command, "--io-dump-budget", VerifyOptions, "io_dump_budget_mb"),
+    (mgerun_command, "--concurrency", VerifyOptions, "concurrency"),
 ]
 
 

@@ -257,6 +257,8 @@ def _file_output_cases() -> list[Case]:
         ),
         ("mgerun-report", "mgerun", "r.json", lambda t, out, m, d: [m, *d, "--report-json", out]),
         ("mgerun-profile", "mgerun", "p.json", lambda t, out, m, d: [m, *d, "--profile", out]),
+        ("mgerun-junit", "mgerun", "j.xml", lambda t, out, m, d: [m, *d, "--junit-xml", out]),
+        ("mgerun-html", "mgerun", "r.html", lambda t, out, m, d: [m, *d, "--report-html", out]),
         ("mgediff-report", "mgediff", "r.json", lambda t, out, m, d: [m, m, *d, "--report-json", out]),
     ]
     cases = []

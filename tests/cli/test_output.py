@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mgedump.assertion import assert_equal
-from mgedump.cli.output import case_lines, table, value_text
+from mgedump.assertion import assert_equal, value_text
+from mgedump.cli.output import case_lines, table
 from mgedump.timing import Timing
 from mgedump.verifier import CaseReport
 

@@ -1,0 +1,6 @@
+"""Reports rendered from the JSON report (``mgerun --report-json``, report version 2): JUnit XML for CI servers
+(:mod:`.junit`) and a self-contained HTML page for people (:mod:`.html`, plots in :mod:`.plots`).
+
+Rendering from the one JSON document keeps the three reports in agreement, and
+lets a report be rendered again later from a saved JSON file.
+"""

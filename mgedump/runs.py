@@ -1,0 +1,248 @@
+"""Verify several bundles in one call (``mgerun a.mgetest b.mgetest models/``) and write the reports.
+
+A folder stands for its ``*.mgetest`` files, sorted. Each bundle is verified
+in turn with :func:`mgedump.verifier.verify`; with several, a bundle that is
+bad input does not stop the others: it is reported with its error, and the
+exit code is the worst of all (2 over 1 over 0). The reports (JSON, JUnit XML,
+HTML) cover every bundle; the HTML and JUnit reports are rendered from the
+JSON report, so the three always agree.
+
+With several bundles, the outputs that are one per bundle get the bundle's
+name: ``--profile prof.json`` writes ``prof.NAME.json``, ``--bin-out-dump DIR``
+and ``--io-dump DIR`` write into ``DIR/NAME/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import EXIT_OK, MgeError, UsageError
+from .fileio import check_folder_target, check_target, write_bytes_atomic
+from .options import VerifyOptions
+from .runtime import resolve_providers
+from .spec import expand_specs
+from .timing import Progress
+from .verifier import CaseReport, Report, is_plain_model, verify
+
+REPORT_VERSION = 2
+BUNDLE_SUFFIX = ".mgetest"
+
+
+@dataclass
+class BundleResult:
+    """One bundle's outcome: its report, or the error that stopped it."""
+
+    path: str
+    report: Report | None = None
+    error: MgeError | None = None
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        if self.error is not None:
+            return self.error.exit_code
+        assert self.report is not None
+        return self.report.exit_code
+
+    def to_json(self) -> dict[str, Any]:
+        if self.report is not None:
+            document = self.report.to_json()
+            document.pop("report_version", None)
+        else:
+            assert self.error is not None
+            document = {
+                "source": self.path,
+                "kind": "bundle",
+                "passed": False,
+                "exit_code": self.error.exit_code,
+                "error": self.error.one_line(),
+                "test_cases": [],
+            }
+        document["seconds"] = self.seconds
+        return document
+
+
+@dataclass
+class Summary:
+    """Every bundle's outcome; :attr:`exit_code` is the worst of them."""
+
+    results: list[BundleResult] = field(default_factory=list)
+    peak_rss_mib: float | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return max((r.exit_code for r in self.results), default=EXIT_OK)
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == EXIT_OK
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "report_version": REPORT_VERSION,
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "peak_rss_mib": self.peak_rss_mib,
+            "bundles": [result.to_json() for result in self.results],
+        }
+
+
+def expand_paths(paths: Sequence[str]) -> list[str]:
+    """The bundles named: a folder stands for its ``*.mgetest`` files, sorted.
+
+    Raises:
+        UsageError: no path, or a folder that holds no bundle.
+    """
+    if not paths:
+        raise UsageError("give a bundle (or a folder of *.mgetest bundles, or a model with -d)")
+    expanded = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = sorted(
+                os.path.join(path, name)
+                for name in os.listdir(path)
+                if name.endswith(BUNDLE_SUFFIX) and os.path.isfile(os.path.join(path, name))
+            )
+            if not found:
+                raise UsageError(f"folder {path} holds no *{BUNDLE_SUFFIX} bundle")
+            expanded += found
+        else:
+            expanded.append(path)
+    return expanded
+
+
+def bundle_name(path: str) -> str:
+    """What a bundle is called in per-bundle output names and reports: its file name without ``.mgetest``."""
+    return os.path.basename(path).removesuffix(BUNDLE_SUFFIX).removesuffix(".onnx") or "bundle"
+
+
+def options_for(path: str, options: VerifyOptions, many: bool) -> VerifyOptions:
+    """The options for one bundle: with several, the per-bundle outputs named after it."""
+    if not many:
+        return options
+    name = bundle_name(path)
+    changes: dict[str, Any] = {}
+    if options.profile:
+        root, ext = os.path.splitext(options.profile)
+        changes["profile"] = f"{root}.{name}{ext or '.json'}"
+    for flag in ("bin_out_dump", "io_dump"):
+        folder = getattr(options, flag)
+        if folder:
+            changes[flag] = os.path.join(folder, name)
+    return dataclasses.replace(options, **changes) if changes else options
+
+
+def verify_all(
+    paths: Sequence[str],
+    options: VerifyOptions | None = None,
+    *,
+    on_start: Callable[[str], None] | None = None,
+    on_case: Callable[[CaseReport, Report], None] | None = None,
+    on_bundle: Callable[[BundleResult], None] | None = None,
+    progress: Progress | None = None,
+) -> Summary:
+    """Verify every bundle (or the one plain model with ``-d``), then write the reports the options ask for.
+
+    Args:
+        paths: bundles, folders of bundles, or one model when ``options.specs`` is given.
+        on_start: called with each bundle's path before it runs.
+        on_case: called after each test case (see :func:`~mgedump.verifier.verify`).
+        on_bundle: called after each bundle, with its result.
+        progress: the progress callback for long timing runs.
+
+    Raises:
+        MgeError: bad options; with one bundle, anything that stops it (as
+            :func:`~mgedump.verifier.verify` raises it); with several, only
+            what stops them all.
+    """
+    options = options or VerifyOptions()
+    bundles = expand_paths(paths)
+    many = len(bundles) > 1
+    if many and options.specs:
+        raise UsageError(f"-d gives data to one plain model; {len(bundles)} paths were given")
+    if many and any(is_plain_model(p, options) for p in bundles):
+        model = next(p for p in bundles if is_plain_model(p, options))
+        raise UsageError(f"{model} is a plain model: run it alone with -d, or pack it into a bundle first")
+    resolve_providers(options.provider)
+    _check_unique_names(bundles, options, many)
+    list_files = [s.list_file for s in expand_specs(list(options.specs)) if s.list_file] if options.specs else []
+    protected = [*bundles, *list_files]
+    for target in (options.report_json, options.junit_xml, options.report_html):
+        if target:
+            check_target(target, protected)
+    if many:  # the per-bundle folders go inside the one given
+        for flag, folder in (("--bin-out-dump", options.bin_out_dump), ("--io-dump", options.io_dump)):
+            if folder:
+                check_folder_target(folder, flag, protected)
+                os.makedirs(folder, exist_ok=True)
+    summary = Summary()
+    for path in bundles:
+        if on_start is not None:
+            on_start(path)
+        began = time.perf_counter()
+        result = BundleResult(path)
+        try:
+            result.report = verify(
+                path, options_for(path, options, many), on_case=on_case, progress=progress,
+                label=f"{bundle_name(path)}: " if many else "",
+            )  # fmt: skip
+        except MgeError as exc:
+            if not many:
+                raise
+            result.error = exc
+        result.seconds = time.perf_counter() - began
+        summary.results.append(result)
+        if result.report is not None:
+            protected += result.report.files
+        if on_bundle is not None:
+            on_bundle(result)
+    summary.peak_rss_mib = peak_rss_mib()
+    write_reports(summary, options, protected)
+    return summary
+
+
+def _check_unique_names(bundles: Sequence[str], options: VerifyOptions, many: bool) -> None:
+    """Per-bundle outputs are named after the bundles: two bundles of one name would write over each other."""
+    if not many or not (options.profile or options.bin_out_dump or options.io_dump):
+        return
+    seen: dict[str, str] = {}
+    for path in bundles:
+        name = bundle_name(path)
+        if name in seen and os.path.realpath(seen[name]) != os.path.realpath(path):
+            raise UsageError(
+                f"{seen[name]} and {path} are both called {name!r}: their --profile or dump outputs would collide",
+                hint="rename one, or run them in separate calls",
+            )
+        seen[name] = path
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far, in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux
+
+
+def write_reports(summary: Summary, options: VerifyOptions, protected: Sequence[str]) -> None:
+    """Write the JSON, JUnit XML and HTML reports the options ask for, all from the one JSON document."""
+    if not (options.report_json or options.junit_xml or options.report_html):
+        return
+    document = summary.to_json()
+    if options.report_json:
+        text = json.dumps(document, indent=1, sort_keys=True) + "\n"
+        write_bytes_atomic(options.report_json, text.encode(), protected)
+    if options.junit_xml:
+        from .report.junit import render_junit
+
+        write_bytes_atomic(options.junit_xml, render_junit(document), protected)
+    if options.report_html:
+        from .report.html import render_html
+
+        write_bytes_atomic(options.report_html, render_html(document).encode(), protected)
