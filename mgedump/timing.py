@@ -115,6 +115,7 @@ def time_runs(
     *,
     duration_s: float = 0.0,
     concurrency: int = 1,
+    max_runs: int | None = None,
 ) -> tuple[Timing, list[Any] | None]:
     """Run warmup runs, then the timed runs; return their timing and the first run's outputs.
 
@@ -123,6 +124,8 @@ def time_runs(
         warmup: runs before timing, one after another; each is timed and kept apart.
         duration_s: go on until this many seconds of timed runs have passed.
         concurrency: threads issuing runs on the one session at once.
+        max_runs: with ``duration_s``, stop after this many timed runs even if time is left (every run's
+            latency is kept: this bounds their memory).
 
     Raises:
         RunError: onnxruntime failed.
@@ -136,10 +139,13 @@ def time_runs(
             values = session.run(None, feeds)
             warmup_ms.append((clock() - start) * 1e3)
             first = first if first is not None else values
+        limit = max(iters, max_runs) if max_runs is not None else None
         if concurrency > 1:
-            latencies, wall_s, values = _concurrent(session, feeds, iters, duration_s, concurrency, progress, label)
+            latencies, wall_s, values = _concurrent(
+                session, feeds, iters, duration_s, concurrency, progress, label, limit
+            )
         elif duration_s > 0:
-            latencies, wall_s, values = _for_duration(session, feeds, iters, duration_s, progress, label)
+            latencies, wall_s, values = _for_duration(session, feeds, iters, duration_s, progress, label, limit)
         else:
             latencies, wall_s, values = _fixed(session, feeds, iters, progress, label)
     except Exception as exc:
@@ -181,7 +187,13 @@ def _fixed(
 
 
 def _for_duration(
-    session: Any, feeds: dict[str, np.ndarray], iters: int, duration_s: float, progress: Progress | None, label: str
+    session: Any,
+    feeds: dict[str, np.ndarray],
+    iters: int,
+    duration_s: float,
+    progress: Progress | None,
+    label: str,
+    limit: int | None = None,
 ) -> tuple[list[float], float, Any]:
     """Runs one after another until ``duration_s`` has passed and ``iters`` have run; progress in seconds."""
     latencies: list[float] = []
@@ -196,7 +208,7 @@ def _for_duration(
     shown = progress is not None and duration_s > PROGRESS_AFTER_S
     while True:
         start = clock()
-        if start >= end and len(latencies) >= iters:
+        if (start >= end and len(latencies) >= iters) or (limit is not None and len(latencies) >= limit):
             break
         run_once(None, feeds)
         stop = clock()
@@ -226,9 +238,10 @@ def _concurrent(
     concurrency: int,
     progress: Progress | None,
     label: str,
+    limit: int | None = None,
 ) -> tuple[list[float], float, Any]:
     """``concurrency`` threads issuing runs on one session until ``iters`` runs (in all) are done and
-    ``duration_s`` has passed. The main thread only waits, and shows progress."""
+    ``duration_s`` has passed (or ``limit`` runs are done). The main thread only waits, and shows progress."""
     clock = time.perf_counter
     tickets = itertools.count()  # next() on it is atomic: each run takes one ticket
     per_thread: list[list[float]] = [[] for _ in range(concurrency)]
@@ -246,7 +259,7 @@ def _concurrent(
             while not stop.is_set():
                 ticket = next(tickets)
                 start = clock()
-                if ticket >= iters and start - began[0] >= duration_s:
+                if (ticket >= iters and start - began[0] >= duration_s) or (limit is not None and ticket >= limit):
                     break
                 values = run_once(None, feeds)
                 own.append((clock() - start) * 1e3)

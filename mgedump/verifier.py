@@ -18,7 +18,8 @@ from .bundle import Bundle
 from .data import build_cases, check_shape
 from .errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
 from .fileio import atomic_output, check_folder_target, check_target, hash_files
-from .limits import require_memory
+from .limits import available_memory, require_memory
+from .log import warn_once
 from .optimize.requirements import check_requirements
 from .options import VerifyOptions
 from .runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
@@ -295,8 +296,12 @@ def verify(
         protected += prepared.files
         _check_outputs(options, protected)  # the data files are known now
         # every timed run's latency is kept (a float, and its text in the report)
-        runs = len(prepared.cases) * options.iters * (1 + len(options.repeat_sweep))
-        require_memory(64 * runs, f"--iter {options.iters} on {len(prepared.cases)} test case(s)", UsageError)
+        timings = len(prepared.cases) * (1 + len(options.repeat_sweep))
+        require_memory(
+            64 * timings * options.iters, f"--iter {options.iters} on {len(prepared.cases)} test case(s)", UsageError
+        )
+        # a --duration run keeps going while time is left: as many runs as memory holds, at the most
+        max_runs = max(options.iters, available_memory() // (2 * 64 * timings)) if options.duration_s else None
         if options.repeat_sweep:
             _check_sweep(prepared, options.repeat_sweep)
         maxerr = prepared.maxerr if options.maxerr is None else options.maxerr
@@ -317,7 +322,9 @@ def verify(
         report.session_create_ms = prepared.session_ms
         report.files = list(protected)
         for index, case in enumerate(prepared.cases):
-            result = _run_case(prepared, index, case, maxerr if assertion else None, options, progress, label)
+            result = _run_case(prepared, index, case, maxerr if assertion else None, options, progress, label, max_runs)
+            if max_runs is not None and len(result.timing.latencies_ms) >= max_runs:
+                warn_once(f"test case {index}: --duration stopped after {max_runs} runs, as many as memory holds")
             report.cases.append(result)
             if options.bin_out_dump and result.error is None:
                 _dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs, protected)
@@ -349,10 +356,11 @@ def _run_case(
     options: VerifyOptions,
     progress: Progress | None,
     prefix: str = "",
+    max_runs: int | None = None,
 ) -> CaseReport:
     batch = batch_of(case.feeds)
     began = time.perf_counter()
-    load = {"duration_s": options.duration_s, "concurrency": options.concurrency}
+    load = {"duration_s": options.duration_s, "concurrency": options.concurrency, "max_runs": max_runs}
     label = f"{prefix}test case {index}"
     try:
         timing, first = time_runs(prepared.session, case.feeds, options.iters, options.warmup, progress, label, **load)

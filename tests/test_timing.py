@@ -86,3 +86,11 @@ def test_a_failing_run_is_a_run_error():
     session = open_session(str(sample("bad/gather_index.onnx").path))
     with pytest.raises(RunError, match="'idx'"):
         time_runs(session, {"idx": np.array([0, 99, 1])}, iters=3, warmup=0)
+
+
+def test_a_long_duration_stops_at_the_run_limit(session):
+    feeds = {"data": np.zeros((1, 3, 32, 32), np.float32)}
+    alone, _ = time_runs(session, feeds, iters=3, warmup=0, duration_s=600, max_runs=25)
+    assert len(alone.latencies_ms) == 25 and alone.wall_s < 60
+    loaded, _ = time_runs(session, feeds, iters=3, warmup=0, duration_s=600, concurrency=2, max_runs=25)
+    assert len(loaded.latencies_ms) == 25 and loaded.wall_s < 60
