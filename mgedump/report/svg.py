@@ -44,10 +44,14 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 
 def number(value: float) -> str:
-    """A tick label: short, no trailing zeros."""
+    """A tick label: short, no trailing zeros (``150k``, ``2.5M``, ``0.05``)."""
     if value == 0:
         return "0"
-    if abs(value) >= 1e5 or abs(value) < 1e-3:
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
+        if abs(value) >= scale:
+            shown = value / (1e3 if suffix == "k" else scale)
+            return f"{shown:.4g}{'k' if suffix == 'k' else suffix}"
+    if abs(value) < 1e-3:
         return f"{value:.1e}"
     return f"{value:.4g}"
 
@@ -62,10 +66,11 @@ class Frame:
     y1: float
     width: int = WIDTH
     height: int = HEIGHT
+    right: int = RIGHT  # the margin on the right: wider where a second axis is labelled there
 
     def x(self, value: float) -> float:
         span = (self.x1 - self.x0) or 1.0
-        return LEFT + (value - self.x0) / span * (self.width - LEFT - RIGHT)
+        return LEFT + (value - self.x0) / span * (self.width - LEFT - self.right)
 
     def y(self, value: float) -> float:
         span = (self.y1 - self.y0) or 1.0
@@ -85,16 +90,16 @@ def _axes(frame: Frame, xticks: Sequence[float], yticks: Sequence[float], xlabel
     out = []
     for value in yticks:
         y = frame.y(value)
-        out.append(f'<line x1="{LEFT}" x2="{frame.width - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="{GRID}"/>')
+        out.append(f'<line x1="{LEFT}" x2="{frame.width - frame.right}" y1="{y:.1f}" y2="{y:.1f}" stroke="{GRID}"/>')
         out.append(f'<text x="{LEFT - 4}" y="{y + 3:.1f}" text-anchor="end" class="tick">{number(value)}</text>')
     base = frame.height - BOTTOM
-    out.append(f'<line x1="{LEFT}" x2="{frame.width - RIGHT}" y1="{base}" y2="{base}" stroke="{INK}"/>')
+    out.append(f'<line x1="{LEFT}" x2="{frame.width - frame.right}" y1="{base}" y2="{base}" stroke="{INK}"/>')
     for value in xticks:
         x = frame.x(value)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{base}" y2="{base + 4}" stroke="{INK}"/>')
         out.append(f'<text x="{x:.1f}" y="{base + 15}" text-anchor="middle" class="tick">{number(value)}</text>')
     out.append(
-        f'<text x="{(LEFT + frame.width - RIGHT) / 2:.0f}" y="{frame.height - 4}" text-anchor="middle" '
+        f'<text x="{(LEFT + frame.width - frame.right) / 2:.0f}" y="{frame.height - 4}" text-anchor="middle" '
         f'class="label">{escape(xlabel)}</text>'
     )
     out.append(
@@ -204,11 +209,14 @@ def sweep(points: Sequence[dict], title: str = "batch sweep") -> str:
     rows = [p for p in points if p.get("median_ms") is not None]
     if not rows:
         return ""
-    frame = Frame(0, len(rows) - 1 or 1, 0, 1, width=WIDTH)
+    right = 46  # room for the ms/sample axis
+    last = len(rows) - 1 or 1
+    frame = Frame(0, last, 0, 1, right=right)
     top_rate = max(p["samples_per_s"] for p in rows)
     top_ms = max(p["ms_per_sample"] for p in rows)
     rate_ticks, ms_ticks = nice_ticks(0, top_rate, 4), nice_ticks(0, top_ms, 4)
-    rate, per = Frame(0, len(rows) - 1 or 1, 0, rate_ticks[-1]), Frame(0, len(rows) - 1 or 1, 0, ms_ticks[-1])
+    rate = Frame(0, last, 0, rate_ticks[-1], right=right)
+    per = Frame(0, last, 0, ms_ticks[-1], right=right)
     out = _open("sweep", title, frame, points=len(rows))
     out += _axes(rate, [], rate_ticks, "batch", "samples/s")
     base = HEIGHT - BOTTOM
@@ -217,7 +225,7 @@ def sweep(points: Sequence[dict], title: str = "batch sweep") -> str:
         out.append(f'<text x="{x:.1f}" y="{base + 15}" text-anchor="middle" class="tick">{p["batch"]}</text>')
     for ms in ms_ticks:  # the right-hand axis: ms per sample
         out.append(
-            f'<text x="{WIDTH - RIGHT + 2}" y="{per.y(ms) + 3:.1f}" class="tick" fill="{ACCENT}">{number(ms)}</text>'
+            f'<text x="{WIDTH - right + 4}" y="{per.y(ms) + 3:.1f}" class="tick" fill="{ACCENT}">{number(ms)}</text>'
         )
     for series, scale, colour, key in (
         ("rate", rate, TIMED, "samples_per_s"),
@@ -233,7 +241,7 @@ def sweep(points: Sequence[dict], title: str = "batch sweep") -> str:
                 f"{p['samples_per_s']:.1f} samples/s, {p['ms_per_sample']:.4g} ms/sample</title></circle>"
             )
     out.append(
-        f'<text x="{WIDTH - RIGHT}" y="14" text-anchor="end" class="tick"><tspan fill="{TIMED}">samples/s</tspan> '
+        f'<text x="{WIDTH - 4}" y="14" text-anchor="end" class="tick"><tspan fill="{TIMED}">samples/s</tspan> '
         f'<tspan fill="{ACCENT}">ms/sample (right)</tspan></text>'
     )
     out.append("</svg>")
