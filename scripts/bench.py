@@ -1117,7 +1117,9 @@ def optimize_worker(model: str, folder: str, rounds: int, iters: int) -> list[di
     """Optimise one model every way mgedump can; per variant: size, session creation and latency medians (alternated)."""
     import numpy as np
 
-    from mgedump.optimize import OptimizeOptions, cpu_has_avx2, optimize_file
+    from mgedump.optimize import optimize_file
+    from mgedump.optimize.requirements import cpu_has_avx2
+    from mgedump.options import OptimizeOptions
     from mgedump.runtime import model_io, open_session
 
     paths: dict[str, str] = {}

@@ -405,7 +405,11 @@ class _Converter:
                 init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
         weight_names = {init.name for init in graph.initializer}
         for value in graph.input:
-            if value.name in weight_names or not self.is_float(value.name):
+            if value.name in weight_names:  # a weight also listed as an input (IR 3): its declared type follows it
+                if scope.storage.get(value.name) == _FLOAT16 and value.type.HasField("tensor_type"):
+                    value.type.tensor_type.elem_type = _FLOAT16
+                continue
+            if not self.is_float(value.name):
                 continue
             if main:
                 value.type.tensor_type.elem_type = _FLOAT16

@@ -174,3 +174,22 @@ def test_ioc16_computes_in_float16_only_where_onnxruntime_has_kernels():
     assert computes16 and computes16 <= cpu_float16_ops()
     assert "Conv" not in computes16  # no float16 Conv kernel on the CPU
     assert result.weights16 == len(model.graph.initializer) - len(result.weights32)
+
+
+@pytest.mark.parametrize("mode", ["enable_ioc16", "enable_io16xc32"])
+def test_weights_listed_as_inputs_change_type_with_their_initializer(tmp_path, mode):
+    """IR 3 models list every weight as a graph input too: a weight stored float16 must be declared float16 there,
+    or onnxruntime refuses the model ("Tensor element type mismatch")."""
+    out = tmp_path / "m.onnx"
+    optimize_file(
+        str(sample("ir3_mlp.onnx").path), str(out), OptimizeOptions(optimize_for_inference=True, **{mode: True})
+    )
+    model = onnx.load(str(out))
+    stored = {init.name: init.data_type for init in model.graph.initializer}
+    declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.input if v.name in stored}
+    assert declared and declared == {name: stored[name] for name in declared}
+    if mode == "enable_ioc16":
+        assert TensorProto.FLOAT16 in declared.values()
+    import onnxruntime as ort
+
+    ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])  # loads
