@@ -10,8 +10,8 @@ Sections (``--sections``, a comma list; default: all, in this order):
 
 ``overhead``
     Timing-loop overhead of ``mgerun``. A bundle is packed from
-    ``samples/cnn.onnx``; then one worker process alternates, for ``--runs``
-    rounds, (a) ``mgedump.verifier.verify(bundle, VerifyOptions(iters=300,
+    ``samples/cnn.onnx``; then one worker process alternates, for 3 x
+    ``--runs`` rounds, (a) ``mgedump.verifier.verify(bundle, VerifyOptions(iters=300,
     warmup=10))``, taking the median latency of test case 0, and (b) a bare
     loop: an onnxruntime session on the same model bytes with the same session
     options and provider, the same feeds, 10 untimed and 300 timed
@@ -345,8 +345,11 @@ def section_overhead(ctx: Context) -> Table:
     packed = run_process([*console_script("mgedump"), ROOT / "samples" / "cnn.onnx", "-d", "#rand(0,1)", "-o", bundle])
     if not packed.ok:
         raise RuntimeError(f"mgedump could not pack samples/cnn.onnx ({packed.failure()})")
-    log(f"overhead: {ctx.runs} rounds of {iters} runs")
-    rounds = run_worker("overhead", ctx.tmp, bundle=str(bundle), iters=iters, warmup=warmup, rounds=ctx.runs)
+    # the sample runs in tens of microseconds, where a round's ratio swings by 10% with the machine's state:
+    # three times the rounds (each takes a fraction of a second) for a steadier median
+    rounds_wanted = 3 * ctx.runs
+    log(f"overhead: {rounds_wanted} rounds of {iters} runs")
+    rounds = run_worker("overhead", ctx.tmp, bundle=str(bundle), iters=iters, warmup=warmup, rounds=rounds_wanted)
     table = Table(
         "Timing-loop overhead",
         f"Median latency per iteration of `samples/cnn.onnx` as `mgerun` times it (`verify()`, {iters} timed runs after "

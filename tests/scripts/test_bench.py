@@ -58,7 +58,7 @@ def test_quick_run_writes_report(tmp_path):
     ):
         assert key in text, key
     overhead = table_rows(text, "(`overhead`)")
-    assert len(overhead) == 3  # two rounds and the median
+    assert len(overhead) == 7  # three rounds per --runs (two) and the median
     assert all(NUMBER.match(row[-1]) for row in overhead), overhead
     startup = table_rows(text, "(`startup`)")
     assert [row[0] for row in startup] == ["`mgedump --help`", "`mgerun --help`"]
