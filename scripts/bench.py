@@ -294,6 +294,30 @@ def mib(n_bytes: float) -> str:
     return f"{n_bytes / 1024:.0f} KiB"
 
 
+def ratio_rows(
+    table: Table, rounds: list[dict[str, float]], a: str, b: str, digits: int, swap: bool = False
+) -> float | None:
+    """A row per round (its two figures and a / b), then the medians; return the median ratio.
+
+    With ``swap``, the columns show b before a (the table's order), the ratio is still a / b.
+    """
+    ratios = []
+    first, second = (b, a) if swap else (a, b)
+    for index, entry in enumerate(rounds, 1):
+        ratios.append(entry[a] / entry[b])
+        table.rows.append([str(index), fmt(entry[first], digits), fmt(entry[second], digits), fmt_ratio(ratios[-1])])
+    overall = median(ratios)
+    table.rows.append(
+        [
+            "**median**",
+            fmt(median([e[first] for e in rounds]), digits),
+            fmt(median([e[second] for e in rounds]), digits),
+            f"**{fmt_ratio(overall)}**",
+        ]
+    )
+    return overall
+
+
 # ---------------------------------------------------------------- section: overhead
 
 
@@ -357,19 +381,7 @@ def section_overhead(ctx: Context) -> Table:
         "alternated in one process. Target: median ratio mgerun / bare <= 1.02.",
         ["round", "mgerun median (ms)", "bare loop median (ms)", "mgerun / bare"],
     )
-    ratios = []
-    for index, entry in enumerate(rounds, 1):
-        ratios.append(entry["mgerun"] / entry["bare"])
-        table.rows.append([str(index), fmt(entry["mgerun"], 4), fmt(entry["bare"], 4), fmt_ratio(ratios[-1])])
-    overall = median(ratios)
-    table.rows.append(
-        [
-            "**median**",
-            fmt(median([e["mgerun"] for e in rounds]), 4),
-            fmt(median([e["bare"] for e in rounds]), 4),
-            f"**{fmt_ratio(overall)}**",
-        ]
-    )
+    overall = ratio_rows(table, rounds, "mgerun", "bare", digits=4)
     table.checks.append(Check("overhead: mgerun / bare loop", "<= 1.02", fmt_ratio(overall), at_most(overall, 1.02)))
     return table
 
@@ -461,15 +473,7 @@ def section_load(ctx: Context) -> Table:
         "Throughput is timed runs per second of wall time. Target: concurrency 2 / 1 >= 1.6 on 2 cores.",
         ["round", "concurrency 1 (runs/s)", "concurrency 2 (runs/s)", "2 / 1"],
     )
-    ratios = []
-    for index, entry in enumerate(rounds, 1):
-        ratios.append(entry["2"] / entry["1"])
-        table.rows.append([str(index), fmt(entry["1"], 1), fmt(entry["2"], 1), fmt_ratio(ratios[-1])])
-    overall = median(ratios)
-    table.rows.append(
-        ["**median**", fmt(median([e["1"] for e in rounds]), 1), fmt(median([e["2"] for e in rounds]), 1),
-         f"**{fmt_ratio(overall)}**"]
-    )  # fmt: skip
+    overall = ratio_rows(table, rounds, "2", "1", digits=1, swap=True)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     table.checks.append(
         Check(f"load: concurrency 2 / 1 ({cores} cores)", ">= 1.6", fmt_ratio(overall), None if overall is None
