@@ -244,7 +244,7 @@ def _concurrent(
     ``duration_s`` has passed (or ``limit`` runs are done). The main thread only waits, and shows progress."""
     clock = time.perf_counter
     tickets = itertools.count()  # next() on it is atomic: each run takes one ticket
-    per_thread: list[list[float]] = [[] for _ in range(concurrency)]
+    per_thread: list[list[tuple[float, float]]] = [[] for _ in range(concurrency)]  # (end, ms) of each run
     firsts: list[Any] = [None] * concurrency
     failed: list[BaseException] = []
     stop = threading.Event()
@@ -262,7 +262,8 @@ def _concurrent(
                 if (ticket >= iters and start - began[0] >= duration_s) or (limit is not None and ticket >= limit):
                     break
                 values = run_once(None, feeds)
-                own.append((clock() - start) * 1e3)
+                end = clock()
+                own.append((end, (end - start) * 1e3))
                 if firsts[k] is None:
                     firsts[k] = values
         except BaseException as exc:  # handed to the main thread, which raises it
@@ -289,5 +290,5 @@ def _concurrent(
         _show(progress, label, duration_s, duration_s, iters, iters)  # type: ignore[arg-type]
     if failed:
         raise failed[0]
-    latencies = [ms for own in per_thread for ms in own]
+    latencies = [ms for _, ms in sorted(run for own in per_thread for run in own)]  # in the order they ended
     return latencies, wall_s, next((f for f in firsts if f is not None), None)

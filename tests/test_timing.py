@@ -94,3 +94,32 @@ def test_a_long_duration_stops_at_the_run_limit(session):
     assert len(alone.latencies_ms) == 25 and alone.wall_s < 60
     loaded, _ = time_runs(session, feeds, iters=3, warmup=0, duration_s=600, concurrency=2, max_runs=25)
     assert len(loaded.latencies_ms) == 25 and loaded.wall_s < 60
+
+
+class _TwoSpeeds:
+    """A stand-in session: the first thread to call it takes 20 ms a run, the second 4 ms."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.lock, self.local, self.seen = threading.Lock(), threading.local(), 0
+
+    def run(self, names, feeds):
+        import time
+
+        if not hasattr(self.local, "seconds"):
+            with self.lock:
+                self.local.seconds = 0.02 if self.seen == 0 else 0.004
+                self.seen += 1
+        time.sleep(self.local.seconds)
+        return [np.zeros(1, np.float32)]
+
+
+def test_runs_under_load_are_listed_in_the_order_they_ended():
+    """Each thread keeps its own runs; merged, they are in the order they ended (the slow thread's runs fall
+    among the fast one's), not one thread's runs and then the other's."""
+    loaded, _ = time_runs(_TwoSpeeds(), {"x": np.zeros(1, np.float32)}, iters=30, warmup=0, concurrency=2)
+    slow = [ms > 12 for ms in loaded.latencies_ms]
+    assert 3 <= sum(slow) <= 12
+    switches = sum(1 for a, b in zip(slow, slow[1:], strict=False) if a != b)
+    assert switches >= 4  # one thread after the other would switch once
