@@ -27,6 +27,7 @@ from typing import Any
 from .errors import EXIT_OK, MgeError, UsageError
 from .fileio import check_folder_target, check_target, write_bytes_atomic
 from .options import VerifyOptions
+from .report import bundle_name
 from .runtime import resolve_providers
 from .spec import expand_specs
 from .timing import Progress
@@ -117,11 +118,6 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
         else:
             expanded.append(path)
     return expanded
-
-
-def bundle_name(path: str) -> str:
-    """What a bundle is called in per-bundle output names and reports: its file name without ``.mgetest``."""
-    return os.path.basename(path).removesuffix(BUNDLE_SUFFIX).removesuffix(".onnx") or "bundle"
 
 
 def options_for(path: str, options: VerifyOptions, many: bool) -> VerifyOptions:

@@ -94,7 +94,7 @@ class Report:
 
     def cold_start(self) -> dict[str, float | None]:
         """Creating the session, and the first run (its first warm-up run, else its first timed run)."""
-        first = next((c.timing.first_run_ms() for c in self.cases if c.timing.first_run_ms() is not None), None)
+        first = next((ms for ms in (c.timing.first_run_ms() for c in self.cases) if ms is not None), None)
         return {"session_create_ms": self.session_create_ms, "first_run_ms": first}
 
     @property

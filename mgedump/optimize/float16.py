@@ -436,6 +436,15 @@ class _Converter:
         graph.node.extend(nodes)
         del graph.value_info[:]
 
+    def _stored16(
+        self, name: str, main: bool, graph_outputs: set[str], kept: bool, readers: Mapping[str, list[tuple[Any, int]]]
+    ) -> bool:
+        """Whether a float tensor is stored float16: an output of the model, or (io16xc32) any tensor passed
+        between nodes that convert, unless a reader needs it exact."""
+        return (main and name in graph_outputs) or (
+            self.mode == IO16XC32 and not kept and not self._needs_exact(name, readers)
+        )
+
     def convert_node(
         self,
         node: Any,
@@ -469,13 +478,7 @@ class _Converter:
                 continue
             made = _FLOAT16 if compute16 and slots is not None and slots.outputs[k] is not None else _FLOAT
             stored = made
-            if (
-                main
-                and name in graph_outputs
-                or self.mode == IO16XC32
-                and not kept
-                and not self._needs_exact(name, readers)
-            ):
+            if self._stored16(name, main, graph_outputs, kept, readers):
                 stored = _FLOAT16
             elif made == _FLOAT16 and self._needs_exact(name, readers):
                 stored = _FLOAT
@@ -520,13 +523,7 @@ class _Converter:
                     numpy_helper.from_array(numpy_helper.to_array(value.t).astype(np.float16), value.t.name)
                 )
         final = stored
-        if (
-            main
-            and name in graph_outputs
-            or self.mode == IO16XC32
-            and not kept
-            and not self._needs_exact(name, readers)
-        ):
+        if self._stored16(name, main, graph_outputs, kept, readers):
             final = _FLOAT16
         self.store_as(scope, node, 0, stored, final, out)
 

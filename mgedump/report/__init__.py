@@ -4,3 +4,13 @@
 Rendering from the one JSON document keeps the three reports in agreement, and
 lets a report be rendered again later from a saved JSON file.
 """
+
+from __future__ import annotations
+
+import os
+
+
+def bundle_name(path: str) -> str:
+    """What a bundle is called in reports and per-bundle output names: its file name without ``.mgetest``."""
+    base = os.path.basename(str(path))
+    return base.removesuffix(".mgetest") or base

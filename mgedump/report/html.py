@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from .. import __version__
-from . import svg
+from . import bundle_name, svg
 
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 24px auto;
@@ -52,10 +52,6 @@ def _rate(value: Any) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def _name(bundle: dict[str, Any]) -> str:
-    return str(bundle["source"]).rsplit("/", 1)[-1].removesuffix(".mgetest")
-
-
 def _case_verdict(case: dict[str, Any]) -> int:
     return 1 if case.get("error") or not case.get("passed") else 0
 
@@ -71,7 +67,7 @@ def _summary_table(document: dict[str, Any]) -> list[str]:
         medians = sorted(c["latency_ms"]["median"] for c in cases if (c.get("latency_ms") or {}).get("count"))
         cold = bundle.get("cold_start") or {}
         out.append(
-            f'<tr data-bundle="{k}"><td><a href="#bundle-{k}">{escape(_name(bundle))}</a></td>'
+            f'<tr data-bundle="{k}"><td><a href="#bundle-{k}">{escape(bundle_name(bundle["source"]))}</a></td>'
             f'<td class="text">{_verdict(bundle["exit_code"])}</td><td>{len(cases)}</td><td>{failed}</td>'
             f"<td>{_ms(medians[len(medians) // 2] if medians else None)}</td>"
             f"<td>{_ms(cold.get('session_create_ms'), 1)}</td><td>{_ms(cold.get('first_run_ms'))}</td></tr>"
@@ -165,7 +161,7 @@ def _case_section(bundle: dict[str, Any], case: dict[str, Any]) -> list[str]:
 
 def _bundle_section(bundle: dict[str, Any]) -> list[str]:
     out = [f'<section class="bundle" id="{bundle["_id"]}" data-source="{escape(str(bundle["source"]))}">']
-    out.append(f"<h2>{escape(_name(bundle))} {_verdict(bundle['exit_code'])}</h2>")
+    out.append(f"<h2>{escape(bundle_name(bundle['source']))} {_verdict(bundle['exit_code'])}</h2>")
     out.append(f'<p class="meta">{escape(str(bundle["source"]))}</p>')
     if bundle.get("error"):
         out.append(f"<pre>{escape(bundle['error'])}</pre></section>")

@@ -11,10 +11,11 @@ the AssertEqual lines ``mgerun`` prints; a model that failed to run is an
 
 from __future__ import annotations
 
-import os
 import re
 import xml.etree.ElementTree as ET
 from typing import Any
+
+from . import bundle_name
 
 # characters XML 1.0 cannot hold at all, even escaped
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -26,10 +27,6 @@ def _text(value: Any) -> str:
 
 def _seconds(value: Any) -> str:
     return f"{float(value or 0.0):.6f}"
-
-
-def _suite_name(bundle: dict[str, Any]) -> str:
-    return os.path.basename(str(bundle["source"])).removesuffix(".mgetest") or str(bundle["source"])
 
 
 def _latency_line(case: dict[str, Any]) -> str:
@@ -77,7 +74,7 @@ def render_junit(document: dict[str, Any]) -> bytes:
     root = ET.Element("testsuites", name="mgerun")
     totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
     for bundle in document["bundles"]:
-        name = _suite_name(bundle)
+        name = bundle_name(bundle["source"])
         suite = ET.SubElement(root, "testsuite", name=_text(name))
         properties = ET.SubElement(suite, "properties")
         ET.SubElement(properties, "property", name="source", value=_text(bundle["source"]))
