@@ -80,6 +80,8 @@ SEEDS: dict[str, int] = {
     "float16/loop_float.onnx": 1015,
     "free_width.onnx": 1016,
     "free_dims.onnx": 1017,
+    "int8/weight_outlier.onnx": 1018,
+    "int8/mild_outlier.onnx": 1019,
     "cnn_input.npy": 2001,
     "multi_input.npz": 2002,
     "cnn_input.pb": 2003,
@@ -741,6 +743,58 @@ def build_loop_float() -> onnx.ModelProto:
     return _make_model(graph)
 
 
+def build_weight_outlier() -> onnx.ModelProto:
+    """A feature that is always zero (its Relu input is negative on data in [0, 1]) carries a weight of 500 in every
+    output column of the head: int8's per-column scale (500/127) rounds every other weight of the head to zero, so
+    int8 destroys the logits. The float model never notices: the feature is zero."""
+    rng = _rng("int8/weight_outlier.onnx")
+    w1 = (rng.standard_normal((32, 32)) * 0.3).astype(np.float32)
+    w1[:, 0] = -0.05  # feature 0 is negative for any input in [0, 1]: the Relu makes it zero
+    w2 = (rng.standard_normal((32, 8)) * 0.3).astype(np.float32)
+    w2[0, :] = 500.0
+    nodes = [
+        helper.make_node("MatMul", ["x", "W1"], ["h"], name="embed"),
+        helper.make_node("Relu", ["h"], ["r"], name="act"),
+        helper.make_node("MatMul", ["r", "W2"], ["logits"], name="head"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "weight_outlier",
+        [_value_info("x", TensorProto.FLOAT, [1, 32])],
+        [_value_info("logits", TensorProto.FLOAT, [1, 8])],
+        initializer=[numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2")],
+    )
+    return _make_model(graph)
+
+
+def build_mild_outlier() -> onnx.ModelProto:
+    """Three MatMuls; the head's columns each hold a weight of 12 on a dead feature, so int8 rounds the head's other
+    weights coarsely (steps of 12/127): the head alone moves the logits beyond a tight maxerr, the rest holds."""
+    rng = _rng("int8/mild_outlier.onnx")
+    w1 = (rng.standard_normal((32, 32)) * 0.3).astype(np.float32)
+    w1[:, 0] = -0.05
+    w2 = (rng.standard_normal((32, 32)) * 0.3).astype(np.float32)
+    w2[0, :] = 0.0
+    w2[:, 0] = -0.05
+    w3 = (rng.standard_normal((32, 8)) * 0.3).astype(np.float32)
+    w3[0, :] = 12.0
+    nodes = [
+        helper.make_node("MatMul", ["x", "W1"], ["h1"], name="embed"),
+        helper.make_node("Relu", ["h1"], ["r1"], name="act1"),
+        helper.make_node("MatMul", ["r1", "W2"], ["h2"], name="mid"),
+        helper.make_node("Relu", ["h2"], ["r2"], name="act2"),
+        helper.make_node("MatMul", ["r2", "W3"], ["logits"], name="head"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mild_outlier",
+        [_value_info("x", TensorProto.FLOAT, [1, 32])],
+        [_value_info("logits", TensorProto.FLOAT, [1, 8])],
+        initializer=[numpy_helper.from_array(w, n) for w, n in ((w1, "W1"), (w2, "W2"), (w3, "W3"))],
+    )
+    return _make_model(graph)
+
+
 # --------------------------------------------------------------------------
 # writers: each registry entry writes its file(s) under the output folder
 
@@ -829,7 +883,7 @@ REGISTRY: tuple[Sample, ...] = (
         _writer(build_cnn),
         "#rand(0,1)",
         "the main example: NCHW [1,3,32,32] -> Conv/BatchNorm/Relu/MaxPool/Gemm/Softmax -> prob [1,10]",
-        tags=("image", "batchnorm"),
+        tags=("image", "batchnorm", "int8"),
     ),
     Sample("nhwc.onnx", _writer(build_nhwc), "#rand(0,255)", "an NHWC image input [1,32,32,3]", tags=("image",)),
     Sample("gray.onnx", _writer(build_gray), "#rand(0,255)", "a one-channel NCHW input [1,1,28,28]", tags=("image",)),
@@ -942,6 +996,20 @@ REGISTRY: tuple[Sample, ...] = (
         "#rand(-1,1)",
         "a Loop carrying a float state",
         tags=("float16", "subgraph"),
+    ),
+    Sample(
+        "int8/weight_outlier.onnx",
+        _writer(build_weight_outlier),
+        "#rand(0,1)",
+        "a head whose every column holds one huge weight on a dead feature: int8 rounds the others to zero",
+        tags=("int8",),
+    ),
+    Sample(
+        "int8/mild_outlier.onnx",
+        _writer(build_mild_outlier),
+        "#rand(0,1)",
+        "three MatMuls, the head's weights coarse in int8: the search keeps the head float",
+        tags=("int8",),
     ),
     Sample(
         "bad/not_onnx.onnx",
