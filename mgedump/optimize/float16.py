@@ -33,7 +33,7 @@ from the test data.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import ModelError
 
-FLOAT16_MAX = 65504.0
+FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504: the one definition of float16's largest value
 FLOAT16_TINY = 2.0**-24  # the smallest float16 (subnormal): a weight entirely below it (an epsilon) becomes zero
 IOC16, IO16XC32 = "ioc16", "io16xc32"
 CONTROL_FLOW = ("If", "Loop", "Scan")
@@ -64,7 +64,7 @@ _FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
 
 def cpu_float16_ops() -> set[str]:
     """Ops of the default domain that have a float16 kernel in onnxruntime's CPU provider."""
-    from onnxruntime.capi import _pybind_state as C
+    from onnxruntime.capi import _pybind_state as C  # type: ignore[import-untyped]
 
     ops = set()
     for kernel in C.get_all_opkernel_def():
@@ -146,7 +146,7 @@ def _slots(node: Any, opsets: Mapping[str, int]) -> Slots | None:
         return None
     allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
 
-    def slot(formals: list[Any], k: int) -> str | None:
+    def slot(formals: Sequence[Any], k: int) -> str | None:
         if not formals:
             return None
         formal = formals[min(k, len(formals) - 1)]
@@ -347,7 +347,7 @@ class _Converter:
         why = None
         finite = np.abs(values[np.isfinite(values)])
         if finite.size and finite.max() > FLOAT16_MAX:
-            why = f"values up to {finite.max():.4g}, beyond float16's 65504"
+            why = f"values up to {finite.max():.4g}, beyond float16's {FLOAT16_MAX:g}"
         elif finite.size and finite.max() > 0 and finite.max() < FLOAT16_TINY:
             why = f"values all below {FLOAT16_TINY:.3g} (largest {finite.max():.3g}): float16 stores them as zero"
         else:

@@ -1,0 +1,152 @@
+"""int8 (mgedump.optimize.quantize): onnxruntime's quantizer, proved on the test data: what the model becomes, the
+search that keeps nodes float, the refusal of a model int8 destroys, the statistics, determinism."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from mgedump.errors import OptimizeError
+from mgedump.optimize.quantize import METHODS, output_stats, quantize_int8
+from tests.support import sample
+
+
+def _cases(model: str, count: int, seed: int = 0, scale: float = 1.0) -> tuple[list[dict], list[list[np.ndarray]]]:
+    """Random inputs in [0, scale) for a one-input sample, and the outputs of the sample as given on them."""
+    path = str(sample(model).path)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    info = session.get_inputs()[0]
+    rng = np.random.default_rng(seed)
+    cases = [{info.name: (rng.random(info.shape) * scale).astype(np.float32)} for _ in range(count)]
+    return cases, [session.run(None, c) for c in cases]
+
+
+def _quantize(tmp_path, model: str, maxerr: float, **kwargs):
+    cases, expected = kwargs.pop("data", None) or _cases(model, 4)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(exist_ok=True)
+    out = tmp_path / kwargs.pop("name", "int8.onnx")
+    result = quantize_int8(
+        str(sample(model).path),
+        str(out),
+        test_inputs=cases,
+        expected=expected,
+        maxerr=maxerr,
+        scratch=str(scratch),
+        **kwargs,
+    )
+    return result, out
+
+
+def _ops(path) -> list[str]:
+    return [n.op_type for n in onnx.load(str(path)).graph.node]
+
+
+def test_static_int8_is_qdq_per_channel_and_meets_maxerr(tmp_path):
+    result, out = _quantize(tmp_path, "cnn.onnx", 0.05)
+    ops = _ops(out)
+    assert "QuantizeLinear" in ops and "DequantizeLinear" in ops and ops.count("Conv") == 2
+    model = onnx.load(str(out))
+    onnx.checker.check_model(model)
+    weight_scales = [
+        n for n in model.graph.node if n.op_type == "DequantizeLinear" and any(a.name == "axis" for a in n.attribute)
+    ]
+    assert weight_scales, "per-channel weights carry DequantizeLinear's axis"
+    record = result.to_json()
+    assert record["mode"] == "static" and record["format"] == "QDQ" and record["per_channel"] is True
+    assert record["method"] == "minmax" and record["kept_float32"] == [] and record["search_rounds"] == 1
+    assert record["calibration"] == {"cases": 4, "from": ["the test cases"]}
+    (stats,) = record["outputs"]
+    assert stats["name"] == "prob" and 0 < stats["max_abs_err"] <= 0.05
+    assert stats["mean_abs_err"] <= stats["p99_abs_err"] <= stats["max_abs_err"]
+    assert stats["top1_agreement"] == 1.0 and stats["top1_rows"] == 4
+    # the int8 model runs in onnxruntime and gives what the statistics say
+    cases, expected = _cases("cnn.onnx", 4)
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    worst = max(float(np.abs(session.run(None, c)[0] - e[0]).max()) for c, e in zip(cases, expected, strict=True))
+    assert worst == pytest.approx(stats["max_abs_err"], rel=1e-5)
+
+
+def test_separate_calibration_data_sets_other_ranges_and_is_recorded(tmp_path):
+    own, _ = _quantize(tmp_path, "cnn.onnx", 0.05, name="own.onnx")
+    other_cases, _ = _cases("cnn.onnx", 3, seed=7, scale=0.5)
+    calibrated, out = _quantize(
+        tmp_path,
+        "cnn.onnx",
+        0.5,
+        name="other.onnx",
+        calibration=other_cases,
+        calibration_specs=["--calibrate #rand(0,0.5)"],
+    )
+    assert calibrated.calibration == {"cases": 3, "from": ["--calibrate #rand(0,0.5)"]}
+    assert (tmp_path / "own.onnx").read_bytes() != out.read_bytes()
+
+
+def test_the_same_data_gives_the_same_bytes(tmp_path):
+    digests = set()
+    for k in range(2):
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        _, out = _quantize(folder, "cnn.onnx", 0.05)
+        digests.add(hashlib.sha256(out.read_bytes()).hexdigest())
+    assert len(digests) == 1
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_calibration_method_quantizes(method, tmp_path):
+    result, out = _quantize(tmp_path, "cnn.onnx", 0.1, method=method)
+    assert result.method == method and "QuantizeLinear" in _ops(out)
+
+
+def test_the_search_keeps_the_node_that_misses_maxerr_float(tmp_path):
+    result, out = _quantize(tmp_path, "int8/mild_outlier.onnx", 0.3)
+    assert list(result.kept) == ["head"] and "int8 err" in result.kept["head"]
+    assert set(result.quantized) >= {"embed", "mid"} and "head" not in result.quantized
+    model = onnx.load(str(out))
+    head = next(n for n in model.graph.node if n.name == "head")
+    producers = {o: n.op_type for n in model.graph.node for o in n.output}
+    assert producers.get(head.input[1]) != "DequantizeLinear", "the head's weight stays float"
+    assert result.outputs[0].assert_err <= 0.3 and result.rounds >= 2
+
+
+def test_a_model_int8_destroys_is_refused_with_its_first_divergence(tmp_path):
+    with pytest.raises(OptimizeError) as caught:
+        _quantize(tmp_path, "int8/weight_outlier.onnx", 0.2)
+    error = caught.value
+    assert "destroys the outputs" in error.message
+    assert "first divergence on test case" in error.message and "node 'head' (MatMul)" in error.message
+    assert error.hint is not None and error.hint.startswith("--fp32-nodes head keeps it float and passes")
+    assert "--maxerr" not in error.hint
+    assert not (tmp_path / "int8.onnx").exists()
+
+
+def test_fp32_nodes_naming_the_destroying_node_packs(tmp_path):
+    result, out = _quantize(tmp_path, "int8/weight_outlier.onnx", 0.2, fp32_nodes=["head"])
+    assert result.kept == {"head": "--fp32-nodes head"}
+    assert "QuantizeLinear" in _ops(out) and result.outputs[0].top1_agreement == 1.0
+
+
+def test_keeping_every_heavy_node_float_is_refused(tmp_path):
+    with pytest.raises(OptimizeError) as caught:
+        _quantize(tmp_path, "cnn.onnx", 1e-4)
+    assert "nothing would be left for int8 to speed up" in caught.value.message
+    assert "with every other node int8: err=" in caught.value.message
+
+
+def test_dynamic_int8_quantizes_matmul_weights(tmp_path):
+    result, out = _quantize(tmp_path, "int8/mild_outlier.onnx", 0.5, mode="dynamic")
+    ops = _ops(out)
+    assert "MatMulInteger" in ops and "DynamicQuantizeLinear" in ops and "QuantizeLinear" not in ops
+    assert result.calibration is None and result.method is None
+
+
+def test_output_stats_top1_only_for_score_vectors():
+    want = [[np.array([[0.1, 0.7, 0.2], [0.5, 0.4, 0.1]], np.float32), np.array([3.0], np.float32)]]
+    got = [[np.array([[0.1, 0.6, 0.3], [0.3, 0.6, 0.1]], np.float32), np.array([3.5], np.float32)]]
+    scores, single = output_stats(["p", "y"], want, got)
+    assert scores.top1_agreement == 0.5 and scores.top1_rows == 2 and scores.destroyed
+    assert scores.max_abs_err == pytest.approx(0.2) and single.top1_agreement is None
