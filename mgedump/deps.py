@@ -1,0 +1,63 @@
+"""Optional dependencies: import one, or say in one line which install provides it.
+
+The core install is numpy and click; everything else comes with an extra
+(``pyproject.toml``, README "Installing"): the runtime with ``cpu``
+(onnxruntime) or ``gpu`` (onnxruntime-gpu), and what packing needs with
+``pack`` (onnx, OpenCV, Pillow). A command that reaches a module its install
+left out stops with a :class:`~mgedump.errors.UsageError` naming the pip install
+that adds it, rather than a ModuleNotFoundError traceback::
+
+    onnx = require("onnx", purpose="naming the node where a check first fails")
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+from .errors import UsageError
+
+# top-level module -> (what the user knows it as, the install that provides it)
+PROVIDERS: dict[str, tuple[str, str]] = {
+    "onnx": ("onnx", "pip install 'mgedump[pack]'"),
+    "cv2": ("OpenCV (cv2)", "pip install 'mgedump[pack]'"),
+    "PIL": ("Pillow (PIL)", "pip install 'mgedump[pack]'"),
+    "onnxruntime": ("onnxruntime", "pip install 'mgedump[cpu]' (or 'mgedump[gpu]' for CUDA)"),
+}
+
+
+def require(module: str, *, purpose: str | None = None) -> ModuleType:
+    """Import ``module`` (``"onnx"``, ``"onnx.helper"``, ``"PIL.Image"``, ...) and return it.
+
+    Args:
+        module: a module of one of the optional dependencies in :data:`PROVIDERS`.
+        purpose: what needs it, for the message (``"reading images"``); default ``"this"``.
+
+    Raises:
+        UsageError: the dependency is not installed (or is installed but does not load), naming the pip install
+            that provides it.
+        ValueError: ``module`` is not an optional dependency (a bug in the caller).
+    """
+    top = module.partition(".")[0]
+    if top not in PROVIDERS:
+        raise ValueError(f"{module!r} is not an optional dependency of mgedump (known: {', '.join(PROVIDERS)})")
+    shown, install = PROVIDERS[top]
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if not _installed(top):
+            raise UsageError(f"{shown} is not installed: {purpose or 'this'} needs {install}") from exc
+        raise UsageError(
+            f"{shown} is installed but cannot be imported: {exc}", hint=f"{install} installs it with what it needs"
+        ) from exc
+    except ImportError as exc:  # present but broken: a shared library that does not load, a version mismatch
+        raise UsageError(f"{shown} is installed but cannot be imported: {exc}") from exc
+
+
+def _installed(top: str) -> bool:
+    """Whether the top-level package can be found at all (else: found, but something it imports is missing)."""
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
