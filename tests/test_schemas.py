@@ -20,12 +20,11 @@ import re
 import zipfile
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
-jsonschema = pytest.importorskip("jsonschema")
-
-from tests.support import ROOT, SAMPLES, rewrite_bundle, with_changed_weight  # noqa: E402
+from tests.support import ROOT, SAMPLES, rewrite_bundle, with_changed_weight
 
 DOCS = ROOT / "docs"
 SCHEMAS = DOCS / "schemas"
