@@ -18,13 +18,20 @@ Each flag maps onto a well-kept implementation or a small pass of our own:
   (``com.microsoft.FusedConv``): the bundle requires onnxruntime.
 - ``--enable-nchw88``: onnxruntime's ALL level, its blocked NCHWc layout for x86
   AVX2 (``com.microsoft.nchwc``): requires onnxruntime's CPU provider on an AVX2 CPU.
-- ``--enable-ioc16``: onnxruntime's float16 converter
-  (``onnxruntime.transformers.float16``), with every op that has no float16 CPU
-  kernel in onnxruntime (and the converter's own unsafe list: Resize, TopK,
-  Range, CumSum, NMS, ...) kept float32 behind Casts; weights stored as float16.
-- ``--enable-io16xc32``: our own pass: every float tensor between operators and
+- ``--enable-ioc16``: our own float16 pass (:mod:`.float16`): an op computes in
+  float16 where onnxruntime's CPU provider has a float16 kernel for it, every
+  other op (and those that must stay exact: Resize, TopK, Range, CumSum, NMS,
+  ...) computes in float32 behind Casts; weights are stored as float16 unless
+  float16 cannot hold them. The nodes kept float32 are decided from the test
+  data (:mod:`.autocast`).
+- ``--enable-io16xc32``: our own pass (:mod:`.float16`): every float tensor between operators and
   at the model's inputs and outputs is float16; each operator casts its inputs
   to float32, computes in float32 and casts its outputs back.
+- ``--quantize int8``: onnxruntime's quantizer (:mod:`.quantize`): static QDQ
+  int8 calibrated on the test cases (or ``--calibrate`` data), or dynamic int8
+  MatMul weights; the portable rewrites run first whatever the flags say (they
+  are the quantizer's pre-processing). The nodes kept float are decided from
+  the test data, and a model int8 destroys is refused.
 - ``--discard-var-name``: our own pass: internal tensors and initializers are
   renamed, node names and doc strings dropped; graph inputs and outputs keep
   their names.
@@ -40,14 +47,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ModelError
+from ..bundle.requirements import check_can_make, int8_requirements, requirements_of
+from ..errors import ModelError, UsageError
 from ..modelfile import uses_external_data
-from ..options import OptimizeOptions
+from ..options import DEFAULT_MAXERR, OptimizeOptions
 from ..runtime import open_session, session_options
 from .autocast import choose_precision
 from .float16 import convert, is_float16_model, matching_nodes, name_nodes
 from .passes import batchnorm_to_affine, discard_names, restore_ir, strip_opsets
-from .requirements import check_can_make, requirements_of
 
 __all__ = ["OptimizeOptions", "OptimizeResult", "level_of", "optimize_file"]
 
@@ -63,6 +70,8 @@ class OptimizeResult:
         notes: remarks for the user.
         float16: with a float16 mode: the nodes and weights kept float32 and why
             (:meth:`~mgedump.optimize.autocast.Autocast.to_json`).
+        int8: with ``--quantize int8``: how it was quantized, the nodes kept float, the calibration data and the
+            error statistics per output (:meth:`~mgedump.optimize.quantize.Int8Result.to_json`).
     """
 
     path: str
@@ -70,6 +79,7 @@ class OptimizeResult:
     requirements: list[str]
     notes: list[str] = field(default_factory=list)
     float16: dict[str, Any] | None = None
+    int8: dict[str, Any] | None = None
 
 
 def optimize_file(
@@ -79,6 +89,8 @@ def optimize_file(
     *,
     test_inputs: Sequence[Mapping[str, Any]] | None = None,
     maxerr: float | None = None,
+    calibration: Sequence[Mapping[str, Any]] = (),
+    calibration_specs: Sequence[str] = (),
 ) -> OptimizeResult:
     """Write src, optimised as options say, to dst (with dst's external data beside it if the model needs it).
 
@@ -88,21 +100,28 @@ def optimize_file(
         test_inputs: the test cases' inputs. With a float16 mode, the nodes
             that must stay float32 are found by running on them
             (:mod:`.autocast`); without, only the weights' ranges decide.
-        maxerr: what the float16 model's outputs must meet on the test cases.
+        maxerr: what the float16 or int8 model's outputs must meet on the test cases (none: the pack's default).
+        calibration: with int8: the cases the static ranges are calibrated on (none: the test cases).
+        calibration_specs: where the calibration cases came from (``--calibrate`` specs), for the manifest.
 
     Raises:
         UsageError: nchw88 on a CPU without AVX2.
         ModelError: the model cannot be optimised or the result fails ``onnx.checker``.
-        OptimizeError: no float16 model meets ``maxerr`` on the test cases.
+        OptimizeError: no float16 or int8 model meets ``maxerr`` on the test cases.
+        UsageError: int8 without test data.
     """
     import onnx
 
     check_can_make(options)
+    limit = DEFAULT_MAXERR if maxerr is None else maxerr
+    quantize = getattr(options, "quantize", None)
+    if quantize and not test_inputs:
+        raise UsageError("--quantize int8 is proved on test data, and none was given")
     with tempfile.TemporaryDirectory(prefix="mgedump-opt-") as tmp:
         notes: list[str] = []
         external = _uses_external(src)
-        # 1. portable rewrites (standard ONNX); 2. float16; 3. onnxruntime-only fusions and layouts
-        if options.optimize_for_inference:
+        # 1. portable rewrites (standard ONNX); 2. float16 or int8; 3. onnxruntime-only fusions and layouts
+        if options.optimize_for_inference or quantize:
             model = _ort_offline(src, os.path.join(tmp, "basic.onnx"), "basic", external)
             if batchnorm_to_affine(model):  # BatchNorms that follow no Conv: Mul + Add, then fold again
                 staged = os.path.join(tmp, "affine.onnx")
@@ -122,7 +141,7 @@ def optimize_file(
                     staged,
                     options.float16,
                     test_inputs,
-                    maxerr=1e-2 if maxerr is None else maxerr,
+                    maxerr=limit,
                     fp32_nodes=options.fp32_nodes,
                     scratch=tmp,
                 )
@@ -137,6 +156,12 @@ def optimize_file(
                     "weights_float32": [{"weight": n, "why": why} for n, why in conversion.weights32.items()],
                     "search_rounds": 0,
                 }
+        int8 = None
+        if quantize and test_inputs:
+            model, int8 = _quantize(
+                src, model, options, test_inputs, limit, calibration, calibration_specs, tmp, external
+            )
+            notes += int8.pop("notes")
         level = level_of(options)
         if level != "basic":
             staged = os.path.join(tmp, "staged.onnx")
@@ -145,6 +170,7 @@ def optimize_file(
         if options.discard_var_name:
             discard_names(model)
         strip_opsets(model)
+        requirements = requirements_of(options) + (int8_requirements(int8["mode"]) if int8 else [])
         if not requirements_of(options):
             try:
                 onnx.checker.check_model(model)
@@ -153,7 +179,51 @@ def optimize_file(
                     f"the optimised model fails onnx.checker: {' '.join(str(exc).split())[:300]}"
                 ) from None
         _save(model, dst, external)
-    return OptimizeResult(dst, options.names(), requirements_of(options), notes, float16)
+    names = options.names() + (["int8"] if int8 else [])
+    if int8 and "optimize-for-inference" not in names:
+        names.insert(0, "optimize-for-inference")  # the quantizer's pre-processing ran
+    return OptimizeResult(dst, names, requirements, notes, float16, int8)
+
+
+def _quantize(
+    src: str,
+    model: Any,
+    options: OptimizeOptions,
+    test_inputs: Sequence[Mapping[str, Any]],
+    maxerr: float,
+    calibration: Sequence[Mapping[str, Any]],
+    calibration_specs: Sequence[str],
+    tmp: str,
+    external: bool,
+) -> tuple[Any, dict[str, Any]]:
+    """int8 on the optimised float model, proved against the outputs of the model as given (src)."""
+    import onnx
+
+    from .quantize import DEFAULT_METHOD, STATIC, quantize_int8
+
+    staged = os.path.join(tmp, "float.onnx")
+    _save(model, staged, external)
+    given = open_session(src, label="the model as given")
+    names = [o.name for o in given.get_outputs()]
+    expected = [given.run(names, dict(feeds)) for feeds in test_inputs]
+    found = quantize_int8(
+        staged,
+        os.path.join(tmp, "int8.onnx"),
+        test_inputs=test_inputs,
+        expected=expected,
+        maxerr=maxerr,
+        calibration=calibration,
+        calibration_specs=calibration_specs,
+        mode=getattr(options, "quantize_mode", None) or STATIC,
+        method=getattr(options, "calibrate_method", None) or DEFAULT_METHOD,
+        per_channel=not getattr(options, "per_tensor", False),
+        fp32_nodes=options.fp32_nodes,
+        scratch=tmp,
+        external=external,
+    )
+    record = found.to_json()
+    record["notes"] = found.notes
+    return onnx.load(found.path), record
 
 
 def level_of(options: OptimizeOptions) -> str:

@@ -8,7 +8,7 @@ Given the float32 model and the test cases:
 2. Keep float32 the nodes ``--fp32-nodes`` names, and every node whose float32
    values on the test cases go beyond what float16 holds (65504).
 3. Convert (:func:`mgedump.optimize.float16.convert`), run the candidate the
-   same way, and diff it against the reference (:mod:`mgedump.diagnose.diff`).
+   same way, and diff it against the reference (:mod:`mgedump.diagnose.divergence`).
    If every model output is within ``maxerr``, done. Otherwise keep float32
    every node that introduces error above ``maxerr``; when the node that first
    diverges is float32 already (its error comes in through float16-rounded
@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 
 from ..assertion import maxerr_hint
-from ..diagnose.diff import FLOAT16_MAX, CaseDiff, diff_stream, tensor_err
+from ..diagnose.divergence import CaseDiff, diff_stream, tensor_err
+from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
 from ..diagnose.iodump import IoDump, MemoryDump
-from ..diagnose.run import ModelDumper, RunSettings, dump_to_scratch
 from ..errors import OptimizeError
-from .float16 import convert, matching_nodes, name_nodes
+from .float16 import FLOAT16_MAX, convert, matching_nodes, name_nodes
 
 MAX_ROUNDS = 12
 
@@ -75,8 +75,13 @@ def _rounded(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _as_inputs_of(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    from onnx import TensorProto
+
     types = {v.name: v.type.tensor_type.elem_type for v in model.graph.input}
-    return {k: (v.astype(np.float16) if types.get(k) == 10 and v.dtype == np.float32 else v) for k, v in feeds.items()}
+    half = TensorProto.FLOAT16
+    return {
+        k: (v.astype(np.float16) if types.get(k) == half and v.dtype == np.float32 else v) for k, v in feeds.items()
+    }
 
 
 def _range_rule(ref: IoDump | MemoryDump, model: Any) -> dict[str, str]:
@@ -90,7 +95,7 @@ def _range_rule(ref: IoDump | MemoryDump, model: Any) -> dict[str, str]:
                 if entry and entry["dtype"] == "float32" and entry["max"] is not None:
                     worst = max(worst, abs(entry["max"]), abs(entry["min"]))
         if worst > FLOAT16_MAX:
-            kept[node.name] = f"float32 values reach {worst:.4g} on the test data, beyond float16's 65504"
+            kept[node.name] = f"float32 values reach {worst:.4g} on the test data, beyond float16's {FLOAT16_MAX:g}"
     return kept
 
 
