@@ -13,18 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from .assertion import OutputCheck, assert_equal
-from .bundle import Bundle
-from .data import build_cases, check_shape
-from .errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
-from .fileio import atomic_output, check_folder_target, check_target, hash_files
-from .limits import available_memory, require_memory
-from .log import warn_once
-from .optimize.requirements import check_requirements
-from .options import VerifyOptions
-from .runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
-from .spec import CaseSpec, expand_specs
-from .timing import Progress, Timing, batch_of, time_runs
+from ..assertion import OutputCheck, assert_equal
+from ..bundle import Bundle, case_folder
+from ..bundle.requirements import check_requirements
+from ..data import TestData, check_shape
+from ..errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
+from ..fileio import atomic_output, check_folder_target, check_target, hash_files
+from ..limits import available_memory, require_memory
+from ..log import warn_once
+from ..options import VerifyOptions
+from ..runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
+from ..timing import Progress, Timing, batch_of, time_runs
 
 __all__ = ["CaseReport", "Report", "VerifyOptions", "is_plain_model", "verify"]
 
@@ -178,75 +177,84 @@ def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
 
 
 def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
-    if options.specs:
+    if options.cases:
         raise UsageError("-d gives data to a plain model; a bundle carries its own test cases")
     with Bundle(path) as bundle:
         manifest = bundle.manifest
-        model = manifest["model"]
-        label = f"{path}:{model['member']}"
-        check_requirements(manifest["requirements"], resolve_providers(options.provider)[0])
+        model = manifest.model
+        label = f"{path}:{model.member}"
+        check_requirements(manifest.requirements, resolve_providers(options.provider)[0])
         # onnxruntime loads a file with a third less memory than the same bytes from Python
-        model_path = bundle.extract(model["member"], tmp)
-        if model.get("external_data"):
-            bundle.extract(model["external_data"], tmp)
+        model_path = bundle.extract(model.member, tmp)
+        if model.external_data:
+            bundle.extract(model.external_data, tmp)
         session, session_ms = _open(model_path, label, options, tmp)
-        inputs = [TensorInfo.from_json(d) for d in manifest["inputs"]]
-        outputs = [TensorInfo.from_json(d) for d in manifest["outputs"]]
+        inputs = [TensorInfo.from_json(d) for d in manifest.inputs]
+        outputs = [TensorInfo.from_json(d) for d in manifest.outputs]
         got_in, got_out = model_io(session)
         if [i.name for i in got_in] != [i.name for i in inputs] or [o.name for o in got_out] != [
             o.name for o in outputs
         ]:
             raise ModelError(f"{label}: the model's inputs/outputs do not match the manifest")
-        assertion = manifest["assertion"]
+        assertion = manifest.assertion
         cases = []
-        for case in manifest["test_cases"]:
+        for case in manifest.test_cases:
             feeds = {
                 info.name: _bundled_input(bundle, member, info)
-                for info, member in zip(got_in, case["inputs"], strict=True)
+                for info, member in zip(got_in, case.inputs, strict=True)
             }
             expected = None
-            if assertion["enabled"]:  # the manifest lists one output member per output then, none otherwise
+            if assertion.enabled:  # the manifest lists one output member per output then, none otherwise
                 expected = [
-                    bundle.tensor(member, info.name) for info, member in zip(outputs, case["outputs"], strict=True)
+                    bundle.tensor(member, info.name) for info, member in zip(outputs, case.outputs, strict=True)
                 ]
-            cases.append(_Case(case["spec"], case.get("origin", ""), feeds, expected))
+            cases.append(_Case(case.spec, case.origin, feeds, expected))
         reference = None
-        if manifest.get("io_dump"):
-            reference = bundle.extract_folder(manifest["io_dump"]["folder"], os.path.join(tmp, "reference"))
+        if manifest.io_dump:
+            reference = bundle.extract_folder(manifest.io_dump["folder"], os.path.join(tmp, "reference"))
         bundle.verified()
     return _Prepared(
-        "bundle",
-        session,
-        inputs,
-        outputs,
-        cases,
-        assertion["enabled"],
-        float(assertion["maxerr"]),
-        assertion["verbose"],
-        model_path,
-        model["sha256"],
-        reference,
+        kind="bundle",
+        session=session,
+        inputs=inputs,
+        outputs=outputs,
+        cases=cases,
+        assertion=assertion.enabled,
+        maxerr=assertion.maxerr,
+        verbose=assertion.verbose,
+        model_path=model_path,
+        model_sha256=model.sha256,
+        reference=reference,
         session_ms=session_ms,
     )
 
 
-def _from_model(path: str, case_specs: Sequence[CaseSpec], options: VerifyOptions, tmp: str) -> _Prepared:
-    if not case_specs:
+def _from_model(path: str, data: TestData | None, options: VerifyOptions, tmp: str) -> _Prepared:
+    if data is None:
         raise UsageError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
     session, session_ms = _open(path, path, options, tmp)
     inputs, outputs = model_io(session)
-    built = build_cases(case_specs, inputs, options.data)
+    built = data.build(inputs, options.data)
     cases = [_Case(case.spec.text, case.spec.origin, dict(case.inputs), None, case.defaulted) for case in built]
-    sha256 = hash_files([path]).sha256 if options.io_dump else ""
-    files = [f for case in built for f in case.files]
     return _Prepared(
-        "model", session, inputs, outputs, cases, False, 0.0, True, path, sha256, files=files, session_ms=session_ms
+        kind="model",
+        session=session,
+        inputs=inputs,
+        outputs=outputs,
+        cases=cases,
+        assertion=False,
+        maxerr=0.0,
+        verbose=True,
+        model_path=path,
+        model_sha256=hash_files([path]).sha256 if options.io_dump else "",
+        files=[f for case in built for f in case.files],
+        session_ms=session_ms,
     )
 
 
 def is_plain_model(path: str, options: VerifyOptions) -> bool:
     """A path is run as a plain model when -d is given or it ends in .onnx."""
-    return bool(options.specs) or path.lower().endswith(".onnx")
+    return bool(options.cases) or path.lower().endswith(".onnx")
 
 
 def _check_outputs(options: VerifyOptions, protected: Sequence[str]) -> None:
@@ -287,65 +295,85 @@ def verify(
     """
     options = options or VerifyOptions()
     plain = is_plain_model(path, options)
-    case_specs = expand_specs(list(options.specs)) if plain and options.specs else []
-    protected = [path, *sorted({spec.list_file for spec in case_specs if spec.list_file})]
+    data = TestData.parse(options.cases) if plain and options.cases else None
+    protected = [path, *(data.list_files if data is not None else ())]
     _check_outputs(options, protected)
     resolve_providers(options.provider)
     with tempfile.TemporaryDirectory(prefix="mgerun-") as tmp:
-        prepared = _from_model(path, case_specs, options, tmp) if plain else _from_bundle(path, options, tmp)
+        prepared = _from_model(path, data, options, tmp) if plain else _from_bundle(path, options, tmp)
         protected += prepared.files
         _check_outputs(options, protected)  # the data files are known now
-        # every timed run's latency is kept (a float, and its text in the report)
-        timings = len(prepared.cases) * (1 + len(options.repeat_sweep))
-        require_memory(
-            64 * timings * options.iters, f"--iter {options.iters} on {len(prepared.cases)} test case(s)", UsageError
-        )
-        # a --duration run keeps going while time is left: as many runs as memory holds, at the most
-        max_runs = max(options.iters, available_memory() // (2 * 64 * timings)) if options.duration_s else None
-        if options.repeat_sweep:
-            _check_sweep(prepared, options.repeat_sweep)
-        maxerr = prepared.maxerr if options.maxerr is None else options.maxerr
-        verbose = prepared.verbose if options.silent is None else not options.silent
-        assertion = prepared.assertion and not options.no_assert
-        session_info = {
-            "providers": list(prepared.session.get_providers()),
-            "threads": options.threads,
-            "graph_opt": options.graph_opt or "all",
-            "iters": options.iters,
-            "warmup": options.warmup,
-            "duration_s": options.duration_s,
-            "concurrency": options.concurrency,
-        }
-        report = Report(
-            path, prepared.kind, prepared.inputs, prepared.outputs, assertion, maxerr, verbose, session_info
-        )
-        report.session_create_ms = prepared.session_ms
-        report.files = list(protected)
+        max_runs = _check_budget(prepared, options)
+        report = _new_report(path, prepared, options, protected)
+        maxerr = report.maxerr if report.assertion else None
         for index, case in enumerate(prepared.cases):
-            result = _run_case(prepared, index, case, maxerr if assertion else None, options, progress, label, max_runs)
+            result = _run_case(prepared, index, case, maxerr, options, progress, label, max_runs)
             if max_runs is not None and len(result.timing.latencies_ms) >= max_runs:
                 warn_once(f"test case {index}: --duration stopped after {max_runs} runs, as many as memory holds")
             report.cases.append(result)
             if options.bin_out_dump and result.error is None:
                 _dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs, protected)
             if not result.passed and result.error is None and prepared.reference is not None:
-                result.diagnosis = _diagnose(prepared, index, case, maxerr, options, tmp)
+                result.diagnosis = _diagnose(prepared, index, case, report.maxerr, options, tmp)
             if on_case is not None:
                 on_case(result, report)
         if options.profile:
             report.profile, report.op_profile = _save_profile(prepared.session, options.profile, protected)
         if options.io_dump:
-            prepared.session = None  # the timing session's memory goes before the exposed runs start
-            from .diagnose.iodump import release_memory
-
-            release_memory()
-            ran = [
-                (k, case.feeds)
-                for k, (case, result) in enumerate(zip(prepared.cases, report.cases, strict=True))
-                if result.error is None
-            ]
-            _io_dump(prepared, ran, options)
+            _io_dump_after_timing(prepared, report, options)
     return report
+
+
+def _check_budget(prepared: _Prepared, options: VerifyOptions) -> int | None:
+    """Refuse timing runs whose latencies would not fit in memory; return the most runs a --duration may make."""
+    # every timed run's latency is kept (a float, and its text in the report)
+    timings = len(prepared.cases) * (1 + len(options.repeat_sweep))
+    require_memory(
+        64 * timings * options.iters, f"--iter {options.iters} on {len(prepared.cases)} test case(s)", UsageError
+    )
+    if options.repeat_sweep:
+        _check_sweep(prepared, options.repeat_sweep)
+    # a --duration run keeps going while time is left: as many runs as memory holds, at the most
+    return max(options.iters, available_memory() // (2 * 64 * timings)) if options.duration_s else None
+
+
+def _new_report(path: str, prepared: _Prepared, options: VerifyOptions, protected: Sequence[str]) -> Report:
+    """The report before any test case ran: the bundle's settings with the command line's overrides."""
+    session_info = {
+        "providers": list(prepared.session.get_providers()),
+        "threads": options.threads,
+        "graph_opt": options.graph_opt or "all",
+        "iters": options.iters,
+        "warmup": options.warmup,
+        "duration_s": options.duration_s,
+        "concurrency": options.concurrency,
+    }
+    return Report(
+        source=path,
+        kind=prepared.kind,
+        inputs=prepared.inputs,
+        outputs=prepared.outputs,
+        assertion=prepared.assertion and not options.no_assert,
+        maxerr=prepared.maxerr if options.maxerr is None else options.maxerr,
+        verbose=prepared.verbose if options.silent is None else not options.silent,
+        session=session_info,
+        session_create_ms=prepared.session_ms,
+        files=list(protected),
+    )
+
+
+def _io_dump_after_timing(prepared: _Prepared, report: Report, options: VerifyOptions) -> None:
+    """The --io-dump of every test case that ran, after timing (the timing session's memory let go first)."""
+    from ..diagnose.iodump import release_memory
+
+    prepared.session = None
+    release_memory()
+    ran = [
+        (k, case.feeds)
+        for k, (case, result) in enumerate(zip(prepared.cases, report.cases, strict=True))
+        if result.error is None
+    ]
+    _io_dump(prepared, ran, options)
 
 
 def _run_case(
@@ -376,7 +404,9 @@ def _run_case(
         error = exc.one_line()
         if case.defaulted:
             error += f"; dims defaulted to 1: {', '.join(case.defaulted)} (give them with --input-shape)"
-        report = CaseReport(index, case.spec, case.origin, [], Timing(batch, []), error=error)
+        report = CaseReport(
+            index=index, spec=case.spec, origin=case.origin, checks=[], timing=Timing(batch, []), error=error
+        )
         report.seconds = time.perf_counter() - began
         return report
     checks = []
@@ -385,7 +415,9 @@ def _run_case(
             assert_equal(info.name, want, have, maxerr)
             for info, want, have in zip(prepared.outputs, case.expected, got, strict=True)
         ]
-    report = CaseReport(index, case.spec, case.origin, checks, timing, sweep=sweep, outputs=got)
+    report = CaseReport(
+        index=index, spec=case.spec, origin=case.origin, checks=checks, timing=timing, sweep=sweep, outputs=got
+    )
     report.seconds = time.perf_counter() - began
     return report
 
@@ -412,7 +444,7 @@ def _safe_name(name: str) -> str:
 def _dump_outputs(
     folder: str, index: int, infos: Sequence[TensorInfo], outputs: Sequence[np.ndarray], protected: Sequence[str]
 ) -> None:
-    case_dir = os.path.join(folder, f"test_data_set_{index}")
+    case_dir = os.path.join(folder, case_folder(index))
     os.makedirs(case_dir, exist_ok=True)
     used: set[str] = set()
     for k, (info, array) in enumerate(zip(infos, outputs, strict=True)):
@@ -425,7 +457,7 @@ def _dump_outputs(
 
 
 def _settings(options: VerifyOptions) -> Any:
-    from .diagnose.run import RunSettings
+    from ..diagnose.exposed import RunSettings
 
     return RunSettings(
         providers=tuple(resolve_providers(options.provider)),
@@ -437,7 +469,7 @@ def _settings(options: VerifyOptions) -> Any:
 
 def _io_dump(prepared: _Prepared, cases: Sequence[tuple[int, dict[str, np.ndarray]]], options: VerifyOptions) -> None:
     """Write every tensor of these test cases (that ran) into the --io-dump folder."""
-    from .diagnose.run import ModelDumper
+    from ..diagnose.exposed import ModelDumper
 
     assert options.io_dump is not None
     with ModelDumper(prepared.model_path, prepared.model_sha256, _settings(options), label=prepared.model_path) as d:
@@ -448,10 +480,9 @@ def _diagnose(
     prepared: _Prepared, index: int, case: _Case, maxerr: float, options: VerifyOptions, tmp: str
 ) -> dict[str, Any] | None:
     """Where a failing test case first diverges from the reference io dump the bundle carries (if it has this case)."""
-    from .diagnose.compare import describe
-    from .diagnose.diff import diff_dumps
-    from .diagnose.iodump import IoDump
-    from .diagnose.run import ModelDumper
+    from ..diagnose.divergence import diff_dumps
+    from ..diagnose.exposed import ModelDumper
+    from ..diagnose.iodump import IoDump
 
     reference = IoDump(prepared.reference)  # members were hash-checked with the bundle
     if index not in reference.cases:
@@ -473,14 +504,14 @@ def _diagnose(
         "maxerr": maxerr,
         "matched": len(diff.tensors),
         "first_divergence": None if first is None else first.to_json(),
-        "text": None if first is None else describe(first),
+        "text": None if first is None else first.describe(),
         "top": [n.to_json() for n in diff.introducers()[:5]],
     }
 
 
 def _save_profile(session: Any, target: str, protected: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
     """Copy onnxruntime's profile to the target; return it and the time per operator type it records."""
-    from .profiling import op_table
+    from ..profiling import op_table
 
     produced = session.end_profiling()
     table = op_table(produced)
