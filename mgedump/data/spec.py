@@ -1,4 +1,4 @@
-"""Parse ``-d`` data specs (DESIGN section 2) into items bound to model inputs.
+"""Parse ``-d`` data specs (docs/data-specs.md) into items bound to model inputs.
 
 A test case is ``item(;item)*``; an item is ``[INPUT_NAME:]SOURCE``; a source is
 a generator (``#rand``, ``#randn``, ``#const``) or a file path. ``-d @FILE``
@@ -18,7 +18,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import SpecError
+from ..errors import SpecError
 
 GENERATORS = {
     # name: (parameter names, how many are required)

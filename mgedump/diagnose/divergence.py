@@ -1,4 +1,4 @@
-"""Compare two runs tensor by tensor and name the node that first introduces error (DESIGN section 12).
+"""Compare two runs tensor by tensor and name the node that first introduces error (docs/io-dump.md#the-first-divergence).
 
 Tensors are matched by name; tensors on one side only (fused away, renamed,
 Casts added) are counted, never an error. Each matched tensor gets the
@@ -175,6 +175,24 @@ class NodeDiff:
             "inputs": {name: _json_number(err) for name, err in self.inputs.items()},
             "cause": self.cause,
         }
+
+    def describe(self) -> str:
+        """This node and the error it introduces, as people read it."""
+        out = self.output
+        where = ""
+        if out.index is not None:
+            where = f" (worst element at {list(out.index)}: A={_text(out.a_value)}, B={_text(out.b_value)})"
+        elif out.reason:
+            where = f" ({out.reason})"
+        inputs = ", ".join(f"{name} {err:.3g}" for name, err in self.inputs.items())
+        carried = f"; its inputs carry err {inputs}" if inputs else ""
+        cause = f"; {self.cause}" if self.cause else ""
+        node = self.node
+        return f"node {node.name!r} ({node.op_type}), output {out.name!r} err {self.err:.3g}{where}{carried}{cause}"
+
+
+def _text(value: object) -> str:
+    return repr(value) if isinstance(value, (str, bytes)) else str(value)
 
 
 @dataclass

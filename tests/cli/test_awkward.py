@@ -70,7 +70,7 @@ def test_a_defaulted_dim_is_named_when_the_run_fails(tmp_path, mgedump, mgerun):
 
 def test_the_model_failing_at_verify_time_exits_1(tmp_path, mgedump, mgerun):
     """A bundle packed from a model that runs, verified with one that does not (the same inputs, another
-    model): exit 1 at verify time, as DESIGN section 8 says."""
+    model): exit 1 at verify time, as docs/exit-codes.md says."""
     model = SAMPLES / "bad" / "gather_index.onnx"
     out = tmp_path / "g.mgetest"
     assert mgedump(model, "-d", "#rand(0,9)", "-o", out).code == 0
