@@ -1,4 +1,4 @@
-"""Optimise a model for inference (DESIGN section 5): the ``--optimize-for-inference`` and ``--enable-*`` flags.
+"""Optimise a model for inference (docs/bundle.md#optimisations-and-requirements): the ``--optimize-for-inference`` and ``--enable-*`` flags.
 
 :func:`optimize_file` is the pipeline; :mod:`.float16` holds the float16 modes,
 :mod:`.passes` our own graph rewrites, :mod:`.requirements` what an optimised

@@ -1,4 +1,4 @@
-"""Mixed precision decided from the test data (DESIGN section 13), as NVIDIA's AutoCast and onnxconverter-common's
+"""Mixed precision decided from the test data (docs/bundle.md#float16-what-stays-float32), as NVIDIA's AutoCast and onnxconverter-common's
 auto mixed precision do.
 
 Given the float32 model and the test cases:

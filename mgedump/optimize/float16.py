@@ -1,4 +1,4 @@
-"""float16 for inference (DESIGN sections 5 and 13): one pass for ``--enable-ioc16`` and ``--enable-io16xc32``.
+"""float16 for inference (docs/bundle.md#float16-what-stays-float32): one pass for ``--enable-ioc16`` and ``--enable-io16xc32``.
 
 Every float tensor has a *storage* type (float16 or float32) and every node a
 *compute* type:
