@@ -53,7 +53,7 @@ from ..modelfile import uses_external_data
 from ..options import DEFAULT_MAXERR, OptimizeOptions
 from ..runtime import open_session, session_options
 from .autocast import choose_precision
-from .float16 import convert, is_float16_model, matching_nodes, name_nodes
+from .float16 import check_not_quantized, convert, is_float16_model, matching_nodes, name_nodes
 from .passes import batchnorm_to_affine, discard_names, restore_ir, strip_opsets
 
 __all__ = ["OptimizeOptions", "OptimizeResult", "level_of", "optimize_file"]
@@ -131,6 +131,7 @@ def optimize_file(
             model = onnx.load(src)
         float16 = None
         if options.float16 is not None:
+            check_not_quantized(model, f"--enable-{options.float16}")
             if is_float16_model(model):
                 notes.append("the model is float16 already")
                 float16 = {"mode": options.float16, "kept_float32": [], "weights_float32": [], "search_rounds": 0}

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError
+from ..assertion import FLOAT16_MAX
+from ..errors import ModelError, UsageError
 
-FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504: the one definition of float16's largest value
 FLOAT16_TINY = 2.0**-24  # the smallest float16 (subnormal): a weight entirely below it (an epsilon) becomes zero
 IOC16, IO16XC32 = "ioc16", "io16xc32"
 CONTROL_FLOW = ("If", "Loop", "Scan")
@@ -109,16 +109,68 @@ def name_nodes(model: Any) -> None:
     visit(model.graph)
 
 
+def _all_nodes(graph: Any) -> Iterable[Any]:
+    """Every node of a graph and of its subgraphs (If branches, Loop and Scan bodies), depth first."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                yield from _all_nodes(sub)
+
+
 def matching_nodes(model: Any, patterns: Iterable[str]) -> dict[str, str]:
-    """The main graph's nodes whose name or op type matches a glob pattern (``--fp32-nodes``)."""
+    """The nodes, subgraphs included, whose name or op type matches a glob pattern (``--fp32-nodes``).
+
+    Raises:
+        UsageError: a pattern matches no node (a typo, or a node the optimisation removed): it would do nothing.
+    """
     patterns = [p for p in patterns if p]
     found = {}
-    for node in model.graph.node:
+    used: set[str] = set()
+    nodes = list(_all_nodes(model.graph))
+    for node in nodes:
         for pattern in patterns:
             if fnmatch.fnmatchcase(node.name, pattern) or fnmatch.fnmatchcase(node.op_type, pattern):
-                found[node.name] = f"--fp32-nodes {pattern}"
-                break
+                found.setdefault(node.name, f"--fp32-nodes {pattern}")
+                used.add(pattern)
+    unused = [p for p in patterns if p not in used]
+    if unused:
+        examples = ", ".join(repr(n.name) for n in nodes[:3] if n.name)
+        raise UsageError(
+            f"--fp32-nodes {', '.join(repr(p) for p in unused)} matches no node of the model to optimise "
+            "(node names and op types, subgraphs included; the portable rewrites may have removed the node)",
+            hint=f"name nodes as the model has them, e.g. {examples}" if examples else None,
+        )
     return found
+
+
+QUANTIZED_OPS = (
+    "DynamicQuantizeLinear",
+    "MatMulInteger",
+    "ConvInteger",
+    "QLinearConv",
+    "QLinearMatMul",
+    "QuantizeLinear",
+    "DequantizeLinear",
+)
+
+
+def check_not_quantized(model: Any, flag: str) -> None:
+    """Refuse float16 on a model that holds quantized (integer) paths: converting around them would change what
+    its quantization means, and leaving them is what the model's author chose.
+
+    Raises:
+        UsageError: naming the quantized ops found.
+    """
+    ops = sorted(
+        {n.op_type for n in _all_nodes(model.graph) if n.op_type in QUANTIZED_OPS and n.domain in ("", "ai.onnx")}
+    )
+    if ops:
+        raise UsageError(
+            f"{flag}: the model is quantized already ({', '.join(ops)}); float16 would not touch its integer paths "
+            "and would round what they dequantize",
+            hint=f"pack it without {flag}",
+        )
 
 
 # ---------------------------------------------------------------- what each slot of a node holds

@@ -104,3 +104,42 @@ def test_a_search_that_fails_names_the_first_divergence_and_gives_no_hint(tmp_pa
     assert "first divergence on test case 0: node 'norm/rsqrt' (Reciprocal)" in result.err
     assert "float16 overflow" in result.err
     assert "would pass" not in result.err
+
+
+def test_fp32_nodes_match_inside_subgraphs(tmp_path, mgedump):
+    result, out = _pack(mgedump, tmp_path, "float16/if_float.onnx", "io16xc32", "--fp32-nodes", "then/*")
+    assert result.code == 0, result.err
+    assert _kept(out) == {"then/matmul": "--fp32-nodes then/*", "then/tanh": "--fp32-nodes then/*"}
+
+
+def test_a_fp32_nodes_pattern_that_matches_nothing_is_refused(tmp_path, mgedump):
+    result, out = _pack(mgedump, tmp_path, "cnn.onnx", "ioc16", "--fp32-nodes", "Softmax,cnov*")
+    assert result.code == 2 and not out.exists()
+    assert "--fp32-nodes 'cnov*' matches no node" in result.err and "Traceback" not in result.err
+    assert len(result.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("mode", ["ioc16", "io16xc32"])
+def test_a_quantized_model_is_refused_by_float16(mode, tmp_path, mgedump):
+    import numpy as np
+    import onnxruntime as ort
+
+    from mgedump.optimize.quantize import quantize_int8
+
+    model = sample("int8/mild_outlier.onnx")
+    session = ort.InferenceSession(str(model.path), providers=["CPUExecutionProvider"])
+    cases = [{"x": np.random.default_rng(0).random((1, 32), dtype=np.float32)}]
+    quantized = tmp_path / "dynamic.onnx"
+    quantize_int8(
+        str(model.path),
+        str(quantized),
+        test_inputs=cases,
+        expected=[session.run(None, c) for c in cases],
+        maxerr=1.0,
+        mode="dynamic",
+        scratch=str(tmp_path),
+    )
+    out = tmp_path / "o.mgetest"
+    result = mgedump(quantized, "-d", model.spec, *FLAGS, f"--enable-{mode}", "-o", out)
+    assert result.code == 2 and not out.exists()
+    assert "the model is quantized already (DynamicQuantizeLinear, MatMulInteger)" in result.err
