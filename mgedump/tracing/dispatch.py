@@ -52,10 +52,12 @@ class TracedCall(abc.ABC):
         active: the call is running: its tensors without a value can still compute one.
         excluded: how many ``exclude_from_trace`` blocks are open; while any is,
             operations compute eagerly instead of going to the call.
+        symbolic_shape: ``Tensor.shape`` is a traced tensor in this call (MegEngine's ``symbolic_shape``).
     """
 
     active: bool = False
     excluded: int = 0
+    symbolic_shape: bool = False
 
     @abc.abstractmethod
     def apply(self, op: str, inputs: Sequence[TensorBase], attrs: dict[str, Any]) -> TensorBase:
@@ -94,6 +96,18 @@ def leave_call(call: TracedCall) -> None:
     if current() is call:
         _local.call = None
     call.active = False
+
+
+def scope() -> list[str]:
+    """The names of the modules being called in this thread, outermost first (a module pushes its own while it runs).
+
+    Operations recorded meanwhile are scoped by them: the dumped node of a Linear's
+    product called from module ``net`` is ``net.linear.MatrixMul``.
+    """
+    names = getattr(_local, "scope", None)
+    if names is None:
+        names = _local.scope = []
+    return names
 
 
 # ---------------------------------------------------------------- dispatch

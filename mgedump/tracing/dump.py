@@ -18,15 +18,15 @@ from typing import Any
 import numpy as np
 
 from mgedump.bundle import MODEL_MEMBER
+from mgedump.commands.pack import pack
+from mgedump.data.spec import CaseSpec
 from mgedump.fileio import check_target, write_bytes_atomic
 from mgedump.optimize import optimize_file
 from mgedump.options import OptimizeOptions, PackOptions
-from mgedump.packer import pack
-from mgedump.spec import CaseSpec
 from mgedump.stripinfo import strip_info_paths, write_strip_info
 
 from .dispatch import TensorBase
-from .graph import Program, build_model
+from .graph import Program, build_model, node_labels
 
 
 def dump_program(
@@ -106,7 +106,7 @@ def dump_program(
             specs = [_case_spec(case, inputs, tmp, i) for i, case in enumerate(input_data)]
             if not specs:
                 raise ValueError("input_data is empty: give at least one test case")
-            pack_options: dict[str, Any] = {"specs": specs, "no_assert": no_assert, "optimize": options}
+            pack_options: dict[str, Any] = {"cases": specs, "no_assert": no_assert, "optimize": options}
             if maxerr is not None:
                 pack_options["maxerr"] = maxerr
             _write_bundle(src, file, tmp, pack_options, strip_info_file, append_json)
@@ -160,7 +160,7 @@ def _write_bundle(
         os.makedirs(os.path.dirname(bundled))
         with zipfile.ZipFile(os.fspath(file)) as zf, open(bundled, "wb") as out:
             out.write(zf.read(MODEL_MEMBER))
-        write_strip_info(bundled, strip_info_file, append=True, model_sha256=result.manifest["model"]["sha256"])
+        write_strip_info(bundled, strip_info_file, append=True, model_sha256=result.manifest.model.sha256)
 
 
 def _names(given: Sequence[str] | str | None, default: list[str], what: str, unit: str, label: str) -> list[str]:
@@ -224,7 +224,7 @@ def _dump_model(
         list(zip(need, outputs, strict=True)),
         names,
         graph_name=program.label,
-        node_names=keep_opr_name,
+        labels=node_labels(program, ops) if keep_opr_name else None,
         descriptive=keep_var_name >= 2,
     )
     onnx.checker.check_model(model)

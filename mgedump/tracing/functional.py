@@ -25,17 +25,19 @@ from typing import Any
 import numpy as np
 
 from .dispatch import TensorBase, apply, wrap
-from .ops import normalize_index
+from .ops import RNG, Ref, normalize_index
 
 __all__ = [
     "abs",
     "add",
+    "arange",
     "argmax",
     "argmin",
     "as_tensor",
     "astype",
     "avg_pool2d",
     "batch_norm",
+    "broadcast_to",
     "ceil",
     "clip",
     "concat",
@@ -47,6 +49,8 @@ __all__ = [
     "expand_dims",
     "flatten",
     "floor",
+    "full",
+    "full_like",
     "greater",
     "greater_equal",
     "less",
@@ -67,16 +71,21 @@ __all__ = [
     "minimum",
     "mul",
     "neg",
+    "nms",
     "not_equal",
+    "ones",
+    "ones_like",
     "pow",
     "prod",
     "relu",
+    "repeat",
     "reshape",
     "round",
     "sigmoid",
     "sign",
     "sin",
     "softmax",
+    "split",
     "sqrt",
     "square",
     "squeeze",
@@ -84,8 +93,12 @@ __all__ = [
     "sub",
     "sum",
     "tanh",
+    "topk",
     "transpose",
+    "vision",
     "where",
+    "zeros",
+    "zeros_like",
 ]
 
 _UFUNCS: dict[str, np.ufunc] = {
@@ -498,26 +511,53 @@ def argmin(inp: Any, axis: int | None = None, keepdims: bool = False) -> TensorB
 # ------------------------------------------------------------------ shapes
 
 
-def reshape(inp: Any, target_shape: Sequence[int]) -> TensorBase:
+def _shape_operand(shape: Any) -> TensorBase | None:
+    """A target shape given with tensors (a shape tensor, or a sequence holding some) as one int32 tensor; None if plain ints."""
+    if isinstance(shape, TensorBase):
+        return astype(shape.flatten() if shape.ndim != 1 else shape, np.int32)
+    if isinstance(shape, (int, np.integer)) or not any(isinstance(s, TensorBase) for s in shape):
+        return None
+    parts = [
+        astype(reshape(s, (1,)), np.int32) if isinstance(s, TensorBase) else wrap(np.array([int(s)], np.int32))
+        for s in shape
+    ]
+    return concat(parts) if len(parts) > 1 else parts[0]
+
+
+def reshape(inp: Any, target_shape: Any) -> TensorBase:
     """The same values in a new shape; one dim may be -1.
+
+    ``target_shape`` is a sequence of ints, or holds tensors (``x.shape[0]``
+    with ``trace(symbolic_shape=True)``, a shape tensor): the graph then
+    computes the shape, and a trace serves every batch size alike.
 
     Raises:
         ValueError: the sizes do not match.
     """
     x = as_tensor(inp)
+    dyn = _shape_operand(target_shape)
+    if dyn is not None:
+        if dyn._data is not None:  # a known value: check it now
+            _check_reshape(x, [int(v) for v in dyn._data])
+        return apply("reshape_dyn", [x, dyn], {})
     if isinstance(target_shape, (int, np.integer)):
         target_shape = (target_shape,)
     shape = [int(s) for s in target_shape]
+    _check_reshape(x, shape)
+    return apply("reshape", [x], {"shape": tuple(shape)})  # -1 kept: the graph infers it for any batch size
+
+
+def _check_reshape(x: TensorBase, target: list[int]) -> None:
+    shape = list(target)
     if shape.count(-1) > 1:
         raise ValueError(f"can only specify one unknown dimension (-1) in {tuple(shape)}")
     known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
         if known == 0 or x.size % known:
-            raise ValueError(f"cannot reshape a tensor of shape {x.shape} into {tuple(shape)}")
+            raise ValueError(f"cannot reshape a tensor of shape {x._shape} into {tuple(shape)}")
         shape[shape.index(-1)] = x.size // known
     if math.prod(shape) != x.size or builtins.min(shape, default=0) < 0:
-        raise ValueError(f"cannot reshape a tensor of shape {x.shape} into {tuple(target_shape)}")
-    return apply("reshape", [x], {"shape": tuple(shape)})
+        raise ValueError(f"cannot reshape a tensor of shape {x._shape} into {tuple(target)}")
 
 
 def flatten(inp: Any, start_axis: int = 0, end_axis: int = -1) -> TensorBase:
@@ -528,8 +568,9 @@ def flatten(inp: Any, start_axis: int = 0, end_axis: int = -1) -> TensorBase:
     start, end = _axis(start_axis, x.ndim, "start_axis"), _axis(end_axis, x.ndim, "end_axis")
     if start > end:
         raise ValueError(f"start_axis {start_axis} comes after end_axis {end_axis}")
-    shape = x.shape[:start] + (math.prod(x.shape[start : end + 1]),) + x.shape[end + 1 :]
-    return reshape(x, shape)
+    if x.size == 0:
+        return reshape(x, x._shape[:start] + (math.prod(x._shape[start : end + 1]),) + x._shape[end + 1 :])
+    return apply("flatten", [x], {"start": start, "end": end})
 
 
 def transpose(inp: Any, pattern: Sequence[int] | None = None) -> TensorBase:
@@ -551,16 +592,57 @@ def expand_dims(inp: Any, axis: int | Sequence[int]) -> TensorBase:
 def squeeze(inp: Any, axis: int | Sequence[int] | None = None) -> TensorBase:
     """Remove dims of size 1 (those at axis, or all)."""
     x = as_tensor(inp)
-    axes = tuple(i for i, d in enumerate(x.shape) if d == 1) if axis is None else _axes(axis, x.ndim)
+    axes = tuple(i for i, d in enumerate(x._shape) if d == 1) if axis is None else _axes(axis, x.ndim)
     for a in axes:
-        if x.shape[a] != 1:
-            raise ValueError(f"cannot squeeze axis {a} of size {x.shape[a]} (shape {x.shape})")
+        if x._shape[a] != 1:
+            raise ValueError(f"cannot squeeze axis {a} of size {x._shape[a]} (shape {x._shape})")
     return apply("squeeze", [x], {"axes": axes})
 
 
 def getitem(inp: TensorBase, key: Any) -> TensorBase:
-    """``inp[key]`` for basic indices: integers, slices, None and Ellipsis."""
-    return apply("getitem", [inp], {"key": normalize_index(key, inp.shape)})
+    """``inp[key]`` as numpy: integers, slices, None and Ellipsis, and advanced indices.
+
+    Advanced indices are integer tensors or lists (gathered), boolean masks
+    (the elements where true: the result's length depends on the values), and
+    tensors as slice bounds (``x[start:end]``).
+    """
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(_is_advanced(item) for item in items):
+        return apply("getitem", [inp], {"key": normalize_index(key, inp._shape)})
+    operands: list[TensorBase] = [inp]
+
+    def ref(value: Any, kind: str) -> Ref:
+        t = as_tensor(value)
+        if kind == "bound":
+            if t.size != 1 or t.dtype.kind not in "iu":
+                raise TypeError(
+                    f"a slice bound must be an int or a one-element integer tensor, got {t.dtype}{list(t._shape)}"
+                )
+        elif t.dtype == np.bool_:
+            kind = "mask"
+        elif t.dtype.kind not in "iu":
+            raise IndexError(f"arrays used as indices must be of integer or boolean type, got {t.dtype}")
+        operands.append(t)
+        return Ref(len(operands) - 1, kind, t.ndim)
+
+    converted = []
+    for item in items:
+        if isinstance(item, slice):
+            bounds = [ref(v, "bound") if isinstance(v, TensorBase) else v for v in (item.start, item.stop)]
+            converted.append(slice(bounds[0], bounds[1], item.step))
+        elif _is_advanced(item):
+            converted.append(ref(item, "adv"))
+        else:
+            converted.append(item)
+    return apply("index", operands, {"key": normalize_index(tuple(converted), inp._shape)})
+
+
+def _is_advanced(item: Any) -> bool:
+    if isinstance(item, slice):
+        return any(isinstance(v, TensorBase) for v in (item.start, item.stop))
+    if isinstance(item, (bool, np.bool_)):
+        raise TypeError("a bool as an index is not supported; use a boolean tensor as a mask")
+    return isinstance(item, (TensorBase, list, np.ndarray))
 
 
 def _same_dtype(inps: Sequence[Any]) -> list[TensorBase]:
@@ -576,17 +658,17 @@ def concat(inps: Sequence[Any], axis: int = 0) -> TensorBase:
     tensors = _same_dtype(inps)
     ndim = tensors[0].ndim
     ax = _axis(axis, ndim)
-    rest = {t.shape[:ax] + t.shape[ax + 1 :] for t in tensors}
+    rest = {t._shape[:ax] + t._shape[ax + 1 :] for t in tensors}
     if any(t.ndim != ndim for t in tensors) or len(rest) != 1:
-        raise ValueError(f"concat: shapes {[t.shape for t in tensors]} differ outside axis {axis}")
+        raise ValueError(f"concat: shapes {[t._shape for t in tensors]} differ outside axis {axis}")
     return apply("concat", tensors, {"axis": ax})
 
 
 def stack(inps: Sequence[Any], axis: int = 0) -> TensorBase:
     """Join tensors of one shape along a new axis."""
     tensors = _same_dtype(inps)
-    if len({t.shape for t in tensors}) != 1:
-        raise ValueError(f"stack needs tensors of one shape, got {[t.shape for t in tensors]}")
+    if len({t._shape for t in tensors}) != 1:
+        raise ValueError(f"stack needs tensors of one shape, got {[t._shape for t in tensors]}")
     return apply("stack", tensors, {"axis": _axis(axis, tensors[0].ndim + 1)})
 
 
@@ -607,19 +689,19 @@ def _bias_operand(bias: Any, count: int, op: str, what: str, dtype: np.dtype) ->
     """A bias of count values (any shape holding exactly that many) as a 1-D operand of dtype."""
     b = as_tensor(bias)
     if b.size != count:
-        raise ValueError(f"{op}: bias of shape {b.shape} does not fit {count} {what}")
-    return _operand(b if b.shape == (count,) else reshape(b, (count,)), dtype)
+        raise ValueError(f"{op}: bias of shape {b._shape} does not fit {count} {what}")
+    return _operand(b if b._shape == (count,) else reshape(b, (count,)), dtype)
 
 
 def linear(inp: Any, weight: Any, bias: Any = None) -> TensorBase:
     """inp @ weight.T + bias, with weight of shape (out_features, in_features)."""
     x, w = as_tensor(inp), as_tensor(weight)
-    if w.ndim != 2 or x.ndim < 1 or x.shape[-1] != w.shape[1]:
-        raise ValueError(f"linear: input of shape {x.shape} does not fit weight of shape {w.shape} (out, in)")
+    if w.ndim != 2 or x.ndim < 1 or x._shape[-1] != w._shape[1]:
+        raise ValueError(f"linear: input of shape {x._shape} does not fit weight of shape {w._shape} (out, in)")
     dtype = _float_dtype(x, w, *([] if bias is None else [bias]))
     operands = [_operand(x, dtype), _operand(w, dtype)]
     if bias is not None:
-        operands.append(_bias_operand(bias, w.shape[0], "linear", "output features", dtype))
+        operands.append(_bias_operand(bias, w._shape[0], "linear", "output features", dtype))
     return apply("linear", operands, {})
 
 
@@ -637,29 +719,31 @@ def conv2d(
     """
     x, w = as_tensor(inp), as_tensor(weight)
     if x.ndim != 4 or w.ndim != 4:
-        raise ValueError(f"conv2d needs NCHW input and 4-D weight, got shapes {x.shape} and {w.shape}")
+        raise ValueError(f"conv2d needs NCHW input and 4-D weight, got shapes {x._shape} and {w._shape}")
     groups = int(groups)
-    if groups < 1 or x.shape[1] != w.shape[1] * groups or w.shape[0] % groups:
-        raise ValueError(f"conv2d: input with {x.shape[1]} channels does not fit weight {w.shape} with groups={groups}")
+    if groups < 1 or x._shape[1] != w._shape[1] * groups or w._shape[0] % groups:
+        raise ValueError(
+            f"conv2d: input with {x._shape[1]} channels does not fit weight {w._shape} with groups={groups}"
+        )
     stride_, padding_, dilation_ = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
     for i in range(2):
-        span = (w.shape[2 + i] - 1) * dilation_[i] + 1
-        if x.shape[2 + i] + 2 * padding_[i] < span or stride_[i] < 1 or dilation_[i] < 1 or padding_[i] < 0:
+        span = (w._shape[2 + i] - 1) * dilation_[i] + 1
+        if x._shape[2 + i] + 2 * padding_[i] < span or stride_[i] < 1 or dilation_[i] < 1 or padding_[i] < 0:
             raise ValueError(
-                f"conv2d: kernel {w.shape[2:]} (dilation {dilation_}) does not fit input {x.shape[2:]} with padding {padding_}, stride {stride_}"
+                f"conv2d: kernel {w._shape[2:]} (dilation {dilation_}) does not fit input {x._shape[2:]} with padding {padding_}, stride {stride_}"
             )
     dtype = _float_dtype(x, w, *([] if bias is None else [bias]))
     if dtype == np.float64:  # onnxruntime has no float64 Conv: compute in float32, eagerly too
         dtype = np.dtype(np.float32)
     operands = [_operand(x, dtype), _operand(w, dtype)]
     if bias is not None:
-        operands.append(_bias_operand(bias, w.shape[0], "conv2d", "output channels", dtype))
+        operands.append(_bias_operand(bias, w._shape[0], "conv2d", "output channels", dtype))
     return apply("conv2d", operands, {"stride": stride_, "padding": padding_, "dilation": dilation_, "groups": groups})
 
 
 def _pool_args(x: TensorBase, kernel_size: Any, stride: Any, padding: Any, what: str) -> dict[str, Any]:
     if x.ndim != 4:
-        raise ValueError(f"{what} needs NCHW input, got shape {x.shape}")
+        raise ValueError(f"{what} needs NCHW input, got shape {x._shape}")
     if x.dtype.kind != "f":
         raise TypeError(f"{what} needs a floating-point tensor, got {x.dtype}")
     kernel = _pair(kernel_size, "kernel_size")
@@ -670,10 +754,10 @@ def _pool_args(x: TensorBase, kernel_size: Any, stride: Any, padding: Any, what:
             kernel[i] < 1
             or stride_[i] < 1
             or not 0 <= padding_[i] < kernel[i]
-            or x.shape[2 + i] + 2 * padding_[i] < kernel[i]
+            or x._shape[2 + i] + 2 * padding_[i] < kernel[i]
         ):
             raise ValueError(
-                f"{what}: kernel {kernel}, stride {stride_}, padding {padding_} do not fit input {x.shape[2:]}"
+                f"{what}: kernel {kernel}, stride {stride_}, padding {padding_} do not fit input {x._shape[2:]}"
             )
     return {"kernel": kernel, "stride": stride_, "padding": padding_}
 
@@ -729,8 +813,8 @@ def batch_norm(
         )
     x = as_tensor(inp)
     if x.ndim < 2:
-        raise ValueError(f"batch_norm needs input with a channel dim (N, C, ...), got shape {x.shape}")
-    channels = x.shape[1]
+        raise ValueError(f"batch_norm needs input with a channel dim (N, C, ...), got shape {x._shape}")
+    channels = x._shape[1]
     dtype = _float_dtype(x)
 
     def param(p: Any, default: float, what: str) -> TensorBase:
@@ -738,8 +822,8 @@ def batch_norm(
             return wrap(np.full((channels,), default, dtype))
         t = as_tensor(p)
         if t.size != channels:
-            raise ValueError(f"batch_norm: {what} of shape {t.shape} does not fit {channels} channels")
-        return _operand(t if t.shape == (channels,) else reshape(t, (channels,)), dtype)
+            raise ValueError(f"batch_norm: {what} of shape {t._shape} does not fit {channels} channels")
+        return _operand(t if t._shape == (channels,) else reshape(t, (channels,)), dtype)
 
     operands = [
         _operand(x, dtype),
@@ -769,3 +853,207 @@ def log_softmax(inp: Any, axis: int | None = None) -> TensorBase:
     x = as_tensor(inp)
     x = _operand(x, _float_dtype(x))
     return apply("log_softmax", [x], {"axis": _softmax_axis(axis, x.ndim)})
+
+
+# ------------------------------------------------------------------ shapes as tensors, filling, selection
+
+
+def shape_of(inp: Any) -> TensorBase:
+    """The shape of a tensor as an int32 tensor (``Tensor.shape`` inside ``trace(symbolic_shape=True)``)."""
+    return apply("shape", [as_tensor(inp)], {})
+
+
+def broadcast_to(inp: Any, shape: Any) -> TensorBase:
+    """inp broadcast to ``shape`` (ints, or tensors: a shape tensor, or a sequence holding some).
+
+    Raises:
+        ValueError: the shapes are not compatible (numpy's broadcasting rules).
+    """
+    x = as_tensor(inp)
+    dyn = _shape_operand(shape)
+    target = None if dyn is None else None if dyn._data is None else tuple(int(v) for v in dyn._data)
+    if dyn is None:
+        target = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if target is not None:
+        try:
+            np.broadcast_shapes(x._shape, target)
+            if len(target) < x.ndim or np.broadcast_shapes(x._shape, target) != target:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"cannot broadcast a tensor of shape {x._shape} to {target}") from None
+    if dyn is not None:
+        return apply("broadcast_to_dyn", [x, dyn], {})
+    return apply("broadcast_to", [x], {"shape": target})
+
+
+def _fill(shape: Any, value: Any, dtype: Any) -> TensorBase:
+    dyn = _shape_operand(shape)
+    if dyn is not None and dyn._data is None:  # a shape only the graph knows: broadcast a scalar to it
+        return broadcast_to(wrap(np.array(value, dtype=dtype)), dyn)
+    dims = tuple(int(v) for v in dyn._data) if dyn is not None and dyn._data is not None else None
+    if dims is None:
+        dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    return wrap(np.full(dims, value, dtype=dtype))
+
+
+def zeros(shape: Any, dtype: Any = "float32") -> TensorBase:
+    """A tensor of zeros (a constant of the graph when made inside a traced function)."""
+    return _fill(shape, 0, dtype)
+
+
+def ones(shape: Any, dtype: Any = "float32") -> TensorBase:
+    """A tensor of ones."""
+    return _fill(shape, 1, dtype)
+
+
+def full(shape: Any, value: Any, dtype: Any = "float32") -> TensorBase:
+    """A tensor filled with value."""
+    return _fill(shape, value, dtype)
+
+
+def full_like(inp: Any, value: Any) -> TensorBase:
+    """A tensor of inp's shape and dtype filled with value (the graph takes the shape from inp)."""
+    x = as_tensor(inp)
+    return broadcast_to_like(wrap(np.array(value, dtype=x.dtype)), x)
+
+
+def zeros_like(inp: Any) -> TensorBase:
+    return full_like(inp, 0)
+
+
+def ones_like(inp: Any) -> TensorBase:
+    return full_like(inp, 1)
+
+
+def broadcast_to_like(inp: Any, like: TensorBase) -> TensorBase:
+    """inp broadcast to the shape of ``like``, read from ``like`` in the graph."""
+    return broadcast_to(inp, shape_of(like))
+
+
+def arange(start: Any = 0, stop: Any = None, step: Any = 1, dtype: Any = "float32", device: Any = None) -> TensorBase:
+    """Evenly spaced values in [start, stop) (MegEngine's default dtype is float32)."""
+    if stop is None:
+        start, stop = 0, start
+    return wrap(np.arange(float(start), float(stop), float(step)).astype(dtype))
+
+
+def topk(
+    inp: Any, k: int, descending: bool = False, kth_only: bool = False, no_sort: bool = False
+) -> tuple[TensorBase, TensorBase | None]:
+    """The k smallest (or, with ``descending``, largest) values along the last axis, and their int32 indices.
+
+    As MegEngine's ``topk``: for 1-D or 2-D input, sorted, ties broken by the
+    lower index. ``no_sort=True`` still returns them sorted (one valid
+    order); ``kth_only=True`` returns the k-th value alone and no indices.
+
+    Raises:
+        ValueError: k is not in 1..n, or the input is not 1-D or 2-D.
+    """
+    x = as_tensor(inp)
+    if x.ndim not in (1, 2):
+        raise ValueError(f"topk takes a 1-D or 2-D tensor, got shape {x._shape}")
+    k = int(k)
+    if not 1 <= k <= x._shape[-1]:
+        raise ValueError(f"topk: k={k} is not in 1..{x._shape[-1]}")
+    if x.dtype.kind not in "iuf":
+        raise TypeError(f"topk needs a numeric tensor, got {x.dtype}")
+    attrs = {"k": k, "largest": bool(descending)}
+    values = apply("topk", [x], {**attrs, "output": 0})
+    if kth_only:
+        return getitem(values, (Ellipsis, k - 1)), None
+    return values, apply("topk", [x], {**attrs, "output": 1})
+
+
+def repeat(inp: Any, repeats: int, axis: int | None = None) -> TensorBase:
+    """Repeat each element ``repeats`` times along axis (the flattened input when None), as numpy's ``repeat``."""
+    x = as_tensor(inp)
+    if axis is None:
+        x, axis = flatten(x), 0
+    repeats = int(repeats)
+    if repeats < 0:
+        raise ValueError(f"repeat: repeats must be >= 0, got {repeats}")
+    return apply("repeat", [x], {"repeats": repeats, "axis": _axis(axis, x.ndim)})
+
+
+def split(inp: Any, nsplits_or_sections: Any, axis: int = 0) -> list[TensorBase]:
+    """Split along axis into n equal parts (an int), or at the given indices (a sequence).
+
+    Raises:
+        ValueError: n does not divide the dim, or the split points are out of order.
+    """
+    x = as_tensor(inp)
+    ax = _axis(axis, x.ndim)
+    dim = x._shape[ax]
+    if isinstance(nsplits_or_sections, (int, np.integer)):
+        n = int(nsplits_or_sections)
+        if n < 1 or dim % n:
+            raise ValueError(f"split: {n} parts do not divide axis {ax} of size {dim}")
+        points = [dim // n * i for i in range(1, n)]
+    else:
+        points = [int(p) for p in nsplits_or_sections]
+        if any(b < a for a, b in zip([0, *points], [*points, dim], strict=True)):
+            raise ValueError(f"split: sections {points} must be increasing within 0..{dim}")
+    bounds = zip([0, *points], [*points, dim], strict=True)
+    lead = (slice(None),) * ax
+    return [getitem(x, (*lead, slice(a, b))) for a, b in bounds]
+
+
+def nms(boxes: Any, scores: Any, iou_thresh: float, max_output: int | None = None) -> TensorBase:
+    """Non-maximum suppression (MegEngine's ``F.vision.nms``): int32 indices of the kept boxes, by score.
+
+    Args:
+        boxes: (N, 4) boxes as (x1, y1, x2, y2).
+        scores: (N,) scores.
+        iou_thresh: a box is dropped when its IoU with a kept box is above this.
+        max_output: keep at most this many (default: N, which a trace fixes per input shape).
+
+    The result's length depends on the values: a trace runs it on
+    onnxruntime's NonMaxSuppression, computed before anything that reads it.
+    """
+    b, s = as_tensor(boxes), as_tensor(scores)
+    if b.ndim != 2 or b._shape[1] != 4 or s._shape != (b._shape[0],):
+        raise ValueError(f"nms takes boxes of shape (N, 4) and scores of shape (N,), got {b._shape} and {s._shape}")
+    if not 0.0 <= float(iou_thresh) <= 1.0:
+        raise ValueError(f"nms: iou_thresh must be in [0, 1], got {iou_thresh}")
+    limit = b._shape[0] if max_output is None else int(max_output)
+    f32 = np.dtype(np.float32)
+    return apply("nms", [_operand(b, f32), _operand(s, f32)], {"iou_thresh": float(iou_thresh), "max_output": limit})
+
+
+class _Vision:
+    """``F.vision``: MegEngine's vision functions that tracing supports."""
+
+    nms = staticmethod(nms)
+
+
+vision = _Vision()
+
+
+# ------------------------------------------------------------------ random numbers (mgedump.random)
+
+
+def _size(size: Any) -> tuple[int, ...]:
+    if size is None:
+        return ()
+    if isinstance(size, TensorBase):
+        if size._data is None:
+            raise TypeError(
+                "a random tensor's size must be known when it is made (ints, or a shape tensor with a value)"
+            )
+        return tuple(int(v) for v in size._data)
+    return (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
+
+
+def uniform(low: float = 0.0, high: float = 1.0, size: Any = None) -> TensorBase:
+    """float32 random values in [low, high) (ONNX RandomUniform in a trace: new values on every call)."""
+    return apply("random_uniform", [], {"a": float(low), "b": float(high), "shape": _size(size)})
+
+
+def normal(mean: float = 0.0, std: float = 1.0, size: Any = None) -> TensorBase:
+    """float32 random values from a normal distribution (ONNX RandomNormal in a trace)."""
+    return apply("random_normal", [], {"a": float(mean), "b": float(std), "shape": _size(size)})
+
+
+def seed(value: int) -> None:
+    """Seed the generator of eager random values (graphs on onnxruntime draw their own)."""
+    RNG[0] = np.random.default_rng(int(value))

@@ -21,6 +21,7 @@ The pieces:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,17 +29,30 @@ from typing import Any
 import numpy as np
 
 from mgedump import __version__
-from mgedump.runtime import open_session, run, session_options
+from mgedump.runtime import infer, open_session, session_options
 
-from .dispatch import ORIGIN_EXCLUDED, TensorBase, TracedCall, current, enter_call, leave_call, traced
-from .ops import OPS, compute_dtype, onnx_type, widened_inputs
+from .dispatch import ORIGIN_EXCLUDED, TensorBase, TracedCall, current, enter_call, leave_call, scope, traced
+from .ops import OPS, compute_dtype, display_name, onnx_type, widened_inputs
 
 OPSET = 13
 IR_VERSION = 8
+STATIC_LIMIT = 4096  # values up to this many elements that a call always computes alike are kept and reused
 
 
-class TraceMismatchError(RuntimeError):
-    """A later call of a traced function differs from the first one (the one recorded)."""
+class TraceError(RuntimeError):
+    """A call of a traced function differs from the one recorded (MegEngine's ``TraceError``).
+
+    The message starts with MegEngine's reason, ``trace error because operator
+    mismatch: ...``, then says what differed.
+    """
+
+
+TraceMismatchError = TraceError  # the name mgedump used first
+
+
+def mismatch(reason: str, detail: str) -> TraceError:
+    """A TraceError with MegEngine's reason phrase first."""
+    return TraceError(f"trace error because {reason}: {detail}")
 
 
 @dataclass
@@ -47,7 +61,8 @@ class Value:
 
     Attributes:
         kind: ``arg`` (an argument), ``ext`` (a tensor from outside the
-            function), ``xin`` (made inside ``exclude_from_trace``), ``const``
+            function), ``xin`` (made inside ``exclude_from_trace``, or live at
+            such a block's entry: an input from outside the graph), ``const``
             (made in the function from data) or ``op`` (an operation's result).
         shape, dtype: as recorded.
         label: how messages name it.
@@ -55,6 +70,10 @@ class Value:
         data: the value of a constant, or of an external tensor when recorded.
         tensor: the external tensor itself.
         name: the argument's or external tensor's name.
+        static: the value, when every call with these input shapes computes it
+            alike (shapes and what follows from them and from constants).
+        dynamic: its shape depends on input values (a boolean mask's result):
+            a later call computes it before it is used.
     """
 
     kind: str
@@ -65,6 +84,8 @@ class Value:
     data: np.ndarray | None = None
     tensor: TensorBase | None = None
     name: str | None = None
+    static: np.ndarray | None = None
+    dynamic: bool = False
 
 
 @dataclass
@@ -73,6 +94,7 @@ class OpRecord:
     attrs: dict[str, Any]
     inputs: tuple[int, ...]
     output: int
+    scope: str = ""
 
 
 @dataclass
@@ -83,27 +105,35 @@ class Compiled:
 
 @dataclass
 class Program:
-    """What a trace's first call recorded, and the sessions compiled from it.
+    """What the first call of a trace with some input shapes recorded, and the sessions compiled from it.
 
     Attributes:
         label: the traced function's name, for messages.
         capture_as_const: external tensors are constants of the graph.
         graph_opt: onnxruntime's optimisation level for the sessions.
+        opt_level: the trace's opt_level; from 1 on, MegEngine's rewrites apply
+            (``y / y`` is 1, ``log(exp(x))`` is x, ``log(exp(a) + exp(b))`` a stable log-sum-exp).
         profile_prefix: onnxruntime profiling file prefix, when profiling.
+        sample: the first call's input and output values (kept for a dump with free dims).
+        passthrough: the arguments that are not tensors, as given to the first call.
     """
 
     label: str
     capture_as_const: bool
     graph_opt: str
+    opt_level: int = 2
     profile_prefix: str | None = None
     values: list[Value] = field(default_factory=list)
     ops: list[OpRecord] = field(default_factory=list)
-    inputs: list[tuple[Any, int]] = field(default_factory=list)  # (position or keyword, value id)
+    inputs: list[tuple[Any, int]] = field(default_factory=list)  # (argument path, value id)
     ext_by_id: dict[int, int] = field(default_factory=dict)
     used_exclude: bool = False
     structure: Any = None  # how the first call's outputs were arranged
     output_vids: list[int | None] = field(default_factory=list)
     sessions: dict[Any, Compiled] = field(default_factory=dict)
+    sample: tuple[list[np.ndarray], list[np.ndarray]] | None = None
+    passthrough: Any = None
+    _effective: dict[int, OpRecord] = field(default_factory=dict)
 
     def add(self, value: Value) -> int:
         self.values.append(value)
@@ -111,6 +141,34 @@ class Program:
 
     def describe(self, vid: int) -> str:
         return self.values[vid].label
+
+    # ------------------------------------------------------------ rewrites
+
+    def effective(self, k: int) -> OpRecord:
+        """Operation k as the graph computes it: with opt_level >= 1, after MegEngine's arithmetic rewrites."""
+        rec = self.ops[k]
+        if self.opt_level < 1:
+            return rec
+        found = self._effective.get(k)
+        if found is not None:
+            return found
+        new = rec
+        if rec.name == "div" and rec.inputs[0] == rec.inputs[1]:
+            new = OpRecord("ones_like", {}, rec.inputs[:1], rec.output, rec.scope)
+        elif rec.name == "log":
+            src = self._producer(rec.inputs[0])
+            if src is not None and src.name == "exp":
+                new = OpRecord("identity", {}, src.inputs, rec.output, rec.scope)
+            elif src is not None and src.name == "add":
+                a, b = (self._producer(v) for v in src.inputs)
+                if a is not None and b is not None and a.name == b.name == "exp":
+                    new = OpRecord("logaddexp", {}, (a.inputs[0], b.inputs[0]), rec.output, rec.scope)
+        self._effective[k] = new
+        return new
+
+    def _producer(self, vid: int) -> OpRecord | None:
+        value = self.values[vid]
+        return self.ops[value.op] if value.kind == "op" else None
 
     # ------------------------------------------------------------ compiling
 
@@ -131,7 +189,7 @@ class Program:
                 continue
             if value.op not in ops:
                 ops.add(value.op)
-                stack.extend(self.ops[value.op].inputs)
+                stack.extend(self.effective(value.op).inputs)
         return sorted(ops), leaves
 
     def is_fed(self, vid: int, cut: frozenset[int] | set[int]) -> bool:
@@ -149,12 +207,68 @@ class Program:
         fed = sorted(v for v in leaves if self.is_fed(v, cut))
         consts = sorted(v for v in leaves if not self.is_fed(v, cut))
         names = {v: f"v{v}" for v in (*fed, *consts, *need, *(self.ops[k].output for k in ops))}
-        model = build_model(self, ops, fed, consts, [(v, names[v]) for v in need], names, graph_name=self.label)
+        labels = node_labels(self, ops) if self.profile_prefix else None
+        model = build_model(
+            self, ops, fed, consts, [(v, names[v]) for v in need], names, graph_name=self.label, labels=labels
+        )
         options = session_options(graph_opt=self.graph_opt, profile=self.profile_prefix)
         session = open_session(model.SerializeToString(), label=f"the trace of {self.label}", options=options)
         compiled = Compiled(session, fed)
         self.sessions[key] = compiled
         return compiled
+
+    def run_graph(self, feeds: dict[int, np.ndarray]) -> list[np.ndarray]:
+        """The outputs of the first call's graph from new argument values, without the Python function."""
+        known = dict(feeds)
+        for vid in self.output_vids:
+            assert vid is not None  # without_host refuses outputs made inside exclude_from_trace
+        need = tuple(dict.fromkeys(v for v in self.output_vids if v is not None and self.values[v].kind == "op"))
+        if need:
+            compiled = self.compiled(need, frozenset())
+            for ext in compiled.inputs:
+                if ext not in known:  # external tensors: their current values
+                    tensor = self.values[ext].tensor
+                    assert tensor is not None
+                    known[ext] = tensor._value()
+            outputs = infer(compiled.session, {f"v{v}": known[v] for v in compiled.inputs})
+            known.update(zip(need, outputs, strict=True))
+        result = []
+        for vid in self.output_vids:
+            assert vid is not None
+            value = self.values[vid]
+            if vid not in known:
+                known[vid] = value.data if value.data is not None else value.tensor._value()  # type: ignore[union-attr]
+            result.append(known[vid])
+        return result
+
+    def run_eager(self, feeds: dict[int, np.ndarray]) -> list[np.ndarray]:
+        """The outputs of the first call's operations computed with numpy from new argument values."""
+        known = dict(feeds)
+
+        def get(vid: int) -> np.ndarray:
+            if vid not in known:
+                value = self.values[vid]
+                if value.kind == "ext" and not self.capture_as_const:
+                    assert value.tensor is not None
+                    known[vid] = value.tensor._value()
+                else:
+                    assert value.data is not None
+                    known[vid] = value.data
+            return known[vid]
+
+        for rec in self.ops:
+            known[rec.output] = np.asarray(OPS[rec.name].compute([get(v) for v in rec.inputs], rec.attrs))
+        return [get(v) for v in self.output_vids if v is not None]
+
+
+def node_labels(program: Program, ops: Sequence[int]) -> dict[int, str]:
+    """Each operation's node name: MegEngine's operator name in the module scope that issued it (``net.fc.MatrixMul``)."""
+    labels = {}
+    for k in ops:
+        rec = program.effective(k)
+        name = display_name(rec.name, rec.attrs)
+        labels[k] = f"{rec.scope}.{name}" if rec.scope else name
+    return labels
 
 
 # ---------------------------------------------------------------- calls
@@ -165,10 +279,11 @@ class Call(TracedCall):
 
     symbolic = False
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, symbolic_shape: bool = False) -> None:
         self.program = program
         self.active = False
         self.excluded = 0
+        self.symbolic_shape = symbolic_shape
         self.known: dict[int, np.ndarray] = {}  # values of this call (fed leaves, materialized results)
         self.cut: set[int] = set()  # results materialized in this call
 
@@ -184,8 +299,12 @@ class Call(TracedCall):
     def __exit__(self, *exc: object) -> None:
         leave_call(self)
 
+    def end_excluded(self) -> None:
+        """An ``exclude_from_trace`` block ended (a graph break)."""
+
     def read_value(self, t: TensorBase) -> np.ndarray:
         """The value of one of this call's tensors that has none yet."""
+        assert t._vid is not None
         self.materialize([t._vid])
         return self.known[t._vid]
 
@@ -195,7 +314,7 @@ class Call(TracedCall):
         if not need:
             return
         compiled = self.program.compiled(need, frozenset(self.cut))
-        outputs = run(compiled.session, {f"v{v}": self.known[v] for v in compiled.inputs})
+        outputs = infer(compiled.session, {f"v{v}": self.known[v] for v in compiled.inputs})
         for vid, array in zip(need, outputs, strict=True):
             self.known[vid] = array
             self.cut.add(vid)
@@ -203,152 +322,236 @@ class Call(TracedCall):
     def finish(self, flat: Sequence[TensorBase]) -> list[np.ndarray]:
         """The values of the returned tensors (computed now where needed)."""
         self.materialize([t._vid for t in flat if t._call is self and t._data is None and t._vid is not None])
-        return [self.known[t._vid] if t._call is self and t._data is None else t._value() for t in flat]
+        return [
+            self.known[t._vid] if t._call is self and t._vid is not None and t._data is None else t._value()
+            for t in flat
+        ]
+
+
+def _fixed(value: Value) -> bool:
+    return value.static is not None or value.kind == "const"
 
 
 class Recorder(Call):
     """The first call: records every operation (computing it unless symbolic)."""
 
-    def __init__(self, program: Program, symbolic: bool) -> None:
-        super().__init__(program)
+    def __init__(self, program: Program, symbolic: bool, symbolic_shape: bool = False) -> None:
+        super().__init__(program, symbolic_shape)
         self.symbolic = symbolic
         self.local: dict[int, tuple[int, TensorBase]] = {}  # id of a tensor made in this call -> (value id, tensor)
+        self.barrier = 0  # values before this were computed before the last exclude_from_trace block ended
+        self.crossed: dict[int, int] = {}  # a value from before the barrier -> its input after it
 
     def input(self, key: Any, name: str, t: TensorBase) -> TensorBase:
         value = t._value()
-        vid = self.program.add(Value("arg", t.shape, t.dtype, f"argument {name!r}", name=name))
+        vid = self.program.add(Value("arg", t._shape, t._dtype, f"argument {name!r}", name=name))
         self.program.inputs.append((key, vid))
         self.known[vid] = value
-        return traced(None if self.symbolic else value, t.shape, t.dtype, vid, self)
+        return traced(None if self.symbolic else value, t._shape, t._dtype, vid, self)
 
     def read_value(self, t: TensorBase) -> np.ndarray:
         if self.symbolic and not self.excluded:
             raise RuntimeError(
-                f"cannot read the value of a tensor (shape {t.shape}, {t.dtype}) while tracing "
+                f"cannot read the value of a tensor (shape {t._shape}, {t._dtype}) while tracing "
                 f"{self.program.label} with symbolic=True: the first call runs on placeholders with no "
                 "value. Use trace(symbolic=False), or read it inside `with jit.exclude_from_trace():`"
             )
         return super().read_value(t)
 
-    def ref(self, t: TensorBase) -> int:
+    def end_excluded(self) -> None:
+        # MegEngine's graph break: what the rest of the function takes from before the block comes back as an input
+        self.barrier = len(self.program.values)
+        self.crossed = {}
+
+    def _array(self, t: TensorBase) -> np.ndarray:
+        """A tensor's value for the tracer itself (placeholders too: computed on onnxruntime)."""
+        if t._data is not None:
+            return t._data
+        return super().read_value(t)
+
+    def ref(self, t: TensorBase, crossing: bool = True) -> int:
         """The value id of an operand, registering constants, external and excluded tensors."""
+        program = self.program
         if t._call is self:
             if t._vid is not None:
-                return t._vid
+                vid = t._vid
+                if crossing and vid < self.barrier and program.values[vid].kind == "op":
+                    return self._cross(vid, t)
+                return vid
             entry = self.local.get(id(t))
             if entry is not None:
                 return entry[0]
-            program = self.program
             if t._origin == ORIGIN_EXCLUDED:
                 n = sum(1 for v in program.values if v.kind == "xin")
-                vid = program.add(Value("xin", t.shape, t.dtype, f"tensor #{n} computed inside exclude_from_trace"))
+                vid = program.add(Value("xin", t._shape, t._dtype, f"tensor #{n} computed inside exclude_from_trace"))
+                assert t._data is not None
                 self.known[vid] = t._data
             else:
-                vid = program.add(Value("const", t.shape, t.dtype, "a constant", data=t._data))
+                vid = program.add(Value("const", t._shape, t._dtype, "a constant", data=t._data))
             self.local[id(t)] = (vid, t)
             return vid
-        program = self.program
         vid = program.ext_by_id.get(id(t))
         if vid is not None:
             return vid
         value = t._value()
         n = sum(1 for v in program.values if v.kind == "ext")
-        label = f"external tensor {t.name!r}" if t.name else f"external tensor #{n} ({t.dtype}{list(t.shape)})"
-        vid = program.add(Value("ext", t.shape, t.dtype, label, data=value, tensor=t, name=t.name))
+        label = f"external tensor {t.name!r}" if t.name else f"external tensor #{n} ({t._dtype}{list(t._shape)})"
+        vid = program.add(Value("ext", t._shape, t._dtype, label, data=value, tensor=t, name=t.name))
         program.ext_by_id[id(t)] = vid
         self.known[vid] = value
         return vid
 
+    def _cross(self, vid: int, t: TensorBase) -> int:
+        found = self.crossed.get(vid)
+        if found is None:
+            source = self.program.values[vid]
+            n = sum(1 for v in self.program.values if v.kind == "xin")
+            found = self.program.add(
+                Value(
+                    "xin",
+                    source.shape,
+                    source.dtype,
+                    f"tensor #{n} live at an exclude_from_trace block's entry ({source.label})",
+                    dynamic=source.dynamic,
+                )
+            )
+            self.known[found] = self._array(t)
+            self.crossed[vid] = found
+        return found
+
     def apply(self, op: str, inputs: Sequence[TensorBase], attrs: dict[str, Any]) -> TensorBase:
         program = self.program
+        opdef = OPS[op]
         refs = tuple(self.ref(t) for t in inputs)
+        vals = [program.values[r] for r in refs]
+        decides = opdef.dynamic(attrs) if opdef.dynamic is not None else ()
+        dynamic = any(v.dynamic for v in vals) or any(not _fixed(vals[p]) for p in decides)
+        fixed = not opdef.random and not dynamic and (opdef.shape_only or all(_fixed(v) for v in vals))
         placeholder = any(t._data is None for t in inputs)
-        if placeholder:  # symbolic: shapes and dtypes from a run on zeros
-            arrays = [np.zeros(t.shape, t.dtype) if t._data is None else t._data for t in inputs]
-            with np.errstate(all="ignore"):
-                out = np.asarray(OPS[op].compute(arrays, attrs))
+        if placeholder and (dynamic or not opdef.shape_only and fixed):  # values needed: compute the placeholders
+            arrays = [self._array(t) for t in inputs]
+            placeholder = False
+        elif placeholder:  # symbolic: shapes and dtypes from a run on zeros
+            arrays = [np.broadcast_to(np.zeros((), t._dtype), t._shape) if t._data is None else t._data for t in inputs]
         else:
-            out = np.asarray(OPS[op].compute([t._data for t in inputs], attrs))
+            arrays = [t._data for t in inputs]  # type: ignore[misc]
+        with np.errstate(all="ignore") if placeholder else contextlib.nullcontext():
+            out = np.asarray(opdef.compute(arrays, attrs))
         k = len(program.ops)
-        vid = program.add(Value("op", out.shape, out.dtype, f"the result of op #{k} ({op})", op=k))
-        program.ops.append(OpRecord(op, attrs, refs, vid))
-        return traced(None if placeholder else out, out.shape, out.dtype, vid, self)
+        static = out if fixed and out.size <= STATIC_LIMIT else None
+        keep = placeholder and static is None
+        value = Value("op", out.shape, out.dtype, f"the result of op #{k} ({op})", op=k, static=static, dynamic=dynamic)
+        vid = program.add(value)
+        program.ops.append(OpRecord(op, attrs, refs, vid, ".".join(name for name in scope() if name)))
+        return traced(None if keep else out, out.shape, out.dtype, vid, self)
 
 
 class Replayer(Call):
-    """A later call: checks each operation against the record and computes nothing."""
+    """A later call: checks each operation against the record; computes only what is read (or, imperative, each op)."""
 
-    def __init__(self, program: Program) -> None:
-        super().__init__(program)
+    def __init__(self, program: Program, symbolic_shape: bool = False, imperative: bool = False) -> None:
+        super().__init__(program, symbolic_shape)
         self.pos = 0
+        self.imperative = imperative
 
     def input(self, vid: int, t: TensorBase) -> TensorBase:
         value = t._value()
         self.known[vid] = value
-        return traced(value, t.shape, t.dtype, vid, self)
+        return traced(value, t._shape, t._dtype, vid, self)
 
-    def _mismatch(self, k: int, message: str) -> TraceMismatchError:
-        return TraceMismatchError(f"{self.program.label}: op #{k} ({self.program.ops[k].name}): {message}")
+    def _mismatch(self, k: int, reason: str, message: str) -> TraceError:
+        return mismatch(reason, f"{self.program.label}: op #{k} ({self.program.ops[k].name}): {message}")
 
     def apply(self, op: str, inputs: Sequence[TensorBase], attrs: dict[str, Any]) -> TensorBase:
         program = self.program
         k = self.pos
         if k >= len(program.ops):
-            raise TraceMismatchError(
+            raise mismatch(
+                "too many instructions",
                 f"{program.label}: op #{k} ({op}) was not in the trace: the first call issued "
-                f"{len(program.ops)} operation(s) and this one issues more"
+                f"{len(program.ops)} operation(s) and this one issues more",
             )
         rec = program.ops[k]
         if rec.name != op:
-            raise TraceMismatchError(f"{program.label}: op #{k}: the trace has {rec.name}, this call issues {op}")
+            raise mismatch(
+                "operator mismatch", f"{program.label}: op #{k}: the trace has {rec.name}, this call issues {op}"
+            )
         if rec.attrs != attrs:
             diff = [key for key in sorted(set(rec.attrs) | set(attrs)) if rec.attrs.get(key) != attrs.get(key)]
             detail = "; ".join(f"{key}: traced {rec.attrs.get(key)!r}, got {attrs.get(key)!r}" for key in diff)
-            raise self._mismatch(k, f"attributes differ ({detail})")
+            raise self._mismatch(k, "operator mismatch", f"attributes differ ({detail})")
         if len(rec.inputs) != len(inputs):
-            raise self._mismatch(k, f"the trace has {len(rec.inputs)} input(s), this call gives {len(inputs)}")
+            raise self._mismatch(
+                k, "operator mismatch", f"the trace has {len(rec.inputs)} input(s), this call gives {len(inputs)}"
+            )
         for p, (t, vid) in enumerate(zip(inputs, rec.inputs, strict=True)):
-            if t._call is self and t._vid is not None:
+            expected = program.values[vid]
+            if expected.kind == "xin":
+                self._feed(k, p, t, vid)
+            elif t._call is self and t._vid is not None:
                 if t._vid != vid:
+                    if expected.kind in ("ext", "const"):
+                        raise self._mismatch(
+                            k,
+                            "expect external node, got internal",
+                            f"input {p}: the trace has {expected.label}, this call gives {program.describe(t._vid)}",
+                        )
                     raise self._mismatch(
                         k,
+                        "input id mismatch",
                         f"input {p}: the trace has {program.describe(vid)}, this call gives {program.describe(t._vid)}",
                     )
             else:
                 self._check_operand(k, p, t, vid)
         self.pos = k + 1
         value = program.values[rec.output]
+        if value.static is not None:
+            return traced(value.static, value.shape, value.dtype, rec.output, self)
+        if self.imperative:
+            out = np.asarray(OPS[op].compute([t._value() for t in inputs], attrs))
+            self.known[rec.output] = out
+            return traced(out, out.shape, out.dtype, rec.output, self)
+        if value.dynamic:  # its shape is known once it is computed
+            self.materialize([rec.output])
+            out = self.known[rec.output]
+            return traced(out, out.shape, out.dtype, rec.output, self)
         return traced(None, value.shape, value.dtype, rec.output, self)
+
+    def _feed(self, k: int, p: int, t: TensorBase, vid: int) -> None:
+        """An input from outside the graph (after a graph break): any tensor of the right shape."""
+        expected = self.program.values[vid]
+        array = t._value()
+        if not expected.dynamic and (array.shape != expected.shape or array.dtype != expected.dtype):
+            raise self._mismatch(
+                k,
+                "tensor shape mismatch",
+                f"input {p} ({expected.label}): traced {expected.dtype}{list(expected.shape)}, "
+                f"got {array.dtype}{list(array.shape)}",
+            )
+        self.known[vid] = array
 
     def _check_operand(self, k: int, p: int, t: TensorBase, vid: int) -> None:
         program = self.program
         expected = program.values[vid]
-        if t._call is self:
-            if t._origin == ORIGIN_EXCLUDED:
-                if expected.kind != "xin":
-                    raise self._mismatch(
-                        k,
-                        f"input {p}: the trace has {expected.label}, this call gives a tensor computed inside exclude_from_trace",
-                    )
-                if t.shape != expected.shape or t.dtype != expected.dtype:
-                    raise self._mismatch(
-                        k,
-                        f"input {p} ({expected.label}): traced {expected.dtype}{list(expected.shape)}, got {t.dtype}{list(t.shape)}",
-                    )
-                self.known[vid] = t._data
-                return
+        if t._call is self:  # made in this call from data (a constant)
             if expected.kind != "const":
                 raise self._mismatch(
-                    k, f"input {p}: the trace has {expected.label}, this call gives a constant {_short(t._data)}"
+                    k,
+                    "expect internal node, got external",
+                    f"input {p}: the trace has {expected.label}, this call gives a constant {_short(t._data)}",
                 )
+            assert t._data is not None
             if not _same(expected.data, t._data):
                 raise self._mismatch(
-                    k, f"input {p}: a constant changed: traced {_short(expected.data)}, got {_short(t._data)}"
+                    k,
+                    "tensors not equals",
+                    f"input {p}: a constant changed: traced {_short(expected.data)}, got {_short(t._data)}",
                 )
             return
         if expected.kind != "ext":
             what = f"external tensor {t.name!r}" if t.name else "an external tensor (one made outside the function)"
-            raise self._mismatch(k, f"input {p}: the trace has {expected.label}, this call gives {what}")
+            reason = "tensors not equals" if expected.kind == "const" else "expect internal node, got external"
+            raise self._mismatch(k, reason, f"input {p}: the trace has {expected.label}, this call gives {what}")
         if t is expected.tensor:
             value = expected.data
         else:
@@ -357,6 +560,7 @@ class Replayer(Call):
                 if not _same(expected.data, value):
                     raise self._mismatch(
                         k,
+                        "tensors not equals",
                         f"input {p}: captured constant {expected.label} changed since the trace was made "
                         f"(traced {_short(expected.data)}, now {_short(value)}); capture_as_const=True bakes the "
                         "values of external tensors into the graph: make a new trace, or use capture_as_const=False",
@@ -364,19 +568,22 @@ class Replayer(Call):
             elif value.shape != expected.shape or value.dtype != expected.dtype:
                 raise self._mismatch(
                     k,
+                    "tensor shape mismatch",
                     f"input {p}: {expected.label} was {expected.dtype}{list(expected.shape)} when traced, "
                     f"now {value.dtype}{list(value.shape)}",
                 )
         if not program.capture_as_const:
+            assert value is not None
             self.known[vid] = value
 
     def finish(self, flat: Sequence[TensorBase]) -> list[np.ndarray]:
         program = self.program
         if self.pos != len(program.ops):
             rec = program.ops[self.pos]
-            raise TraceMismatchError(
+            raise mismatch(
+                "mismature end",
                 f"{program.label}: this call issued {self.pos} operation(s), the trace has {len(program.ops)}: "
-                f"op #{self.pos} ({rec.name}) and after were not issued"
+                f"op #{self.pos} ({rec.name}) and after were not issued",
             )
         return super().finish(flat)
 
@@ -446,8 +653,9 @@ def build_model(
     names: dict[int, str],
     *,
     graph_name: str,
-    node_names: bool = False,
+    labels: dict[int, str] | None = None,
     descriptive: bool = False,
+    shapes: dict[int, Sequence[int | str] | None] | None = None,
 ) -> Any:
     """An ONNX model (IR 8, opset 13) of some recorded operations.
 
@@ -459,27 +667,38 @@ def build_model(
         outputs: (value id, graph output name) pairs.
         names: the tensor name of every value used.
         graph_name: the graph's name.
-        node_names: name the nodes after the operations (``conv2d_3``).
+        labels: name each operation's nodes (``net.fc.MatrixMul``); none: unnamed nodes.
         descriptive: name helper tensors after their operation too.
+        shapes: the declared shape of some inputs and outputs (a str is a free dim;
+            None: unknown). Defaults to the recorded shapes (unknown for values
+            whose shape depends on input values).
     """
     from onnx import helper, numpy_helper
 
     values = program.values
-    b = Builder(set(names.values()) | {name for _, name in outputs}, node_names, descriptive)
-    graph_inputs = [helper.make_tensor_value_info(names[v], onnx_type(values[v].dtype), values[v].shape) for v in fed]
+    declared = shapes or {}
+
+    def info(vid: int, name: str) -> Any:
+        value = values[vid]
+        shape = declared.get(vid, None if value.dynamic else value.shape)
+        return helper.make_tensor_value_info(name, onnx_type(value.dtype), shape)
+
+    b = Builder(set(names.values()) | {name for _, name in outputs}, labels is not None, descriptive)
+    graph_inputs = [info(v, names[v]) for v in fed]
     initializers = [numpy_helper.from_array(values[v].data, names[v]) for v in consts]
     for k in ops:
-        rec = program.ops[k]
-        b.label = f"{rec.name}_{k}"
+        rec = program.effective(k)
+        b.label = labels[k] if labels is not None else f"{rec.name}_{k}"
         infos = [(values[v].shape, values[v].dtype) for v in rec.inputs]
         out = values[rec.output]
-        _emit(b, rec, [names[v] for v in rec.inputs], names[rec.output], infos, (out.shape, out.dtype))
+        dynamic = out.dynamic or bool(declared)
+        _emit(b, rec, [names[v] for v in rec.inputs], names[rec.output], infos, (out.shape, out.dtype), dynamic)
     b.label = ""
     graph_outputs = []
     for vid, name in outputs:
         if names[vid] != name:
             b.node("Identity", [names[vid]], [name])
-        graph_outputs.append(helper.make_tensor_value_info(name, onnx_type(values[vid].dtype), values[vid].shape))
+        graph_outputs.append(info(vid, name))
     graph = helper.make_graph(
         b.nodes, graph_name, graph_inputs, graph_outputs, initializer=initializers + b.initializers
     )
@@ -492,9 +711,11 @@ def build_model(
     )
 
 
-def _emit(b: Builder, rec: OpRecord, ins: list[str], out: str, infos: list[tuple], oinfo: tuple) -> None:
+def _emit(
+    b: Builder, rec: OpRecord, ins: list[str], out: str, infos: list[tuple], oinfo: tuple, dynamic: bool = False
+) -> None:
     """Emit one operation, in a wider dtype where onnxruntime has no kernel for its own."""
-    if 0 in oinfo[0]:  # an empty result is known from its shape (and opset 13's Reshape reads 0 as "keep")
+    if 0 in oinfo[0] and not dynamic:  # an empty result is known from its shape (opset 13's Reshape reads 0 as "keep")
         b.node("Identity", [b.const(np.zeros(oinfo[0], oinfo[1]), "empty")], [out])
         return
     positions = [p for p in widened_inputs(rec.name, len(ins)) if p < len(ins)]
@@ -548,6 +769,17 @@ def flatten_outputs(result: Any, label: str) -> tuple[Any, list[TensorBase]]:
     raise bad(f"a {type(result).__name__}")
 
 
+def _structure(structure: Any) -> str:
+    kind, meta = structure
+    if kind == "none":
+        return "None"
+    if kind == "tensor":
+        return "a Tensor"
+    if kind == "dict":
+        return f"a dict with keys {meta}"
+    return f"a {kind} of {meta} tensor(s)"
+
+
 def rebuild_outputs(structure: Any, tensors: list[TensorBase]) -> Any:
     kind, meta = structure
     if kind == "none":
@@ -572,7 +804,12 @@ def run_function(
         if isinstance(call, Recorder):
             call.program.structure = structure
             call.program.output_vids = [
-                None if (t._call is call and t._origin == ORIGIN_EXCLUDED and t._vid is None) else call.ref(t)
+                None if (t._call is call and t._origin == ORIGIN_EXCLUDED and t._vid is None) else call.ref(t, False)
                 for t in flat
             ]
+        elif structure != call.program.structure:
+            raise mismatch(
+                "output structure mismatch",
+                f"{label} returned {_structure(structure)} when traced as {_structure(call.program.structure)}",
+            )
     return structure, arrays

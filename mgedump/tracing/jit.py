@@ -24,38 +24,56 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from .dispatch import current, wrap
 from .dump import dump_program
-from .graph import Call, Program, Recorder, Replayer, TraceMismatchError, rebuild_outputs, run_function
+from .graph import (
+    Call,
+    Program,
+    Recorder,
+    Replayer,
+    TraceError,
+    TraceMismatchError,
+    mismatch,
+    rebuild_outputs,
+    run_function,
+)
 from .tensor import Tensor
 
-__all__ = ["TraceMismatchError", "exclude_from_trace", "trace"]
+__all__ = ["TraceError", "TraceMismatchError", "exclude_from_trace", "trace"]
 
 _GRAPH_OPT = {0: "disable", 1: "basic", 2: "extended", 3: "all"}
+# MegEngine's trace options that have no ONNX counterpart: refused when set
+_MEGENGINE_ONLY = {
+    "sublinear_memory_config": "sublinear memory optimisation (training memory)",
+    "dtr_config": "dynamic tensor rematerialisation (training memory)",
+    "graph_opt_config": "MegEngine's JIT fusion settings",
+}
 
 
 @contextlib.contextmanager
 def exclude_from_trace() -> Iterator[None]:
-    """Run the code inside eagerly on every call of a traced function.
+    """Run the code inside eagerly on every call of a traced function: a graph break, as in MegEngine.
 
     Inside the block, operations are not recorded; they compute with numpy on
     every call and may read the real values of traced tensors (on later calls,
-    the compiled graph computes the values the block reads). Tensors made in
-    the block and used after it become extra inputs of the graph. Outside any
-    traced function it does nothing.
+    the compiled graph computes the values the block reads). After the block,
+    tensors made in it and tensors computed before it come back into the graph
+    as inputs from outside, so the block may rebind them freely from call to
+    call. Outside any traced function it does nothing.
 
     Raises:
         RuntimeError: the trace was made with ``capture_as_const=True``.
     """
     call = current()
-    if call is None:
+    if call is None or call.excluded:
         yield
         return
     assert isinstance(call, Call)  # the only traced calls there are
@@ -70,6 +88,81 @@ def exclude_from_trace() -> Iterator[None]:
         yield
     finally:
         call.excluded -= 1
+        call.end_excluded()
+
+
+def _flatten(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[tuple[Any, ...]], list[Tensor], list[Any]]:
+    """The tensors in the arguments (in tuples, lists and dicts too) with their paths, and the other values."""
+    paths: list[tuple[Any, ...]] = []
+    tensors: list[Tensor] = []
+    others: list[Any] = []
+
+    def walk(path: tuple[Any, ...], value: Any) -> None:
+        if isinstance(value, Tensor):
+            paths.append(path)
+            tensors.append(value)
+        elif isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                walk((*path, i), item)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk((*path, key), item)
+        else:
+            others.append((path, value))
+
+    for i, a in enumerate(args):
+        walk((i,), a)
+    for key, a in kwargs.items():
+        walk((key,), a)
+    return paths, tensors, others
+
+
+def _replace(value: Any, path: tuple[Any, ...], by: dict[tuple[Any, ...], Any]) -> Any:
+    if path in by:
+        return by[path]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_replace(item, (*path, i), by) for i, item in enumerate(value))
+    if isinstance(value, list):
+        return [_replace(item, (*path, i), by) for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        return {key: _replace(item, (*path, key), by) for key, item in value.items()}
+    return value
+
+
+def _rebuild(
+    args: tuple[Any, ...], kwargs: dict[str, Any], by: dict[tuple[Any, ...], Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    return [_replace(a, (i,), by) for i, a in enumerate(args)], {k: _replace(v, (k,), by) for k, v in kwargs.items()}
+
+
+def _input_names(paths: list[tuple[Any, ...]], tensors: list[Tensor]) -> list[str]:
+    """MegEngine's input names: the tensor's own name, else ``arg_N`` (N counts positional tensors) or the keyword."""
+    names: list[str] = []
+    n = 0
+    for path, t in zip(paths, tensors, strict=True):
+        if isinstance(path[0], int):
+            default = f"arg_{n}"
+            n += 1
+        else:
+            default = "_".join(str(p) for p in path)
+        name = t.name or default
+        while name in names:
+            name = f"{name}_"
+        names.append(name)
+    return names
+
+
+def _paths(paths: Sequence[tuple[Any, ...]]) -> str:
+    return ", ".join("".join(f"[{p!r}]" for p in path) for path in paths) or "none"
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(np.all(a == b)) and type(a) is type(b)
+    except Exception:  # noqa: BLE001 - values that cannot be compared are taken as different
+        return False
 
 
 class trace:
@@ -79,21 +172,36 @@ class trace:
     call (``trace(f, capture_as_const=True)``).
 
     Args:
-        function: the function to trace. Its positional arguments must be
-            Tensors (the graph's inputs); keyword arguments that are Tensors are
-            inputs too, other keyword arguments are passed through. It returns
-            a Tensor, a tuple or list of Tensors, a dict of them, or None.
+        function: the function to trace. Its arguments may be Tensors, tuples,
+            lists and dicts holding Tensors (the graph's inputs), and other
+            values (passed through). It returns a Tensor, a tuple or list of
+            Tensors, a dict of them, or None.
         symbolic: run the first call on placeholders that have a shape and a
             dtype but no value (reading a value is an error) instead of eagerly.
         capture_as_const: bake tensors from outside the function (weights,
             globals) into the graph as constants; a later call that sees a
-            changed value raises :class:`TraceMismatchError`. Needed by :meth:`dump`.
-        opt_level: onnxruntime's graph optimisation for the compiled graph:
-            0 disable, 1 basic, 2 extended, 3 all.
+            changed value raises :class:`TraceError`. Needed by :meth:`dump`.
+        opt_level: 0 to 3, onnxruntime's graph optimisation for the compiled
+            graph (disable/basic/extended/all); from 1 on, also MegEngine's
+            rewrites that change results (``y / y`` is 1, a stable log-sum-exp).
         profiling: profile the compiled graph with onnxruntime's profiler (see :meth:`get_profile`).
+        symbolic_shape: inside the function, ``Tensor.shape`` is an int32 tensor
+            computed by the graph (MegEngine's default); :meth:`dump` then gives
+            dims that varied between calls as free dims. False: a tuple of ints.
+        without_host: later calls run the recorded graph without calling the
+            Python function (nothing is checked: the graph is taken as it is).
+        imperative: later calls compute the recorded operations with numpy, one
+            by one, instead of compiling them for onnxruntime.
+        record_only: accepted when False (MegEngine's record-only mode is not supported).
+        sublinear_memory_config, dtr_config, graph_opt_config: accepted when
+            None: MegEngine's memory and fusion settings have no ONNX counterpart.
+
+    Each new combination of input shapes and dtypes is traced afresh (its first
+    call records, later ones replay), as MegEngine runs a trace on a new batch size.
 
     Raises:
         ValueError: opt_level is not 0..3.
+        NotImplementedError: a MegEngine-only option is set.
     """
 
     def __init__(
@@ -102,20 +210,44 @@ class trace:
         *,
         symbolic: bool = False,
         capture_as_const: bool = False,
-        opt_level: int = 2,
+        record_only: bool = False,
+        sublinear_memory_config: Any = None,
+        dtr_config: Any = None,
         profiling: bool = False,
+        opt_level: int = 2,
+        graph_opt_config: Any = None,
+        symbolic_shape: bool = True,
+        without_host: bool = False,
+        imperative: bool = False,
     ) -> None:
         if opt_level not in _GRAPH_OPT or isinstance(opt_level, bool):
             raise ValueError(
                 f"opt_level must be 0, 1, 2 or 3 (onnxruntime's disable/basic/extended/all), got {opt_level!r}"
             )
+        given = {"sublinear_memory_config": sublinear_memory_config, "dtr_config": dtr_config}
+        given["graph_opt_config"] = graph_opt_config
+        for key, what in _MEGENGINE_ONLY.items():
+            if given[key] is not None:
+                raise NotImplementedError(
+                    f"trace({key}=...) is MegEngine's {what}, which has no counterpart in an ONNX graph on "
+                    "onnxruntime; leave it out"
+                )
+        if record_only:
+            raise NotImplementedError(
+                "trace(record_only=True) is not supported: call the function once (it runs and records), then dump"
+            )
         self.symbolic = bool(symbolic)
         self.capture_as_const = bool(capture_as_const)
         self.opt_level = opt_level
         self.profiling = bool(profiling)
+        self.symbolic_shape = bool(symbolic_shape)
+        self.without_host = bool(without_host)
+        self.imperative = bool(imperative)
         self._function: Callable[..., Any] | None = None
-        self._program: Program | None = None
+        self._programs: dict[Any, Program] = {}
+        self._paths: list[tuple[Any, ...]] | None = None
         self._profile_dir: str | None = None
+        self._profile_files: list[str] = []
         if function is not None:
             self._set_function(function)
 
@@ -126,14 +258,20 @@ class trace:
         functools.update_wrapper(self, function)
 
     @property
+    def _program(self) -> Program | None:
+        """The first input shapes' recording: the graph that :meth:`dump` writes."""
+        return next(iter(self._programs.values()), None)
+
+    @property
     def _label(self) -> str:
         name = getattr(self._function, "__qualname__", None) or getattr(
             self._function, "__name__", "the traced function"
         )
-        return name.rsplit("<locals>.", 1)[-1]
+        return str(name).rsplit("<locals>.", 1)[-1]
 
     def __repr__(self) -> str:
-        state = "not called yet" if self._program is None else f"{len(self._program.ops)} ops"
+        program = self._program
+        state = "not called yet" if program is None else f"{len(program.ops)} ops"
         return f"<trace of {self._label}: {state}>"
 
     # ------------------------------------------------------------ calling
@@ -149,103 +287,141 @@ class trace:
                 f"nested traces are not supported: {self._label} was called while another traced function "
                 "was running; call the undecorated function instead"
             )
-        for i, a in enumerate(args):
-            if not isinstance(a, Tensor):
-                raise TypeError(
-                    f"positional argument {i} of {self._label} is a {type(a).__name__}, not a Tensor: positional "
-                    "arguments are the graph's inputs; pass other values as keyword arguments"
-                )
-        if self._program is None:
-            return self._record(args, kwargs)
-        return self._replay(args, kwargs)
+        paths, tensors, others = _flatten(args, kwargs)
+        if self._paths is not None and paths != self._paths:
+            raise mismatch(
+                "argument mismatch",
+                f"{self._label} was traced with tensor arguments at {_paths(self._paths)}; this call gives them at "
+                f"{_paths(paths)}",
+            )
+        signature = tuple((t._shape, t._dtype) for t in tensors)
+        program = self._programs.get(signature)
+        if program is None:
+            return self._record(signature, args, kwargs, paths, tensors, others)
+        if self.without_host:
+            return self._run_without_host(program, tensors, others)
+        return self._replay(program, args, kwargs, paths, tensors)
 
-    def _arg_names(self, n: int) -> list[str]:
-        names = [f"arg_{i}" for i in range(n)]
-        try:
-            params = list(inspect.signature(self._function).parameters.values())
-        except (TypeError, ValueError):
-            return names
-        for i, p in enumerate(params[:n]):
-            if p.kind == p.VAR_POSITIONAL:
-                break
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-                names[i] = p.name
-        return names
-
-    def _record(self, args: tuple, kwargs: dict[str, Any]) -> Any:
+    def _record(
+        self,
+        signature: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        paths: list[tuple[Any, ...]],
+        tensors: list[Tensor],
+        others: list[Any],
+    ) -> Any:
+        assert self._function is not None
         profile = None
         if self.profiling:
             self._profile_dir = self._profile_dir or tempfile.mkdtemp(prefix="mgedump-trace-profile-")
-            profile = os.path.join(self._profile_dir, "".join(c if c.isalnum() else "_" for c in self._label))
-        program = Program(self._label, self.capture_as_const, _GRAPH_OPT[self.opt_level], profile)
-        recorder = Recorder(program, self.symbolic)
-        names = self._arg_names(len(args))
-        inner = [recorder.input(i, names[i], a) for i, a in enumerate(args)]
-        inner_kwargs = {k: recorder.input(k, k, v) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
-        structure, arrays = run_function(self._function, recorder, inner, inner_kwargs, self._label)
+            stem = "".join(c if c.isalnum() else "_" for c in self._label)
+            profile = os.path.join(self._profile_dir, f"{stem}_{len(self._programs)}")
+        program = Program(self._label, self.capture_as_const, _GRAPH_OPT[self.opt_level], self.opt_level, profile)
+        recorder = Recorder(program, self.symbolic, self.symbolic_shape)
+        names = _input_names(paths, tensors)
+        inner = {path: recorder.input(path, name, t) for path, name, t in zip(paths, names, tensors, strict=True)}
+        call_args, call_kwargs = _rebuild(args, kwargs, inner)
+        structure, arrays = run_function(self._function, recorder, call_args, call_kwargs, self._label)
+        if self.without_host and program.used_exclude:
+            raise RuntimeError(
+                f"{self._label} uses exclude_from_trace, but trace(without_host=True) runs later calls without the "
+                "Python function, so the excluded code would never run again; drop without_host or the block"
+            )
+        if self.without_host and any(v is None for v in program.output_vids):
+            raise RuntimeError(f"{self._label} returns a tensor made inside exclude_from_trace; without_host cannot")
         need = tuple(dict.fromkeys(v for v in program.output_vids if v is not None and program.values[v].kind == "op"))
-        if need and not self.symbolic:
+        if need and not self.symbolic and not self.imperative:
             program.compiled(need, frozenset())  # compile now, so later calls only run
-        self._program = program
+        program.passthrough = others
+        if self.symbolic_shape and self.capture_as_const:
+            program.sample = ([t._value() for t in tensors], arrays)
+        self._programs[signature] = program
+        self._paths = paths
         return rebuild_outputs(structure, [wrap(a) for a in arrays])
 
-    def _replay(self, args: tuple, kwargs: dict[str, Any]) -> Any:
-        program = self._program
-        assert program is not None
-        replayer = Replayer(program)
-        positional = [vid for key, vid in program.inputs if isinstance(key, int)]
-        keywords = {key: vid for key, vid in program.inputs if isinstance(key, str)}
-        if len(args) != len(positional):
-            raise TraceMismatchError(
-                f"{self._label} was traced with {len(positional)} positional tensor argument(s); this call gives {len(args)}"
-            )
-        given = sorted(k for k, v in kwargs.items() if isinstance(v, Tensor))
-        if given != sorted(keywords):
-            raise TraceMismatchError(
-                f"{self._label} was traced with tensor keyword argument(s) {sorted(keywords)}; this call gives {given}"
-            )
-        pairs = list(zip(positional, args, strict=True)) + [(keywords[k], kwargs[k]) for k in given]
-        for vid, t in pairs:
-            value = program.values[vid]
-            if t.shape != value.shape or t.dtype != value.dtype:
-                raise TraceMismatchError(
-                    f"{self._label}: {value.label} was {value.dtype}{list(value.shape)} when traced; this call gives "
-                    f"{t.dtype}{list(t.shape)}. A trace is compiled for fixed input shapes and dtypes: "
-                    "make another trace for other shapes"
-                )
-        inner = [replayer.input(vid, t) for vid, t in zip(positional, args, strict=True)]
-        inner_kwargs = {k: replayer.input(keywords[k], v) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
-        structure, arrays = run_function(self._function, replayer, inner, inner_kwargs, self._label)
+    def _replay(
+        self,
+        program: Program,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        paths: list[tuple[Any, ...]],
+        tensors: list[Tensor],
+    ) -> Any:
+        assert self._function is not None
+        replayer = Replayer(program, self.symbolic_shape, self.imperative)
+        inner = {path: replayer.input(vid, t) for (path, vid), t in zip(program.inputs, tensors, strict=True)}
+        call_args, call_kwargs = _rebuild(args, kwargs, inner)
+        structure, arrays = run_function(self._function, replayer, call_args, call_kwargs, self._label)
         return rebuild_outputs(structure, [wrap(a) for a in arrays])
+
+    def _run_without_host(self, program: Program, tensors: list[Tensor], others: list[Any]) -> Any:
+        traced_with = program.passthrough
+        for (path, value), (_, before) in zip(others, traced_with, strict=True):
+            if not _same_value(value, before):
+                raise mismatch(
+                    "argument mismatch",
+                    f"{self._label}: argument {_paths([path])} is {value!r}, traced with {before!r}; "
+                    "trace(without_host=True) does not run the Python function again, so it cannot follow "
+                    "a changed argument that is not a tensor",
+                )
+        feeds = {vid: t._value() for (_, vid), t in zip(program.inputs, tensors, strict=True)}
+        arrays = program.run_eager(feeds) if self.imperative else program.run_graph(feeds)
+        return rebuild_outputs(program.structure, [wrap(a) for a in arrays])
 
     # ------------------------------------------------------------ profiling
 
     def get_profile(self) -> dict[str, Any]:
-        """onnxruntime's profile of the compiled graph so far.
+        """The profile of the compiled graph so far, in MegEngine's shape, from onnxruntime's profiler.
 
         Ends profiling of the sessions compiled so far (later calls compile
         and profile afresh).
 
         Returns:
-            ``{"files": [...], "events": [...]}``: the profile JSON files
-            (chrome://tracing format) and their events.
+            ``{"profiler": {"device": {op: {"cpu0": {"start", "kern", "end", "runs"}}}},
+            "graph_exec": {"operator": {op: {"id", "name", "type"}}}, "files": [...],
+            "events": [...]}``: per operation (a node of the graph, named
+            ``scope.OpName`` as in a dump), its first start, total kernel time
+            and last end in seconds over the profiled runs, and onnxruntime's
+            own chrome://tracing files and events.
 
         Raises:
             RuntimeError: the trace was not made with ``profiling=True``, or not called yet.
         """
         if not self.profiling:
             raise RuntimeError(f"get_profile needs trace(..., profiling=True) for {self._label}")
-        if self._program is None:
+        if not self._programs:
             raise RuntimeError(f"{self._label} has not been called yet: there is no profile")
-        files, events = [], []
-        for compiled in self._program.sessions.values():
-            path = compiled.session.end_profiling()
-            if path:
-                files.append(path)
-                with open(path, encoding="utf-8") as f:
-                    events.extend(json.load(f))
-        self._program.sessions.clear()
-        return {"files": files, "events": events}
+        events: list[dict[str, Any]] = []
+        for program in self._programs.values():
+            for compiled in program.sessions.values():
+                path = compiled.session.end_profiling()
+                if path:
+                    self._profile_files.append(path)
+            program.sessions.clear()
+        for path in self._profile_files:
+            with open(path, encoding="utf-8") as f:
+                events.extend(json.load(f))
+        device: dict[str, Any] = {}
+        operators: dict[str, Any] = {}
+        for event in events:
+            name = str(event.get("name", ""))
+            if event.get("cat") != "Node" or not name.endswith("_kernel_time"):
+                continue
+            node = name[: -len("_kernel_time")]
+            start, dur = float(event.get("ts", 0)) / 1e6, float(event.get("dur", 0)) / 1e6
+            record = device.setdefault(node, {"cpu0": {"start": start, "kern": 0.0, "end": start, "runs": 0}})["cpu0"]
+            record["start"] = min(record["start"], start)
+            record["end"] = max(record["end"], start + dur)
+            record["kern"] += dur
+            record["runs"] += 1
+            operators[node] = {"id": node, "name": node, "type": str(event.get("args", {}).get("op_name", ""))}
+        return {
+            "profiler": {"device": device},
+            "graph_exec": {"operator": operators},
+            "files": list(self._profile_files),
+            "events": events,
+        }
 
     # ------------------------------------------------------------ dumping
 

@@ -31,15 +31,17 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from . import functional as F
+from .dispatch import TensorBase, current, scope
 from .tensor import Tensor
 
 __all__ = [
     "AvgPool2d",
+    "BatchNorm1d",
     "BatchNorm2d",
     "Conv2d",
     "Flatten",
@@ -56,19 +58,42 @@ __all__ = [
 
 
 class Module:
-    """Base class: set Tensors and Modules as attributes, write ``forward``, call the module."""
+    """Base class: set Tensors and Modules as attributes, write ``forward``, call the module.
+
+    Args:
+        name: the module's name (MegEngine's ``name``): the nodes of a dumped
+            graph are scoped by it when this module is the outermost one called
+            (``net.fc.MatrixMul``); inner modules are scoped by their attribute names.
+
+    Plain attributes may be set before ``super().__init__()``, as in MegEngine.
+    """
 
     _buffer_names: tuple[str, ...] = ()
+    _tensors: OrderedDict[str, Tensor]
+    _modules: OrderedDict[str, Module]
+    _path: str
+    _name: str | None
+    training: bool
 
-    def __init__(self) -> None:
+    def __init__(self, name: str | None = None) -> None:
+        self._start()
         object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_tensors", OrderedDict())
-        object.__setattr__(self, "_modules", OrderedDict())
-        object.__setattr__(self, "_path", "")
+        object.__setattr__(self, "_name", name)
+
+    def _start(self) -> None:
+        if "_modules" not in self.__dict__:
+            object.__setattr__(self, "_tensors", OrderedDict())
+            object.__setattr__(self, "_modules", OrderedDict())
+            object.__setattr__(self, "_path", "")
+            object.__setattr__(self, "_name", None)
+            object.__setattr__(self, "training", True)
+
+    @property
+    def name(self) -> str | None:
+        return self._name
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if "_modules" not in self.__dict__:
-            raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() before setting attributes")
+        self._start()
         self._tensors.pop(name, None)
         self._modules.pop(name, None)
         if isinstance(value, Tensor):
@@ -99,7 +124,14 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        if current() is None:
+            return self.forward(*args, **kwargs)
+        names = scope()
+        names.append((self._path.rsplit(".", 1)[-1] or self._name or "") if names else (self._name or ""))
+        try:
+            return self.forward(*args, **kwargs)
+        finally:
+            names.pop()
 
     # ------------------------------------------------------------ tree
 
@@ -204,6 +236,11 @@ class Module:
         return ""
 
 
+def _tensor(t: TensorBase) -> Tensor:
+    """A result of the functional layer as the Tensor it is (every tensor made at run time is one)."""
+    return cast(Tensor, t)
+
+
 def _uniform(shape: tuple[int, ...], fan_in: int) -> Tensor:
     bound = 1.0 / math.sqrt(max(fan_in, 1))
     return Tensor(np.random.uniform(-bound, bound, size=shape).astype(np.float32))
@@ -212,8 +249,8 @@ def _uniform(shape: tuple[int, ...], fan_in: int) -> Tensor:
 class Sequential(Module):
     """Modules applied in order; built from modules, or from an ordered dict of them."""
 
-    def __init__(self, *modules: Any) -> None:
-        super().__init__()
+    def __init__(self, *modules: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         if len(modules) == 1 and isinstance(modules[0], dict):
             items = list(modules[0].items())
         else:
@@ -238,14 +275,14 @@ class Sequential(Module):
 class Linear(Module):
     """y = x @ weight.T + bias; weight is (out_features, in_features)."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
-        super().__init__()
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.in_features, self.out_features = in_features, out_features
         self.weight = _uniform((out_features, in_features), in_features)
         self.bias = _uniform((out_features,), in_features) if bias else None
 
     def forward(self, x: Any) -> Tensor:
-        return F.linear(x, self.weight, self.bias)
+        return _tensor(F.linear(x, self.weight, self.bias))
 
     def _extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -264,8 +301,9 @@ class Conv2d(Module):
         dilation: Any = 1,
         groups: int = 1,
         bias: bool = True,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(**kwargs)
         if in_channels % groups or out_channels % groups:
             raise ValueError(
                 f"in_channels {in_channels} and out_channels {out_channels} must be divisible by groups {groups}"
@@ -278,7 +316,7 @@ class Conv2d(Module):
         self.bias = _uniform((out_channels,), fan_in) if bias else None
 
     def forward(self, x: Any) -> Tensor:
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return _tensor(F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups))
 
     def _extra_repr(self) -> str:
         return (
@@ -292,74 +330,93 @@ class BatchNorm2d(Module):
 
     _buffer_names = ("running_mean", "running_var")
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.9, affine: bool = True) -> None:
-        super().__init__()
+    def __init__(
+        self, num_features: int, eps: float = 1e-5, momentum: float = 0.9, affine: bool = True, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.weight = Tensor(np.ones(num_features, np.float32)) if affine else None
         self.bias = Tensor(np.zeros(num_features, np.float32)) if affine else None
         self.running_mean = Tensor(np.zeros(num_features, np.float32))
         self.running_var = Tensor(np.ones(num_features, np.float32))
 
+    _ndims: tuple[int, ...] = (4,)
+
     def forward(self, x: Any) -> Tensor:
+        kind = type(self).__name__
         if self.training:
-            raise RuntimeError("BatchNorm2d computes with running statistics only (inference): call model.eval() first")
-        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps)
+            raise RuntimeError(f"{kind} computes with running statistics only (inference): call model.eval() first")
+        ndim = x.ndim if isinstance(x, Tensor) else np.ndim(x)
+        if ndim not in self._ndims:
+            raise ValueError(f"{kind} takes input of rank {' or '.join(map(str, self._ndims))}, got rank {ndim}")
+        return _tensor(F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps))
 
     def _extra_repr(self) -> str:
         return f"{self.num_features}, eps={self.eps}"
 
 
+class BatchNorm1d(BatchNorm2d):
+    """Batch normalization over (N, C) or (N, C, L) input with running statistics (inference only)."""
+
+    _ndims = (2, 3)
+
+
 class ReLU(Module):
     def forward(self, x: Any) -> Tensor:
-        return F.relu(x)
+        return _tensor(F.relu(x))
 
 
 class Sigmoid(Module):
     def forward(self, x: Any) -> Tensor:
-        return F.sigmoid(x)
+        return _tensor(F.sigmoid(x))
 
 
 class Tanh(Module):
     def forward(self, x: Any) -> Tensor:
-        return F.tanh(x)
+        return _tensor(F.tanh(x))
 
 
 class Softmax(Module):
-    def __init__(self, axis: int | None = None) -> None:
-        super().__init__()
+    def __init__(self, axis: int | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.axis = axis
 
     def forward(self, x: Any) -> Tensor:
-        return F.softmax(x, self.axis)
+        return _tensor(F.softmax(x, self.axis))
 
 
 class MaxPool2d(Module):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
-        super().__init__()
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
     def forward(self, x: Any) -> Tensor:
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return _tensor(F.max_pool2d(x, self.kernel_size, self.stride, self.padding))
 
 
 class AvgPool2d(Module):
     def __init__(
-        self, kernel_size: Any, stride: Any = None, padding: Any = 0, mode: str = "average_count_exclude_padding"
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        mode: str = "average_count_exclude_padding",
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
+        super().__init__(**kwargs)
         self.kernel_size, self.stride, self.padding, self.mode = kernel_size, stride, padding, mode
 
     def forward(self, x: Any) -> Tensor:
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.mode)
+        return _tensor(F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.mode))
 
 
 class Flatten(Module):
-    def __init__(self, start_axis: int = 1, end_axis: int = -1) -> None:
-        super().__init__()
+    def __init__(self, start_axis: int = 1, end_axis: int = -1, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.start_axis, self.end_axis = start_axis, end_axis
 
     def forward(self, x: Any) -> Tensor:
-        return F.flatten(x, self.start_axis, self.end_axis)
+        return _tensor(F.flatten(x, self.start_axis, self.end_axis))
 
 
 class Identity(Module):

@@ -33,18 +33,89 @@ class OpDef:
         compute: ``compute(arrays, attrs) -> array`` with numpy.
         emit: ``emit(builder, input_names, output_name, attrs, input_infos, output_info)``
             appends the ONNX nodes that compute it.
+        dynamic: ``dynamic(attrs)``: the positions of the inputs whose values (not
+            only shapes) decide the result's shape: a boolean mask, a shape given
+            as a tensor, the boxes of non-maximum suppression.
+        shape_only: the result depends on the input's shape only (``shape``).
+        random: the result is random: computed afresh on every call, never reused.
     """
 
     name: str
     compute: Callable[[Sequence[np.ndarray], dict[str, Any]], np.ndarray]
     emit: Callable[..., None]
+    dynamic: Callable[[dict[str, Any]], Sequence[int]] | None = None
+    shape_only: bool = False
+    random: bool = False
 
 
 OPS: dict[str, OpDef] = {}
 
 
-def _register(name: str, compute: Callable, emit: Callable) -> None:
-    OPS[name] = OpDef(name, compute, emit)
+def _register(name: str, compute: Callable[..., Any], emit: Callable[..., None], **flags: Any) -> None:
+    OPS[name] = OpDef(name, compute, emit, **flags)
+
+
+# MegEngine's operator names, for the nodes of a dumped graph (``net.fc.MatrixMul``)
+DISPLAY_NAMES = {
+    **{k: k.upper() for k in ("add", "sub", "mul", "mod", "pow", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos")},
+    **{k: k.upper() for k in ("floor", "ceil", "round", "relu", "sigmoid")},
+    "div": "TRUE_DIV",
+    "floordiv": "FLOOR_DIV",
+    "maximum": "MAX",
+    "minimum": "MIN",
+    "neg": "NEGATE",
+    "greater": "LT",
+    "greater_equal": "LEQ",
+    "less": "LT",
+    "less_equal": "LEQ",
+    "equal": "EQ",
+    "not_equal": "NEQ",
+    "logical_and": "AND",
+    "logical_or": "OR",
+    "logical_xor": "XOR",
+    "logical_not": "NOT",
+    "where": "Where",
+    "matmul": "MatrixMul",
+    "linear": "MatrixMul",
+    "conv2d": "Convolution",
+    "batch_norm": "BatchNorm",
+    "max_pool2d": "Pooling",
+    "avg_pool2d": "Pooling",
+    "reshape": "Reshape",
+    "reshape_dyn": "Reshape",
+    "flatten": "Reshape",
+    "transpose": "Dimshuffle",
+    "expand_dims": "AddAxis",
+    "squeeze": "RemoveAxis",
+    "getitem": "Subtensor",
+    "index": "IndexingMultiAxisVec",
+    "argmax": "Argmax",
+    "argmin": "Argmin",
+    "softmax": "Softmax",
+    "log_softmax": "LogSoftmax",
+    "concat": "Concat",
+    "stack": "Concat",
+    "cast": "TypeCvt",
+    "clip": "Clip",
+    "shape": "GetVarShape",
+    "broadcast_to": "Broadcast",
+    "broadcast_to_dyn": "Broadcast",
+    "topk": "TopK",
+    "repeat": "Repeat",
+    "nms": "NMSKeep",
+    "random_uniform": "UniformRNG",
+    "random_normal": "GaussianRNG",
+    "ones_like": "Fill",
+    "logaddexp": "LogSumExp",
+    "identity": "Identity",
+}
+
+
+def display_name(op: str, attrs: dict[str, Any]) -> str:
+    """MegEngine's name for an operation (a reduction by its mode: a sum is ``SUM``)."""
+    if op == "reduce":
+        return str(attrs["kind"]).upper()
+    return DISPLAY_NAMES.get(op, op)
 
 
 # ------------------------------------------------------------------ elementwise
@@ -317,72 +388,118 @@ def _stack_emit(b, ins, out, attrs, infos, oinfo):
 _register("stack", lambda a, attrs: np.stack(list(a), axis=attrs["axis"]), _stack_emit)
 
 
-def index_key(key: tuple) -> tuple:
-    """numpy's basic index from a normalized ``getitem`` key (see :func:`normalize_index`)."""
-    out = []
-    for item in key:
-        if item[0] == "int":
-            out.append(item[1])
-        elif item[0] == "slice":
-            out.append(slice(item[1], item[2], item[3]))
-        else:
-            out.append(None)
-    return tuple(out)
+INT64_MAX = 2**63 - 1
 
 
-def normalize_index(key: Any, shape: tuple[int, ...]) -> tuple:
-    """A basic numpy index as a tuple of ``("int", i)``, ``("slice", start, stop, step)``, ``("new",)``.
+@dataclass(frozen=True)
+class Ref:
+    """A tensor inside an index: ``k`` is its position among the operation's inputs.
 
-    Ellipsis is expanded, every input axis gets an entry, and starts and stops
-    are resolved against ``shape`` (a stop of None means "past the start" for a
-    negative step).
+    Attributes:
+        kind: ``adv`` (an integer index array), ``mask`` (a boolean mask over
+            ``ndim`` axes) or ``bound`` (a slice's start or stop).
+    """
+
+    k: int
+    kind: str
+    ndim: int = 0
+
+
+def normalize_index(key: Any, shape: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
+    """An index as a tuple with one entry per input axis (a mask: per its axes) plus one per new axis.
+
+    Entries: ``("int", i)``, ``("slice", start, stop, step)`` (each bound an int,
+    None, or ``("t", k)`` for a tensor input), ``("new",)``, ``("adv", k)`` (an
+    index array input) and ``("mask", k, ndim)``. Ellipsis is expanded and
+    missing trailing axes get full slices. Integers and bounds are kept as
+    given (negative ones too), so that the entries do not depend on the
+    dims: a trace indexes a tensor of any batch size alike.
 
     Raises:
-        TypeError: an index that is not basic (an array, a list, a tensor).
+        TypeError: an item that is not an index (a float, a string, a bool).
         IndexError: an integer out of range, or too many indices.
+        ValueError: a slice step of zero.
     """
     if not isinstance(key, tuple):
         key = (key,)
     for item in key:
-        if not (item is None or item is Ellipsis or isinstance(item, slice) or _is_int(item)):
+        if not (item is None or item is Ellipsis or isinstance(item, (slice, Ref)) or _is_int(item)):
             raise TypeError(
-                f"index {item!r} ({type(item).__name__}) is not supported: only basic indexing "
-                "(integers, slices, None, ...) can be traced"
+                f"index {item!r} ({type(item).__name__}) is not supported: use integers, slices, None, ..., "
+                "integer tensors or lists, or a boolean mask"
             )
-    real = sum(1 for item in key if item is not None and item is not Ellipsis)
     if sum(1 for item in key if item is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    if real > len(shape):
-        raise IndexError(f"too many indices for a tensor of rank {len(shape)}: {real} were given")
-    expanded: list[Any] = []
+
+    def width(item: Any) -> int:
+        if item is None or item is Ellipsis:
+            return 0
+        return item.ndim if isinstance(item, Ref) and item.kind == "mask" else 1
+
+    used = sum(width(item) for item in key)
+    if used > len(shape):
+        raise IndexError(f"too many indices for a tensor of rank {len(shape)}: {used} were given")
+    full = ("slice", None, None, None)
+    out: list[tuple[Any, ...]] = []
+    axis = 0
     for item in key:
         if item is Ellipsis:
-            expanded.extend([slice(None)] * (len(shape) - real))
-        else:
-            expanded.append(item)
-    if Ellipsis not in key:
-        expanded.extend([slice(None)] * (len(shape) - real))
-    out: list[tuple] = []
-    axis = 0
-    for item in expanded:
-        if item is None:
+            out.extend([full] * (len(shape) - used))
+            axis += len(shape) - used
+        elif item is None:
             out.append(("new",))
-            continue
-        dim = shape[axis]
-        if isinstance(item, slice):
-            if not all(v is None or _is_int(v) for v in (item.start, item.stop, item.step)):
-                raise TypeError(f"slice {item!r} has non-integer bounds; only integer slices can be traced")
-            start, stop, step = item.indices(dim)
-            if not len(range(start, stop, step)):
-                out.append(("slice", 0, 0, 1))  # empty (indices() may give a start of -1: "before the first")
+        elif isinstance(item, slice):
+            bounds = []
+            for v in (item.start, item.stop, item.step):
+                if isinstance(v, Ref):
+                    bounds.append(("t", v.k))
+                elif v is None or _is_int(v):
+                    bounds.append(None if v is None else int(v))
+                else:
+                    raise TypeError(f"slice {item!r} has a bound that is not an integer or an integer tensor")
+            if bounds[2] == 0:
+                raise ValueError("slice step cannot be zero")
+            if isinstance(bounds[2], tuple):
+                raise TypeError("a slice step must be an int (a tensor step cannot be traced)")
+            out.append(("slice", *bounds))
+            axis += 1
+        elif isinstance(item, Ref):
+            if item.kind == "mask":
+                out.append(("mask", item.k, item.ndim))
+                axis += item.ndim
             else:
-                out.append(("slice", start, None if stop < 0 else stop, step))
+                out.append(("adv", item.k))
+                axis += 1
         else:
-            i = int(item)
+            dim, i = shape[axis], int(item)
             if not -dim <= i < dim:
                 raise IndexError(f"index {i} is out of bounds for axis {axis} with size {dim}")
-            out.append(("int", i % dim))
-        axis += 1
+            out.append(("int", i))
+            axis += 1
+    if Ellipsis not in key:
+        out.extend([full] * (len(shape) - used))
+    return tuple(out)
+
+
+def index_key(key: tuple[tuple[Any, ...], ...], arrays: Sequence[np.ndarray] = ()) -> tuple[Any, ...]:
+    """numpy's index for a normalized key (see :func:`normalize_index`), with the tensor inputs' values."""
+
+    def bound(v: Any) -> Any:
+        return int(np.asarray(arrays[v[1]]).reshape(-1)[0]) if isinstance(v, tuple) else v
+
+    out: list[Any] = []
+    for item in key:
+        tag = item[0]
+        if tag == "int":
+            out.append(item[1])
+        elif tag == "slice":
+            out.append(slice(bound(item[1]), bound(item[2]), item[3]))
+        elif tag == "new":
+            out.append(None)
+        elif tag == "adv":
+            out.append(np.asarray(arrays[item[1]]).astype(np.int64))
+        else:
+            out.append(np.asarray(arrays[item[1]]).astype(np.bool_))
     return tuple(out)
 
 
@@ -390,34 +507,227 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
-def _getitem_emit(b, ins, out, attrs, infos, oinfo):
-    slices = []  # (start, end, axis, step) of each axis that is cut
+def _is_full(item: tuple[Any, ...]) -> bool:
+    return item[0] == "slice" and item[1] in (None, 0) and item[2] is None and item[3] in (None, 1)
+
+
+def _int64_1d(b: Any, v: Any, ins: Sequence[str]) -> str:
+    """A 1-element int64 tensor: a constant, or a tensor bound's value."""
+    if not isinstance(v, tuple):
+        return str(b.const(np.array([v], np.int64), "bound"))
+    flat, cast = b.tmp("bound"), b.tmp("bound")
+    b.node("Reshape", [ins[v[1]], b.const(np.array([1], np.int64), "shape")], [flat])
+    b.node("Cast", [flat], [cast], to=onnx_type(np.int64))
+    return str(cast)
+
+
+def _slice_axes(b: Any, x: str, key: tuple[tuple[Any, ...], ...], ins: Sequence[str], advanced: bool) -> str:
+    """Slice ``x`` on the axes that slices cut (and integers, outside advanced indexing), keeping every axis."""
+    params: list[tuple[Any, Any, int, int]] = []
     axis = 0
-    shape = infos[0][0]
-    for item in attrs["key"]:
+    for item in key:
+        tag = item[0]
+        if tag == "new":
+            continue
+        if tag == "mask":
+            axis += item[2]
+            continue
+        if tag == "int" and not advanced:
+            i = item[1]
+            params.append((i, INT64_MAX if i == -1 else i + 1, axis, 1))
+        elif tag == "slice" and not _is_full(item):
+            _, start, stop, step = item
+            step = 1 if step is None else step
+            if start is None:
+                start = 0 if step > 0 else INT64_MAX
+            if stop is None:
+                stop = INT64_MAX if step > 0 else INT64_MIN
+            params.append((start, stop, axis, step))
+        axis += 1
+    if not params:
+        return x
+    starts, ends, axes, steps = zip(*params, strict=True)
+    names = []
+    for values, hint in ((starts, "starts"), (ends, "ends")):
+        if all(not isinstance(v, tuple) for v in values):
+            names.append(b.const(np.array(values, np.int64), hint))
+        else:
+            parts = [_int64_1d(b, v, ins) for v in values]
+            names.append(b.tmp(hint))
+            b.node("Concat", parts, [names[-1]], axis=0)
+    sliced = b.tmp("slice")
+    b.node(
+        "Slice",
+        [x, *names, b.const(np.array(axes, np.int64), "axes"), b.const(np.array(steps, np.int64), "steps")],
+        [sliced],
+    )
+    return str(sliced)
+
+
+def _finish(b: Any, x: str, out: str, steps: list[tuple[str, str, dict[str, Any]]]) -> None:
+    """Apply (op, extra input, attrs) steps to x, the last one writing ``out``."""
+    if not steps:
+        b.node("Identity", [x], [out])
+        return
+    for n, (op, extra, attrs) in enumerate(steps):
+        y = out if n == len(steps) - 1 else b.tmp(op.lower())
+        b.node(op, [x, extra] if extra else [x], [y], **attrs)
+        x = y
+
+
+def _getitem_emit(b, ins, out, attrs, infos, oinfo):
+    key = attrs["key"]
+    x = _slice_axes(b, ins[0], key, ins, advanced=False)
+    squeeze, news = [], []
+    axis = pos = 0
+    for item in key:
         if item[0] == "new":
+            news.append(pos)
+            pos += 1
             continue
         if item[0] == "int":
-            slices.append((item[1], item[1] + 1, axis, 1))
+            squeeze.append(axis)
         else:
-            _, start, stop, step = item
-            if not (start == 0 and stop == shape[axis] and step == 1):
-                slices.append((start, INT64_MIN if stop is None else stop, axis, step))
+            pos += 1
         axis += 1
-    x = ins[0]
-    if slices:
-        sliced = b.tmp("slice")
-        starts, ends, axes, steps = zip(*slices, strict=True)
-        params = [
-            b.const(np.array(v, np.int64), hint)
-            for v, hint in ((starts, "starts"), (ends, "ends"), (axes, "axes"), (steps, "steps"))
-        ]
-        b.node("Slice", [x, *params], [sliced])
-        x = sliced
-    b.node("Reshape", [x, b.const(np.array(oinfo[0], np.int64), "shape")], [out])
+    steps = []
+    if squeeze:
+        steps.append(("Squeeze", b.const(np.array(squeeze, np.int64), "axes"), {}))
+    if news:
+        steps.append(("Unsqueeze", b.const(np.array(news, np.int64), "axes"), {}))
+    _finish(b, x, out, steps)
+
+
+def _index_emit(b, ins, out, attrs, infos, oinfo):
+    """Advanced indexing as numpy does it: slices first, then one GatherND over the advanced axes.
+
+    The advanced indices (integer arrays, integers, a mask's nonzero
+    coordinates) broadcast together to a shape B; the result has B's dims
+    where the first advanced index stood if they are adjacent in the index,
+    else in front.
+    """
+    key = attrs["key"]
+    if not any(item[0] in ("adv", "mask") for item in key):  # only tensors as slice bounds
+        _getitem_emit(b, ins, out, attrs, infos, oinfo)
+        return
+    rank = len(infos[0][0])
+    x = _slice_axes(b, ins[0], key, ins, advanced=True)
+    shape = b.tmp("shape")
+    b.node("Shape", [x], [shape])
+    adv_axes: list[int] = []
+    rows: list[str] = []
+    brank = 0
+    axis = 0
+    for item in key:
+        tag = item[0]
+        if tag == "new":
+            continue
+        if tag in ("int", "adv"):
+            if tag == "int":
+                idx = b.const(np.array(item[1], np.int64), "index")
+                negative = item[1] < 0
+            else:
+                idx = b.tmp("index")
+                b.node("Cast", [ins[item[1]]], [idx], to=onnx_type(np.int64))
+                negative = True
+                brank = max(brank, len(infos[item[1]][0]))
+            if negative:  # i + dim where i < 0
+                dim, below, wrapped, fixed = b.tmp("dim"), b.tmp("neg"), b.tmp("wrapped"), b.tmp("index")
+                b.node("Gather", [shape, b.const(np.array(axis, np.int64), "axis")], [dim], axis=0)
+                b.node("Less", [idx, b.const(np.array(0, np.int64), "zero")], [below])
+                b.node("Add", [idx, dim], [wrapped])
+                b.node("Where", [below, wrapped, idx], [fixed])
+                idx = fixed
+            rows.append(idx)
+            adv_axes.append(axis)
+            axis += 1
+        elif tag == "mask":
+            nz = b.tmp("nonzero")
+            b.node("NonZero", [ins[item[1]]], [nz])
+            for j in range(item[2]):
+                row = b.tmp("index")
+                b.node("Gather", [nz, b.const(np.array(j, np.int64), "row")], [row], axis=0)
+                rows.append(row)
+                adv_axes.append(axis + j)
+            brank = max(brank, 1)
+            axis += item[2]
+        else:
+            axis += 1
+    perm = adv_axes + [a for a in range(rank) if a not in adv_axes]
+    if perm != list(range(rank)):
+        moved = b.tmp("transpose")
+        b.node("Transpose", [x], [moved], perm=perm)
+        x = moved
+    if len(rows) > 1:  # broadcast the index arrays to one shape
+        zero = b.const(np.array(0, np.int64), "zero")
+        acc = None
+        for row in rows:
+            z = b.tmp("zeros")
+            b.node("Mul", [row, zero], [z])
+            if acc is not None:
+                total = b.tmp("zeros")
+                b.node("Add", [acc, z], [total])
+                z = total
+            acc = z
+        broadcast = []
+        for row in rows:
+            r = b.tmp("index")
+            b.node("Add", [row, acc], [r])
+            broadcast.append(r)
+        rows = broadcast
+    last = b.const(np.array([-1], np.int64), "axes")
+    columns = []
+    for row in rows:
+        c = b.tmp("index")
+        b.node("Unsqueeze", [row, last], [c])
+        columns.append(c)
+    if len(columns) > 1:
+        stacked = b.tmp("indices")
+        b.node("Concat", columns, [stacked], axis=-1)
+    else:
+        stacked = columns[0]
+    gathered = b.tmp("gather")
+    b.node("GatherND", [x, stacked], [gathered])
+    x = gathered
+    tags = [item[0] for item in key]
+    adv_pos = [i for i, t in enumerate(tags) if t in ("int", "adv", "mask")]
+    adjacent = adv_pos == list(range(adv_pos[0], adv_pos[-1] + 1))
+    n_slices = tags.count("slice")
+    steps = []
+    if adjacent:
+        before = tags[: adv_pos[0]].count("slice")
+        if before:
+            perm = (
+                list(range(brank, brank + before)) + list(range(brank)) + list(range(brank + before, brank + n_slices))
+            )
+            steps.append(("Transpose", "", {"perm": perm}))
+    news = []
+    pos = 0 if adjacent else brank
+    for i, tag in enumerate(tags):
+        if tag == "new":
+            news.append(pos)
+            pos += 1
+        elif tag == "slice":
+            pos += 1
+        elif adjacent and i == adv_pos[0]:
+            pos += brank
+    if news:
+        steps.append(("Unsqueeze", b.const(np.array(news, np.int64), "axes"), {}))
+    _finish(b, x, out, steps)
+
+
+def _index_dynamic(attrs: dict[str, Any]) -> Sequence[int]:
+    found = []
+    for item in attrs["key"]:
+        if item[0] == "mask":
+            found.append(item[1])
+        elif item[0] == "slice":
+            found.extend(v[1] for v in item[1:3] if isinstance(v, tuple))
+    return found
 
 
 _register("getitem", lambda a, attrs: np.array(a[0][index_key(attrs["key"])]), _getitem_emit)
+_register("index", lambda a, attrs: np.array(a[0][index_key(attrs["key"], a)]), _index_emit, dynamic=_index_dynamic)
 
 # ------------------------------------------------------------------ neural network
 
@@ -574,6 +884,220 @@ def _linear_emit(b, ins, out, attrs, infos, oinfo):
 
 
 _register("linear", _linear_compute, _linear_emit)
+
+
+# ------------------------------------------------------------------ shapes as tensors, broadcasting, selection
+
+
+def _shape_emit(b, ins, out, attrs, infos, oinfo):
+    shape = b.tmp("shape")
+    b.node("Shape", ins, [shape])
+    b.node("Cast", [shape], [out], to=onnx_type(np.int32))
+
+
+_register("shape", lambda a, attrs: np.array(a[0].shape, np.int32), _shape_emit, shape_only=True)
+
+
+def _flatten_compute(a, attrs):
+    x = a[0]
+    start, end = attrs["start"], attrs["end"]
+    return x.reshape(x.shape[:start] + (-1,) + x.shape[end + 1 :])
+
+
+def _flatten_emit(b, ins, out, attrs, infos, oinfo):
+    # 0 keeps an input dim (opset 13): the leading dims stay free, as in a batch
+    spec = [0] * attrs["start"] + [-1] + list(infos[0][0][attrs["end"] + 1 :])
+    b.node("Reshape", [ins[0], b.const(np.array(spec, np.int64), "shape")], [out])
+
+
+_register("flatten", _flatten_compute, _flatten_emit)
+
+
+def _dyn_shape(b: Any, name: str) -> str:
+    cast = b.tmp("shape")
+    b.node("Cast", [name], [cast], to=onnx_type(np.int64))
+    return str(cast)
+
+
+def _reshape_dyn_emit(b, ins, out, attrs, infos, oinfo):
+    b.node("Reshape", [ins[0], _dyn_shape(b, ins[1])], [out])
+
+
+def _shape_dynamic(attrs: dict[str, Any]) -> Sequence[int]:
+    return (1,)
+
+
+_register(
+    "reshape_dyn", lambda a, attrs: a[0].reshape(tuple(int(v) for v in a[1])), _reshape_dyn_emit, dynamic=_shape_dynamic
+)
+
+
+def _broadcast_emit(b, ins, out, attrs, infos, oinfo):
+    b.node("Expand", [ins[0], b.const(np.array(attrs["shape"], np.int64), "shape")], [out])
+
+
+def _broadcast_dyn_emit(b, ins, out, attrs, infos, oinfo):
+    b.node("Expand", [ins[0], _dyn_shape(b, ins[1])], [out])
+
+
+_register("broadcast_to", lambda a, attrs: np.array(np.broadcast_to(a[0], attrs["shape"])), _broadcast_emit)
+_register(
+    "broadcast_to_dyn",
+    lambda a, attrs: np.array(np.broadcast_to(a[0], tuple(int(v) for v in a[1]))),
+    _broadcast_dyn_emit,
+    dynamic=_shape_dynamic,
+)
+
+
+def _topk_compute(a, attrs):
+    x, k = a[0], attrs["k"]
+    key = -x.astype(np.float64) if attrs["largest"] else x
+    order = np.argsort(key, axis=-1, kind="stable")[..., :k]  # ties: the lower index first, as onnxruntime
+    if attrs["output"] == 1:
+        return order.astype(np.int32)
+    return np.take_along_axis(x, order, axis=-1)
+
+
+def _topk_emit(b, ins, out, attrs, infos, oinfo):
+    values, indices = b.tmp("values"), b.tmp("indices")
+    k = b.const(np.array([attrs["k"]], np.int64), "k")
+    b.node("TopK", [ins[0], k], [values, indices], axis=-1, largest=int(attrs["largest"]), sorted=1)
+    if attrs["output"] == 1:
+        b.node("Cast", [indices], [out], to=onnx_type(np.int32))
+    else:
+        b.node("Identity", [values], [out])
+
+
+_register("topk", _topk_compute, _topk_emit)
+
+
+def _repeat_emit(b, ins, out, attrs, infos, oinfo):
+    axis, r = attrs["axis"], attrs["repeats"]
+    ndim = len(infos[0][0])
+    expanded, tiled, shape, before, mid, after, scaled, target = (
+        b.tmp(h) for h in ("unsqueeze", "tile", "shape", "before", "dim", "after", "dim", "shape")
+    )
+    b.node("Unsqueeze", [ins[0], b.const(np.array([axis + 1], np.int64), "axes")], [expanded])
+    reps = [1] * (ndim + 1)
+    reps[axis + 1] = r
+    b.node("Tile", [expanded, b.const(np.array(reps, np.int64), "repeats")], [tiled])
+    b.node("Shape", [ins[0]], [shape])
+
+    def part(name: str, lo: int, hi: int) -> None:
+        b.node(
+            "Slice",
+            [shape, b.const(np.array([lo], np.int64), "starts"), b.const(np.array([hi], np.int64), "ends")],
+            [name],
+        )
+
+    part(before, 0, axis)
+    part(mid, axis, axis + 1)
+    part(after, axis + 1, INT64_MAX)
+    b.node("Mul", [mid, b.const(np.array([r], np.int64), "repeats")], [scaled])
+    b.node("Concat", [before, scaled, after], [target], axis=0)
+    b.node("Reshape", [tiled, target], [out])
+
+
+_register("repeat", lambda a, attrs: np.repeat(a[0], attrs["repeats"], axis=attrs["axis"]), _repeat_emit)
+
+
+def _nms_compute(a, attrs):
+    boxes, scores = a[0].astype(np.float32), a[1].astype(np.float32)
+    x1, x2 = np.minimum(boxes[:, 0], boxes[:, 2]), np.maximum(boxes[:, 0], boxes[:, 2])
+    y1, y2 = np.minimum(boxes[:, 1], boxes[:, 3]), np.maximum(boxes[:, 1], boxes[:, 3])
+    area = (x2 - x1) * (y2 - y1)
+    keep: list[int] = []
+    for i in np.argsort(-scores, kind="stable"):  # ties: the lower index first, as onnxruntime
+        if len(keep) >= attrs["max_output"]:
+            break
+        if keep:
+            k = np.array(keep)
+            w = np.maximum(np.minimum(x2[k], x2[i]) - np.maximum(x1[k], x1[i]), np.float32(0))
+            h = np.maximum(np.minimum(y2[k], y2[i]) - np.maximum(y1[k], y1[i]), np.float32(0))
+            inter = w * h
+            union = area[k] + area[i] - inter
+            with np.errstate(divide="ignore", invalid="ignore"):
+                iou = np.where(union > 0, inter / union, np.float32(0))
+            if np.any(iou > np.float32(attrs["iou_thresh"])):
+                continue
+        keep.append(int(i))
+    return np.array(keep, np.int32)
+
+
+def _nms_emit(b, ins, out, attrs, infos, oinfo):
+    boxes, scores, selected, column = b.tmp("boxes"), b.tmp("scores"), b.tmp("selected"), b.tmp("index")
+    b.node("Unsqueeze", [ins[0], b.const(np.array([0], np.int64), "axes")], [boxes])
+    b.node("Reshape", [ins[1], b.const(np.array([1, 1, -1], np.int64), "shape")], [scores])
+    b.node(
+        "NonMaxSuppression",
+        [
+            boxes,
+            scores,
+            b.const(np.array([attrs["max_output"]], np.int64), "max_output"),
+            b.const(np.array([attrs["iou_thresh"]], np.float32), "iou_thresh"),
+        ],
+        [selected],
+    )
+    b.node("Gather", [selected, b.const(np.array(2, np.int64), "column")], [column], axis=1)
+    b.node("Cast", [column], [out], to=onnx_type(np.int32))
+
+
+_register("nms", _nms_compute, _nms_emit, dynamic=lambda attrs: (0, 1))
+
+# ------------------------------------------------------------------ random numbers
+
+RNG = [np.random.default_rng()]  # numpy's generator for eager random operations (mgedump.random.seed resets it)
+
+
+def _random_emitter(op: str, keys: tuple[str, str]) -> Callable[..., None]:
+    def emit(b, ins, out, attrs, infos, oinfo):
+        params = {keys[0]: float(attrs["a"]), keys[1]: float(attrs["b"])}
+        b.node(op, [], [out], dtype=onnx_type(np.float32), shape=list(attrs["shape"]), **params)
+
+    return emit
+
+
+_register(
+    "random_uniform",
+    lambda a, attrs: RNG[0].uniform(attrs["a"], attrs["b"], attrs["shape"]).astype(np.float32),
+    _random_emitter("RandomUniform", ("low", "high")),
+    random=True,
+)
+_register(
+    "random_normal",
+    lambda a, attrs: RNG[0].normal(attrs["a"], attrs["b"], attrs["shape"]).astype(np.float32),
+    _random_emitter("RandomNormal", ("mean", "scale")),
+    random=True,
+)
+
+# ------------------------------------------------------------------ graph rewrites (trace's opt_level)
+
+
+def _ones_like_emit(b, ins, out, attrs, infos, oinfo):
+    from onnx import numpy_helper
+
+    shape = b.tmp("shape")
+    b.node("Shape", ins, [shape])
+    b.node("ConstantOfShape", [shape], [out], value=numpy_helper.from_array(np.ones(1, infos[0][1])))
+
+
+_register("ones_like", lambda a, attrs: np.ones_like(a[0]), _ones_like_emit)
+
+
+def _logaddexp_emit(b, ins, out, attrs, infos, oinfo):
+    dtype = infos[0][1]
+    top, diff, dist, neg, e, one_plus, log = (b.tmp(h) for h in ("max", "sub", "abs", "neg", "exp", "add", "log"))
+    b.node("Max", ins, [top])
+    b.node("Sub", ins, [diff])
+    b.node("Abs", [diff], [dist])
+    b.node("Neg", [dist], [neg])
+    b.node("Exp", [neg], [e])
+    b.node("Add", [e, b.const(np.ones((), dtype), "one")], [one_plus])
+    b.node("Log", [one_plus], [log])
+    b.node("Add", [top, log], [out])
+
+
+_register("logaddexp", lambda a, attrs: np.logaddexp(a[0], a[1]), _logaddexp_emit)
 
 
 # ------------------------------------------------------------------ dtypes onnxruntime's CPU kernels lack

@@ -26,7 +26,7 @@ from . import functional as _F
 from . import numpy_api as _numpy_api
 from .dispatch import TensorBase, freeze, intercepting, register_tensor_type
 
-__all__ = ["Tensor", "tensor"]
+__all__ = ["Parameter", "Tensor", "tensor"]
 
 _DEFAULT_CAST = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32)}
 
@@ -49,7 +49,7 @@ class Tensor(TensorBase):
 
     __slots__ = ()
 
-    def __init__(self, data: Any, dtype: Any = None, *, name: str | None = None) -> None:
+    def __init__(self, data: Any, dtype: Any = None, device: Any = None, *, name: str | None = None) -> None:
         if isinstance(data, TensorBase):
             if intercepting() is not None:  # a traced copy, not a constant of its value
                 copied = _F.unary("identity", data) if dtype is None else _F.astype(data, dtype)
@@ -68,6 +68,29 @@ class Tensor(TensorBase):
     def __iter__(self) -> Iterator[Tensor]:
         for i in range(len(self)):
             yield self[i]
+
+    @property
+    def shape(self) -> Any:
+        """The shape: a tuple of ints, or inside ``trace(symbolic_shape=True)`` an int32 tensor the graph computes."""
+        call = intercepting()
+        if call is not None and call.symbolic_shape:
+            return _F.shape_of(self)
+        return self._shape
+
+    def __index__(self) -> int:
+        if self._dtype.kind not in "iu":
+            raise TypeError(f"only integer tensors can be used as an index, not {self._dtype}")
+        return int(self.item())
+
+    def detach(self) -> Tensor:
+        """The tensor itself (there are no gradients to cut off: tracing is for inference)."""
+        return self
+
+    def _broadcast(self, shape: Any) -> Tensor:
+        return _as_tensor(_F.broadcast_to(self, shape))
+
+    def broadcast_to(self, shape: Any) -> Tensor:
+        return _as_tensor(_F.broadcast_to(self, shape))
 
     __hash__ = object.__hash__
 
@@ -233,13 +256,27 @@ class Tensor(TensorBase):
         return _numpy_api.array_function(func, args, kwargs)
 
 
-def tensor(data: Any, dtype: Any = None) -> Tensor:
+def _as_tensor(t: TensorBase) -> Tensor:
+    """A result of the functional layer as the Tensor it is (every tensor made at run time is one)."""
+    assert isinstance(t, Tensor)
+    return t
+
+
+class Parameter(Tensor):
+    """A tensor meant as a module's weight (MegEngine's ``Parameter``; here a plain Tensor: no gradients)."""
+
+    __slots__ = ()
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, *, name: str | None = None) -> Tensor:
     """Make a tensor (MegEngine's ``megengine.tensor``).
 
     Args:
         data: a number, a (nested) list, a numpy array or a Tensor; it is copied.
         dtype: the dtype to store. Defaults to the data's, with float64 stored
             as float32 and int64 as int32.
+        device: accepted for MegEngine's signature and ignored (everything runs on the CPU).
+        name: a name for messages and dumped graphs (a dumped input is named after it).
 
     Returns:
         A new Tensor. Made inside a traced function, it is a constant of the graph.
@@ -247,4 +284,4 @@ def tensor(data: Any, dtype: Any = None) -> Tensor:
     Raises:
         TypeError: the data is not bool, integer or floating-point.
     """
-    return Tensor(data, dtype)
+    return Tensor(data, dtype, name=name)

@@ -143,7 +143,7 @@ def test_dumped_model_computes_what_the_trace_did(tmp_path):
         path = str(tmp_path / f"m{optimize}.onnx")
         f.dump(path, optimize_for_inference=optimize, output_names=["probs", "idx"])
         session = open_session(path)
-        got_probs, got_idx = session.run(None, {"x": x.numpy()})
+        got_probs, got_idx = session.run(None, {"arg_0": x.numpy()})
         np.testing.assert_allclose(got_probs, probs.numpy(), rtol=1e-6)
         np.testing.assert_array_equal(got_idx, idx.numpy())
 
@@ -158,9 +158,9 @@ def test_dump_keeps_unused_inputs_and_returns_of_inputs(tmp_path):
     f.dump(path, optimize_for_inference=False)
     model = onnx.load(path)
     onnx.checker.check_model(model)
-    assert [i.name for i in model.graph.input] == ["x", "unused"]
+    assert [i.name for i in model.graph.input] == ["arg_0", "arg_1"]  # MegEngine's names
     session = open_session(path)
-    got = session.run(None, {"x": np.array([3.0], np.float32), "unused": np.array([0.0], np.float32)})
+    got = session.run(None, {"arg_0": np.array([3.0], np.float32), "arg_1": np.array([0.0], np.float32)})
     assert [g.tolist() for g in got] == [[3.0], [6.0], [3.0]]
 
 
@@ -240,14 +240,14 @@ def test_dump_names_weights_nodes_and_tensors_on_request(cnn, tmp_path):
     inits = {i.name for i in model.graph.initializer}
     assert {"conv1.weight", "bn2.running_var", "fc.weight"} <= inits
     assert [i.name for i in model.graph.input] == ["image"] and [o.name for o in model.graph.output] == ["prob"]
-    assert [n.name for n in model.graph.node][:2] == ["conv2d_0", "batch_norm_1"]
+    assert [n.name for n in model.graph.node][:2] == ["conv1.Convolution", "bn1.BatchNorm"]
     assert "conv2d_0" in {v for n in model.graph.node for v in n.output}
 
     f.dump(str(out), optimize_for_inference=False)  # defaults: numbered weights, no node names
     model = onnx.load(str(out))
     assert not {"conv1.weight", "fc.weight"} & {i.name for i in model.graph.initializer}
     assert model.graph.node and all(not n.name for n in model.graph.node)
-    assert [i.name for i in model.graph.input] == ["x"] and [o.name for o in model.graph.output] == ["output_0"]
+    assert [i.name for i in model.graph.input] == ["arg_0"] and [o.name for o in model.graph.output] == ["output_0"]
 
 
 def test_dump_refuses_bad_maxerr_and_empty_input_data(tmp_path):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import mgedump.functional as F
 from mgedump import Tensor, tensor
 from mgedump.jit import trace
+from mgedump.random import normal, uniform
 from tests.tracing.support import check_eager_and_traced, check_outputs
 
 
@@ -266,6 +267,63 @@ CASES = {
         lambda x: x * tensor([1.0, 2.0, 3.0, 4.0]) + Tensor(x) * 0 + tensor(2.0),
         [A],
         lambda a: a * np.array([1, 2, 3, 4], np.float32) + 2,
+    ),
+    # x.shape is a tensor in a trace (symbolic_shape), a tuple eagerly: both reshape alike
+    "shape_tensor_reshape": (lambda x: x.reshape(x.shape[0], -1), [A], lambda a: a.reshape(2, -1)),
+    "broadcast": (
+        lambda x: (
+            F.broadcast_to(x[:, :1], (2, 3, 4)),
+            F.broadcast_to(x[0], (x.shape[0], 3, 4)),
+            x[:1]._broadcast((3, 3, 4)),
+            F.zeros_like(x) + F.ones_like(x) * F.full_like(x, 2.0),
+        ),
+        [A],
+        lambda a: (
+            np.broadcast_to(a[:, :1], (2, 3, 4)),
+            np.broadcast_to(a[0], (2, 3, 4)),
+            np.broadcast_to(a[:1], (3, 3, 4)),
+            np.full_like(a, 2.0),
+        ),
+    ),
+    "topk": (
+        lambda x: (*F.topk(x[0], 2), *F.topk(x[0, 0], 3, descending=True), F.topk(x[0], 2, kth_only=True)[0]),
+        [A],
+        lambda a: (
+            np.sort(a[0])[:, :2],
+            np.argsort(a[0], kind="stable")[:, :2].astype(np.int32),
+            -np.sort(-a[0, 0])[:3],
+            np.argsort(-a[0, 0], kind="stable")[:3].astype(np.int32),
+            np.sort(a[0])[:, 1],
+        ),
+    ),
+    "repeat_split": (
+        lambda x: (F.repeat(x, 2, axis=1), F.repeat(x[0], 3), *F.split(x, 2), *F.split(x, [1, 3], axis=2)),
+        [A],
+        lambda a: (np.repeat(a, 2, axis=1), np.repeat(a[0], 3), *np.split(a, 2), *np.split(a, [1, 3], axis=2)),
+    ),
+    "advanced_index": (
+        lambda x, i: (x[i], x[[1, 0]], x[x > 0], x[:, i[:2]], x[i[0], :, i[1:3]], x[0, i, 1:3], x[i[0] : i[0] + 2]),
+        [A, np.array([1, 0, 1], np.int32)],
+        lambda a, i: (a[i], a[[1, 0]], a[a > 0], a[:, i[:2]], a[i[0], :, i[1:3]], a[0, i, 1:3], a[i[0] : i[0] + 2]),
+    ),
+    "nms": (
+        lambda b, s: (F.vision.nms(b, s, 0.5), F.vision.nms(b, s, 0.3, max_output=2)),
+        [
+            np.array([[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30], [0, 0, 9, 9], [21, 21, 29, 31]], np.float32),
+            np.array([0.9, 0.8, 0.7, 0.95, 0.6], np.float32),
+        ],
+        lambda b, s: (np.array([3, 2], np.int32), np.array([3, 2], np.int32)),
+    ),
+    "random": (
+        lambda x: x + uniform(size=(2, 3, 4)) * 0 + normal(size=x.shape) * 0,
+        [A],
+        lambda a: a,
+    ),
+    # MegEngine's rewrites at opt_level >= 1 (the traced graph) give what the plain formulas give here
+    "rewrites": (
+        lambda x, y: (F.log(F.exp(x) + F.exp(y)), F.log(F.exp(x)), (lambda z: z / z)(x * 2)),
+        [A, B],
+        lambda a, b: (np.logaddexp(a, b), a, np.ones_like(a)),
     ),
 }
 

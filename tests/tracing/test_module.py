@@ -67,13 +67,20 @@ def test_modes_and_sequential():
         M.Sequential(lambda x: x)
 
 
-def test_module_needs_super_init_and_forward():
-    class NoInit(M.Module):
+def test_attributes_before_super_init_and_forward():
+    class Early(M.Module):  # MegEngine's XORNet sets plain attributes first
         def __init__(self):
-            self.w = Tensor([1.0])
+            self.mid_dim = 3
+            self.w = Tensor([1.0, 2.0, 3.0])
+            super().__init__()
+            self.fc = M.Linear(self.mid_dim, 2)
 
-    with pytest.raises(RuntimeError, match=r"must call super\(\).__init__\(\)"):
-        NoInit()
+        def forward(self, x):
+            return self.fc(x * self.w)
+
+    net = Early()
+    assert net.mid_dim == 3 and [n for n, _ in net.named_parameters()] == ["w", "fc.weight", "fc.bias"]
+    assert net(tensor(np.ones((4, 3), np.float32))).shape == (4, 2)
     with pytest.raises(NotImplementedError, match="has no forward"):
         M.Module()(tensor([1.0]))
     with pytest.raises(ValueError, match="divisible by groups"):
