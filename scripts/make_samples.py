@@ -82,6 +82,7 @@ SEEDS: dict[str, int] = {
     "free_dims.onnx": 1017,
     "int8/weight_outlier.onnx": 1018,
     "int8/mild_outlier.onnx": 1019,
+    "int8/weight_only.onnx": 1020,
     "cnn_input.npy": 2001,
     "multi_input.npz": 2002,
     "cnn_input.pb": 2003,
@@ -795,6 +796,37 @@ def build_mild_outlier() -> onnx.ModelProto:
     return _make_model(graph)
 
 
+def build_weight_only() -> onnx.ModelProto:
+    """Weight-only int8, as exporters write it: int8 weights -> Cast -> Mul by a per-column scale -> MatMul. The
+    weights must stay int8 through --optimize-for-inference (constant folding would store them as float32)."""
+    rng = _rng("int8/weight_only.onnx")
+    q1 = rng.integers(-127, 128, (64, 64)).astype(np.int8)
+    q2 = rng.integers(-127, 128, (64, 16)).astype(np.int8)
+    inits = [
+        numpy_helper.from_array(q1, "W1_q"),
+        numpy_helper.from_array((rng.uniform(0.5, 1.5, 64) / 400).astype(np.float32), "W1_scale"),
+        numpy_helper.from_array(q2, "W2_q"),
+        numpy_helper.from_array((rng.uniform(0.5, 1.5, 16) / 400).astype(np.float32), "W2_scale"),
+    ]
+    nodes = [
+        helper.make_node("Cast", ["W1_q"], ["W1_f"], name="w1/cast", to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["W1_f", "W1_scale"], ["W1"], name="w1/scale"),
+        helper.make_node("MatMul", ["x", "W1"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["r"], name="act"),
+        helper.make_node("Cast", ["W2_q"], ["W2_f"], name="w2/cast", to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["W2_f", "W2_scale"], ["W2"], name="w2/scale"),
+        helper.make_node("MatMul", ["r", "W2"], ["y"], name="fc2"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "weight_only",
+        [_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [_value_info("y", TensorProto.FLOAT, [1, 16])],
+        initializer=inits,
+    )
+    return _make_model(graph)
+
+
 # --------------------------------------------------------------------------
 # writers: each registry entry writes its file(s) under the output folder
 
@@ -1009,6 +1041,13 @@ REGISTRY: tuple[Sample, ...] = (
         _writer(build_mild_outlier),
         "#rand(0,1)",
         "three MatMuls, the head's weights coarse in int8: the search keeps the head float",
+        tags=("int8",),
+    ),
+    Sample(
+        "int8/weight_only.onnx",
+        _writer(build_weight_only),
+        "#rand(0,1)",
+        "weight-only int8 (int8 -> Cast -> Mul): --optimize-for-inference keeps the weights int8",
         tags=("int8",),
     ),
     Sample(

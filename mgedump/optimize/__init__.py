@@ -54,7 +54,15 @@ from ..options import DEFAULT_MAXERR, OptimizeOptions
 from ..runtime import open_session, session_options
 from .autocast import choose_precision
 from .float16 import check_not_quantized, convert, is_float16_model, matching_nodes, name_nodes
-from .passes import batchnorm_to_affine, discard_names, restore_ir, strip_opsets
+from .passes import (
+    batchnorm_to_affine,
+    dequantized_weights,
+    discard_names,
+    hide_weights,
+    restore_ir,
+    restore_weights,
+    strip_opsets,
+)
 
 __all__ = ["OptimizeOptions", "OptimizeResult", "level_of", "optimize_file"]
 
@@ -254,9 +262,22 @@ def _save(model: Any, path: str, external: bool) -> None:
 
 
 def _ort_offline(src: str, out: str, level: str, external: bool) -> Any:
-    """Run onnxruntime's offline optimiser at a level; return the saved model, opsets restored."""
+    """Run onnxruntime's offline optimiser at a level; return the saved model, opsets restored.
+
+    Integer weights that the model dequantizes (int8 -> Cast -> Mul, DequantizeLinear) are hidden from the
+    optimiser as graph inputs and put back after: constant folding would store them dequantized, as float32
+    weights four times their size.
+    """
     import onnx
 
+    original = onnx.load(src, load_external_data=False)
+    protected = dequantized_weights(original)
+    source = src
+    if protected:
+        model = onnx.load(src)
+        weights = hide_weights(model, protected)
+        source = out + ".protected.onnx"
+        _save(model, source, external)
     opts = session_options(graph_opt=level)
     opts.optimized_model_filepath = out
     if external:
@@ -264,7 +285,9 @@ def _ort_offline(src: str, out: str, level: str, external: bool) -> Any:
             "session.optimized_model_external_initializers_file_name", os.path.basename(out) + ".data"
         )
         opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
-    open_session(src, label=f"the model being optimised ({level} level)", options=opts)
+    open_session(source, label=f"the model being optimised ({level} level)", options=opts)
     model = onnx.load(out)
-    restore_ir(model, onnx.load(src, load_external_data=False))
+    if protected:
+        restore_weights(model, weights)
+    restore_ir(model, original)
     return model

@@ -171,3 +171,59 @@ def _rename_graph(graph: Any, rename: Any, top: bool) -> None:
                 _rename_graph(attr.g, rename, top=False)
             for sub in attr.graphs:
                 _rename_graph(sub, rename, top=False)
+
+
+# integer weights that the model dequantizes: element types narrower than float32
+_NARROW_INTS = (2, 3, 4, 5, 21, 22)  # onnx.TensorProto UINT8, INT8, UINT16, INT16, UINT4, INT4
+_DEQUANTIZERS = ("Cast", "DequantizeLinear")
+MIN_PROTECTED = 16  # elements: smaller integer constants fold harmlessly (shapes, indices)
+
+
+def dequantized_weights(model: Any) -> list[str]:
+    """The main graph's narrow integer weights that a Cast or DequantizeLinear reads: folding them would store them
+    dequantized, larger than they are."""
+    readers: dict[str, set[str]] = {}
+    for node in model.graph.node:
+        for name in node.input[:1]:
+            readers.setdefault(name, set()).add(node.op_type)
+    found = []
+    for init in model.graph.initializer:
+        count = 1
+        for dim in init.dims:
+            count *= dim
+        if (
+            init.data_type in _NARROW_INTS
+            and count >= MIN_PROTECTED
+            and readers.get(init.name, set()) & set(_DEQUANTIZERS)
+        ):
+            found.append(init.name)
+    return found
+
+
+def hide_weights(model: Any, names: list[str]) -> list[Any]:
+    """Turn these initializers into graph inputs (so no optimiser can fold them); return them, to put back."""
+    from onnx import helper
+
+    wanted = set(names)
+    hidden = [init for init in model.graph.initializer if init.name in wanted]
+    kept = [init for init in model.graph.initializer if init.name not in wanted]
+    listed = {v.name for v in model.graph.input}
+    for init in hidden:
+        if init.name not in listed:
+            model.graph.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    copies = [type(init)() for init in hidden]
+    for copy, init in zip(copies, hidden, strict=True):
+        copy.CopyFrom(init)
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
+    return copies
+
+
+def restore_weights(model: Any, weights: list[Any]) -> None:
+    """Put hidden weights back as initializers, in place of the graph inputs that stood for them."""
+    names = {init.name for init in weights}
+    listed = {v.name for v in model.graph.input}
+    model.graph.initializer.extend(init for init in weights if init.name in listed)
+    inputs = [v for v in model.graph.input if v.name not in names]
+    del model.graph.input[:]
+    model.graph.input.extend(inputs)

@@ -65,3 +65,18 @@ def test_fuse_conv_bias_nonlinearity_is_onnxruntime_only(tmp_path, mgedump, mger
     assert ("com.microsoft", "FusedConv") in _ops(bundled_model(out))
     assert bundle_manifest(out)["requirements"] == ["onnxruntime"]
     assert mgerun(out, "--iter", "1").code == 0
+
+
+def test_optimize_keeps_weight_only_int8_weights_int8(tmp_path, mgedump, mgerun):
+    """Constant folding would turn int8 -> Cast -> Mul into float32 weights, four times the size."""
+    source = SAMPLES / "int8" / "weight_only.onnx"
+    out = tmp_path / "o.mgetest"
+    result = mgedump(source, "-d", "#rand(0,1)", "--optimize-for-inference", "-o", out)
+    assert result.code == 0, result.err
+    model = bundled_model(out)
+    types = {init.name: init.data_type for init in model.graph.initializer}
+    assert types["W1_q"] == onnx.TensorProto.INT8 and types["W2_q"] == onnx.TensorProto.INT8
+    assert [v.name for v in model.graph.input] == ["x"]
+    assert len(model.SerializeToString()) < 1.2 * os.path.getsize(source)
+    onnx.checker.check_model(model)
+    assert mgerun(out, "--iter", "1").code == 0
