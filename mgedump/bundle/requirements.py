@@ -8,7 +8,18 @@ from ..options import OptimizeOptions
 REQ_ONNXRUNTIME = "onnxruntime"  # com.microsoft ops: any onnxruntime, no other runtime
 REQ_ORT_CPU = "onnxruntime-cpu"  # ops only onnxruntime's CPU execution provider has
 REQ_AVX2 = "x86-avx2"  # an x86 CPU with AVX2
-KNOWN = (REQ_ONNXRUNTIME, REQ_ORT_CPU, REQ_AVX2)
+REQ_INT8_QDQ = "int8-qdq"  # int8 QuantizeLinear/DequantizeLinear pairs (standard ONNX; opset 13 for per-channel)
+REQ_INT8_DYNAMIC = "int8-integer-ops"  # DynamicQuantizeLinear and MatMulInteger (standard ONNX, opset 11)
+INT8_KERNELS = {
+    REQ_INT8_QDQ: ("QuantizeLinear", "DequantizeLinear"),
+    REQ_INT8_DYNAMIC: ("DynamicQuantizeLinear", "MatMulInteger"),
+}
+KNOWN = (REQ_ONNXRUNTIME, REQ_ORT_CPU, REQ_AVX2, REQ_INT8_QDQ, REQ_INT8_DYNAMIC)
+
+
+def int8_requirements(mode: str) -> list[str]:
+    """What an int8 model needs: kernels for its quantized ops (``mode``: static QDQ or dynamic)."""
+    return [REQ_INT8_QDQ if mode == "static" else REQ_INT8_DYNAMIC]
 
 
 def requirements_of(options: OptimizeOptions) -> list[str]:
@@ -57,5 +68,23 @@ def check_requirements(requirements: list[str], provider: str | None = None) -> 
             "and this CPU has no AVX2",
             hint="pack it again without --enable-nchw88 for this machine",
         )
+    for req in (r for r in requirements if r in INT8_KERNELS):
+        missing = [op for op in INT8_KERNELS[req] if op not in _kernels_for_int8(provider)]
+        if missing:
+            raise UsageError(
+                f"the bundle's int8 model needs {', '.join(missing)} kernels, which this onnxruntime lacks"
+            )
     if REQ_ORT_CPU in requirements and provider not in (None, "CPUExecutionProvider"):
         raise UsageError(f"the bundle's model uses onnxruntime CPU-only ops (NCHWc); it cannot run on {provider}")
+
+
+def _kernels_for_int8(provider: str | None) -> set[str]:
+    """The ops with an int8 kernel in onnxruntime for the provider, or for the CPU provider it falls back to."""
+    from onnxruntime.capi import _pybind_state as C  # type: ignore[import-untyped]
+
+    providers = {"CPUExecutionProvider", provider or "CPUExecutionProvider"}
+    return {
+        k.op_name
+        for k in C.get_all_opkernel_def()
+        if k.provider in providers and any("int8" in t for types in k.type_constraints.values() for t in types)
+    }
