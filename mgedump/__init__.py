@@ -32,9 +32,10 @@ _LAZY = {
     "MgeError": "mgedump.errors",
     "Tensor": "mgedump.tracing.tensor",
     "tensor": "mgedump.tracing.tensor",
+    "Parameter": "mgedump.tracing.tensor",
 }
 # submodules reachable as attributes (``mgedump.functional.relu``) before anyone imports them
-_SUBMODULES = ("functional", "module", "jit", "tracing")
+_SUBMODULES = ("functional", "module", "jit", "random", "tracing")
 
 __all__ = ["__version__", *_LAZY, *_SUBMODULES]
 

@@ -490,16 +490,17 @@ class Replayer(Call):
                 self._feed(k, p, t, vid)
             elif t._call is self and t._vid is not None:
                 if t._vid != vid:
-                    if expected.kind in ("ext", "const"):
-                        raise self._mismatch(
-                            k,
-                            "expect external node, got internal",
-                            f"input {p}: the trace has {expected.label}, this call gives {program.describe(t._vid)}",
+                    given = program.values[t._vid]
+                    if (expected.kind == "op") != (given.kind == "op"):  # MegEngine: arguments are external nodes
+                        reason = (
+                            "expect internal node, got external"
+                            if expected.kind == "op"
+                            else ("expect external node, got internal")
                         )
+                    else:
+                        reason = "input id mismatch"
                     raise self._mismatch(
-                        k,
-                        "input id mismatch",
-                        f"input {p}: the trace has {program.describe(vid)}, this call gives {program.describe(t._vid)}",
+                        k, reason, f"input {p}: the trace has {expected.label}, this call gives {given.label}"
                     )
             else:
                 self._check_operand(k, p, t, vid)

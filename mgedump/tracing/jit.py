@@ -49,6 +49,7 @@ from .tensor import Tensor
 
 __all__ = ["TraceError", "TraceMismatchError", "exclude_from_trace", "trace"]
 
+_MISSING = object()
 _GRAPH_OPT = {0: "disable", 1: "basic", 2: "extended", 3: "all"}
 # MegEngine's trace options that have no ONNX counterpart: refused when set
 _MEGENGINE_ONLY = {
@@ -356,15 +357,19 @@ class trace:
         return rebuild_outputs(structure, [wrap(a) for a in arrays])
 
     def _run_without_host(self, program: Program, tensors: list[Tensor], others: list[Any]) -> Any:
-        traced_with = program.passthrough
-        for (path, value), (_, before) in zip(others, traced_with, strict=True):
-            if not _same_value(value, before):
+        traced_with = dict(program.passthrough)
+        for path, value in others:
+            before = traced_with.get(path, _MISSING)
+            if before is _MISSING or not _same_value(value, before):
+                was = "not given" if before is _MISSING else repr(before)
                 raise mismatch(
                     "argument mismatch",
-                    f"{self._label}: argument {_paths([path])} is {value!r}, traced with {before!r}; "
+                    f"{self._label}: argument {_paths([path])} is {value!r}, traced with {was}; "
                     "trace(without_host=True) does not run the Python function again, so it cannot follow "
-                    "a changed argument that is not a tensor",
+                    "an argument that is not a tensor changing",
                 )
+        if len(others) != len(traced_with):
+            raise mismatch("argument mismatch", f"{self._label}: this call leaves out arguments the trace was given")
         feeds = {vid: t._value() for (_, vid), t in zip(program.inputs, tensors, strict=True)}
         arrays = program.run_eager(feeds) if self.imperative else program.run_graph(feeds)
         return rebuild_outputs(program.structure, [wrap(a) for a in arrays])
