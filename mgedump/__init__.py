@@ -2,7 +2,8 @@
 
 The library API (imported lazily, so ``import mgedump`` stays cheap)::
 
-    from mgedump import pack, verify, PackOptions, VerifyOptions, DataOptions, OptimizeOptions, MgeError
+    from mgedump import pack, verify, verify_all, diff, PackOptions, VerifyOptions, DiffOptions, DataOptions, \
+        OptimizeOptions, TestData, MgeError
 
 The tracing framework (:mod:`mgedump.tracing`) turns eager tensor code into an
 ONNX graph::
@@ -21,10 +22,14 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _LAZY = {
-    "pack": "mgedump.packer",
-    "PackResult": "mgedump.packer",
-    "verify": "mgedump.verifier",
-    "Report": "mgedump.verifier",
+    "pack": "mgedump.commands.pack",
+    "PackResult": "mgedump.commands.pack",
+    "verify": "mgedump.commands.verify",
+    "Report": "mgedump.commands.verify",
+    "verify_all": "mgedump.commands.verify_many",
+    "diff": "mgedump.commands.diff",
+    "TestData": "mgedump.data",
+    "DiffOptions": "mgedump.options",
     "PackOptions": "mgedump.options",
     "VerifyOptions": "mgedump.options",
     "DataOptions": "mgedump.options",

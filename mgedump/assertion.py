@@ -4,9 +4,11 @@ Per output::
 
     err = max over elements of |expect - get| / max(min(|expect|, |get|), 1)
 
-A NaN or infinity on either side fails; integer, bool and string outputs
-compare exactly; shapes and dtypes must match. An output passes when
-``err <= maxerr``.
+:func:`measure` is the one implementation, used by ``mgerun``'s checks,
+``mgediff`` and the precision searches alike. Shapes must match; floats of two
+widths compare by value; a NaN or infinity counts as equal only where both
+sides hold the same one; integer, bool and string outputs compare exactly. An
+output passes when ``err <= maxerr`` (exact kinds: when every element is equal).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504: float16's largest finite value, the one definition
 
 
 @dataclass
@@ -121,60 +125,131 @@ def _stats(expect: np.ndarray, got: np.ndarray) -> dict[str, Any]:
     return out
 
 
+@dataclass
+class Measure:
+    """The AssertEqual metric of one pair of tensors: the one definition that ``mgerun``'s checks, ``mgediff``
+    and the precision searches all use (docs/assertion.md).
+
+    Attributes:
+        err: the largest element error ``|e - g| / max(min(|e|, |g|), 1)``; ``inf`` when the tensors cannot agree
+            (shapes differ, kinds of value differ, strings differ, a NaN or infinity on one side only).
+        exact: the values are not floats (integers, bool, strings): they pass only when every element is equal.
+        reason: why they cannot agree, or how many elements differ for an exact comparison.
+        index: where the worst element is; expect_value, got_value: the two values there.
+        expect_absmax: the largest finite magnitude in the expected tensor.
+        got_inf_where_expect_finite: the tensor checked holds an infinity where the expected one is finite.
+    """
+
+    err: float
+    exact: bool = False
+    reason: str | None = None
+    index: tuple[int, ...] | None = None
+    expect_value: Any = None
+    got_value: Any = None
+    expect_absmax: float = 0.0
+    got_inf_where_expect_finite: bool = False
+
+    def passes(self, maxerr: float) -> bool:
+        """Within maxerr: ``err <= maxerr``, and every element equal for an exact comparison."""
+        return self.err == 0.0 if self.exact else self.err <= maxerr
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
+
+
+def measure(expect: np.ndarray, got: np.ndarray, labels: tuple[str, str] = ("expect", "get")) -> Measure:
+    """The AssertEqual metric of ``got`` against ``expect``.
+
+    Floats of different widths (float16 against float32) are compared by value; a non-finite element counts as
+    equal where both sides hold the same one (NaN and NaN, inf and inf) and as an infinite error where one side
+    only holds it. Integers, bool and strings compare exactly: ``err`` is then the metric of the values (0 when
+    all are equal) and :meth:`Measure.passes` asks for 0.
+
+    Args:
+        labels: what the two sides are called in the reasons (``mgediff`` says A and B).
+    """
+    expect = np.asarray(expect)
+    got = np.asarray(got)
+    e_name, g_name = labels
+    if expect.shape != got.shape:
+        return Measure(math.inf, reason=f"shape differs: {e_name} {list(expect.shape)}, {g_name} {list(got.shape)}")
+    text_e, text_g = expect.dtype.kind in "OUS", got.dtype.kind in "OUS"
+    if text_e != text_g:
+        return Measure(math.inf, reason=f"dtype differs: {e_name} {expect.dtype}, {g_name} {got.dtype}")
+    if expect.size == 0:
+        return Measure(0.0, exact=expect.dtype.kind not in "fc")
+    if text_e:
+        differ = expect.astype(object) != got.astype(object)
+        count = int(np.count_nonzero(differ))
+        if not count:
+            return Measure(0.0, exact=True)
+        index = _unravel(int(np.argmax(differ)), expect.shape)
+        reason = f"{count} of {expect.size} elements differ (exact comparison)"
+        return Measure(math.inf, True, reason, index, expect[index], got[index])
+    exact = expect.dtype.kind not in "fc" and got.dtype.kind not in "fc"
+    if expect.dtype == got.dtype and np.array_equal(expect, got):
+        return Measure(0.0, exact, expect_absmax=_absmax(expect) if expect.dtype.kind == "f" else 0.0)
+    if exact and expect.dtype.kind == "b":
+        differ = expect != got
+        index = _unravel(int(np.argmax(differ)), expect.shape)
+        reason = f"{int(np.count_nonzero(differ))} of {expect.size} elements differ (exact comparison)"
+        return Measure(1.0, True, reason, index, expect[index], got[index])
+    # float32 arithmetic is exact enough for the metric when neither side is wider
+    wide = np.float64 if max(expect.dtype.itemsize, got.dtype.itemsize) > 4 or exact else np.float32
+    x = expect.astype(wide, copy=False)
+    y = got.astype(wide, copy=False)
+    fx, fy = np.isfinite(x), np.isfinite(y)
+    if fx.all() and fy.all():  # the common case: no masks, buffers reused
+        each = np.abs(x, out=np.empty(x.shape, wide))  # out= keeps 0-d tensors arrays
+        absmax = float(each.max())
+        denominator = np.minimum(each, np.abs(y), out=np.empty(x.shape, wide))
+        np.maximum(denominator, 1.0, out=denominator)
+        np.subtract(x, y, out=each)
+        np.abs(each, out=each)
+        each /= denominator
+        flat = int(np.argmax(each))
+        index = _unravel(flat, expect.shape)
+        err = float(each.reshape(-1)[flat])
+        reason = None
+        if exact and err:
+            reason = f"{int(np.count_nonzero(expect != got))} of {expect.size} elements differ (exact comparison)"
+        return Measure(err, exact, reason, index, expect[index], got[index], absmax)
+    absmax = float(np.abs(x[fx]).max()) if fx.any() else 0.0
+    inf_new = bool(np.any(np.isinf(y) & fx))
+    same_nonfinite = ~fx & ~fy & ((np.isnan(x) & np.isnan(y)) | (x == y))
+    broken = ~(fx & fy) & ~same_nonfinite
+    if broken.any():
+        index = _unravel(int(np.argmax(broken)), expect.shape)
+        side = g_name if fx[index] else e_name
+        reason = f"NaN or infinity in {side} only ({int(broken.sum())} elements)"
+        return Measure(math.inf, exact, reason, index, expect[index], got[index], absmax, inf_new)
+    both = fx & fy
+    with np.errstate(invalid="ignore"):
+        each = np.where(both, np.abs(x - y) / np.maximum(np.minimum(np.abs(x), np.abs(y)), 1.0), 0.0)
+    flat = int(np.argmax(each))
+    index = _unravel(flat, expect.shape)
+    return Measure(float(each.reshape(-1)[flat]), exact, None, index, expect[index], got[index], absmax, inf_new)
+
+
+def _absmax(a: np.ndarray) -> float:
+    finite = np.isfinite(a)
+    return float(np.abs(a if finite.all() else a[finite]).max(initial=0.0))
+
+
 def assert_equal(name: str, expect: np.ndarray, got: np.ndarray, maxerr: float) -> OutputCheck:
-    """Check one output against its expected value with the AssertEqual metric."""
+    """Check one output against its expected value with the AssertEqual metric (:func:`measure`)."""
     expect = np.asarray(expect)
     got = np.asarray(got)
     stats = _stats(expect, got)
-    if expect.shape != got.shape:
-        return OutputCheck(
-            name, False, None, maxerr, f"shape differs: expect {list(expect.shape)}, get {list(got.shape)}", stats=stats
-        )
     if expect.dtype != got.dtype and not (expect.dtype.kind in "OUS" and got.dtype.kind in "OUS"):
-        return OutputCheck(
-            name, False, None, maxerr, f"dtype differs: expect {expect.dtype}, get {got.dtype}", stats=stats
-        )
-    if expect.size == 0:
-        return OutputCheck(name, True, 0.0, maxerr, stats=stats)
-    if expect.dtype.kind not in "fc":
-        differ = expect != got
-        count = int(np.count_nonzero(differ))
-        if not count:
-            return OutputCheck(name, True, 0.0, maxerr, stats=stats)
-        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(differ)), expect.shape))
-        return OutputCheck(
-            name,
-            False,
-            float(count),
-            maxerr,
-            f"{count} of {expect.size} elements differ (exact comparison)",
-            index,
-            expect[index],
-            got[index],
-            stats,
-        )
-    e = expect.astype(np.float64)
-    g = got.astype(np.float64)
-    bad = ~(np.isfinite(e) & np.isfinite(g))
-    if bad.any():
-        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), expect.shape))
-        side = "expect" if not np.isfinite(e[index]) else "get"
-        return OutputCheck(
-            name,
-            False,
-            None,
-            maxerr,
-            f"NaN or infinity in {side} ({int(np.count_nonzero(bad))} elements)",
-            index,
-            expect[index],
-            got[index],
-            stats,
-        )
-    err_each = np.abs(e - g) / np.maximum(np.minimum(np.abs(e), np.abs(g)), 1.0)
-    flat = int(np.argmax(err_each))
-    index = tuple(int(i) for i in np.unravel_index(flat, expect.shape))
-    err = float(err_each.reshape(-1)[flat])
-    return OutputCheck(name, err <= maxerr, err, maxerr, None, index, expect[index], got[index], stats)
+        # the bundle records each output's dtype: another one is a different model, whatever the values
+        reason = f"dtype differs: expect {expect.dtype}, get {got.dtype}"
+        return OutputCheck(name, False, None, maxerr, reason, stats=stats)
+    m = measure(expect, got)
+    passed = m.passes(maxerr)
+    err = m.err if math.isfinite(m.err) else None
+    return OutputCheck(name, passed, err, maxerr, m.reason, m.index, m.expect_value, m.got_value, stats)
 
 
 HINT_LIMIT = 0.5  # no --maxerr hint at or above this: an error that large means the outputs are destroyed

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import resource
+import sys
 
 from .errors import MgeError
 
@@ -70,3 +71,9 @@ def require_memory(n_bytes: float, what: str, error: type[MgeError]) -> None:
             f"{what} needs {size_text(n_bytes)} of memory, and this process can have {size_text(available)}",
             hint="ask for less (a smaller shape, count or repeat)",
         )
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far, in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux

@@ -224,7 +224,7 @@ def model_io(session) -> tuple[list[TensorInfo], list[TensorInfo]]:
     return tensor_infos(session.get_inputs(), "input"), tensor_infos(session.get_outputs(), "output")
 
 
-def run(session, feeds: dict[str, np.ndarray], *, output_names: Sequence[str] | None = None) -> list[np.ndarray]:
+def infer(session, feeds: dict[str, np.ndarray], *, output_names: Sequence[str] | None = None) -> list[np.ndarray]:
     """Run the model once.
 
     Raises:

@@ -72,10 +72,9 @@ def test_strings_compare_exactly():
         (("expect", np.nan), "expect"),
         (("get", np.inf), "get"),
         (("get", -np.inf), "get"),
-        (("both", np.nan), "expect"),
     ],
 )
-def test_nan_or_infinity_on_either_side_fails(bad, side):
+def test_nan_or_infinity_on_one_side_fails(bad, side):
     expect = np.ones(4, np.float32)
     got = np.ones(4, np.float32)
     where, value = bad
@@ -85,7 +84,36 @@ def test_nan_or_infinity_on_either_side_fails(bad, side):
         got[3] = value
     check = assert_equal("y", expect, got, 1e9)
     assert not check.passed and check.err is None
-    assert check.reason == f"NaN or infinity in {side} (1 elements)" and check.worst_index == (3,)
+    assert check.reason == f"NaN or infinity in {side} only (1 elements)" and check.worst_index == (3,)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_the_same_non_finite_value_on_both_sides_agrees(value):
+    """One metric for the bundle's checks and mgediff: a NaN (or infinity) where both hold it is no error."""
+    expect = np.array([1.0, value, 2.0], np.float32)
+    check = assert_equal("y", expect, expect.copy(), 0.0)
+    assert check.passed and check.err == 0.0
+    assert not assert_equal("y", expect, np.array([1.0, 1.0, 2.0], np.float32), 1e9).passed
+
+
+def test_integers_compare_exactly_whatever_maxerr():
+    expect = np.array([1000, 7], np.int64)
+    check = assert_equal("y", expect, np.array([1001, 7], np.int64), 0.5)
+    assert not check.passed and check.err == pytest.approx(1e-3)
+    assert check.reason == "1 of 2 elements differ (exact comparison)" and check.worst_index == (0,)
+
+
+def test_the_diff_and_the_check_agree_on_one_metric():
+    """mgediff's tensor comparison is the same function as AssertEqual's."""
+    from mgedump.diagnose.divergence import tensor_err
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(3, 5)).astype(np.float32)
+    b = a + rng.normal(scale=1e-3, size=a.shape).astype(np.float32)
+    for ints in (False, True):
+        x, y = (np.round(a * 100).astype(np.int32), np.round(b * 100).astype(np.int32)) if ints else (a, b)
+        check, t = assert_equal("y", x, y, 1e-3), tensor_err("y", x, y)
+        assert check.err == t.err and check.passed == t.passes(1e-3) and check.worst_index == t.index
 
 
 def test_the_json_form_is_plain():

@@ -10,10 +10,10 @@ import pytest
 from onnx import numpy_helper
 
 from mgedump.data import build_cases, cast_to
+from mgedump.data.spec import CaseSpec, expand_specs
 from mgedump.errors import DataError, SpecError, UsageError
 from mgedump.options import DataOptions
 from mgedump.runtime import TensorInfo
-from mgedump.spec import CaseSpec, expand_specs
 
 
 def build(specs, inputs, **opts):

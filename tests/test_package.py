@@ -9,7 +9,7 @@ import pytest
 
 import mgedump
 
-FUNCTIONS = {"pack": "mgedump.packer", "verify": "mgedump.verifier", "tensor": "mgedump.tracing.tensor"}
+FUNCTIONS = {"pack": "mgedump.commands.pack", "verify": "mgedump.commands.verify", "tensor": "mgedump.tracing.tensor"}
 
 
 def _run(code: str) -> str:

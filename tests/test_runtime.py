@@ -10,10 +10,10 @@ from mgedump.errors import ModelError, RunError, UsageError
 from mgedump.runtime import (
     TensorInfo,
     clean_ort_message,
+    infer,
     model_io,
     open_session,
     resolve_providers,
-    run,
     session_options,
 )
 from tests.support import sample
@@ -59,9 +59,9 @@ def test_cpp_locations_and_status_prefixes_are_dropped():
 
 def test_a_run_failure_names_the_integer_inputs():
     session = open_session(str(sample("bad/gather_index.onnx").path))
-    assert run(session, {"idx": np.array([0, 1, 9])})[0].shape == (3, 4)
+    assert infer(session, {"idx": np.array([0, 1, 9])})[0].shape == (3, 4)
     with pytest.raises(RunError, match="the model failed to run") as caught:
-        run(session, {"idx": np.array([0, 50, 2])})
+        infer(session, {"idx": np.array([0, 50, 2])})
     assert caught.value.hint == "check the values given for integer input(s) 'idx'"
     assert caught.value.exit_code == 1
 
@@ -86,7 +86,7 @@ def test_no_process_wide_side_effects(monkeypatch):
     calls = []
     monkeypatch.setattr(onnxruntime, "set_default_logger_severity", lambda level: calls.append(level))
     session = open_session(str(sample("cnn.onnx").path))
-    run(session, {"data": np.zeros((1, 3, 32, 32), np.float32)})
+    infer(session, {"data": np.zeros((1, 3, 32, 32), np.float32)})
     with pytest.raises(ModelError):
         open_session(str(sample("bad/not_onnx.onnx").path))
     assert calls == []

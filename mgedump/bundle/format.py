@@ -68,9 +68,15 @@ FORMAT = "mgedump-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "mgedump.json"
 MODEL_MEMBER = "model.onnx"
+BUNDLE_SUFFIX = ".mgetest"  # what a bundle file is called; a folder given to mgerun stands for its *.mgetest files
 DATA_MEMBER = "model.onnx.data"
 IO_DUMP_FOLDER = "io_dump"
 MAX_MANIFEST_BYTES = 16 << 20
+
+
+def case_folder(index: int) -> str:
+    """The folder of test case ``index``: ``test_data_set_N``, the ONNX test layout's name, in bundles and io dumps."""
+    return f"test_data_set_{index}"
 
 
 def check_member_name(name: str) -> None:
@@ -200,7 +206,7 @@ def validate_manifest(manifest: Any) -> None:
         )
         for n in io_dump["test_cases"]:
             _require(
-                f"{IO_DUMP_FOLDER}/test_data_set_{n}/index.json" in listed,
+                f"{IO_DUMP_FOLDER}/{case_folder(n)}/index.json" in listed,
                 f"the io dump of test case {n} is not listed",
             )
     referenced = [model["member"]] + ([model["external_data"]] if model.get("external_data") else [])

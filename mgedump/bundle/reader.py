@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import BundleError
 from ..fileio import CHUNK
 from .format import MANIFEST, MAX_MANIFEST_BYTES, check_member_name, validate_manifest
+from .manifest import Manifest
 from .tensorproto import decode
 from .zipwrite import copy_range
 
@@ -59,7 +60,8 @@ class Bundle:
         except _ZIP_ERRORS as exc:
             raise BundleError(f"{path}: not a bundle (corrupt or not a zip archive: {exc})") from None
         try:
-            self.manifest = self._check()
+            self.document = self._check()
+            self.manifest = Manifest.from_json(self.document)
         except BaseException:
             self.close()
             raise

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..fileio import FileDigest, atomic_output, hash_files
 from .format import MANIFEST, check_member_name
+from .manifest import Manifest
 from .tensorproto import encode
 from .zipwrite import StoredZipWriter
 
@@ -40,14 +41,12 @@ def tensor_bytes(array: np.ndarray, name: str) -> bytes:
     return encode(array, name)
 
 
-def write_bundle(
-    path: str, manifest: dict[str, Any], members: Sequence[Member], inputs: Sequence[str] = ()
-) -> dict[str, Any]:
+def write_bundle(path: str, manifest: Manifest, members: Sequence[Member], inputs: Sequence[str] = ()) -> Manifest:
     """Write a bundle atomically: the manifest (with member hashes), then the members.
 
     Args:
         path: the bundle file to create or replace.
-        manifest: every manifest key but ``members``.
+        manifest: the manifest; its ``members`` are filled here.
         members: the members after the manifest, in order.
         inputs: files the bundle must not overwrite (the model, its data, the test data).
 
@@ -62,9 +61,9 @@ def write_bundle(
         check_member_name(member.name)
         digests.append(member.hashed())
     listed = [{"name": m.name, "size": d.size, "sha256": d.sha256} for m, d in zip(members, digests, strict=True)]
-    manifest = dict(manifest, members=listed)
+    manifest = dataclasses.replace(manifest, members=listed)
     manifest_bytes = (
-        json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
+        json.dumps(manifest.to_json(), indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
     ).encode()
     with atomic_output(path, inputs) as f:
         writer = StoredZipWriter(f)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from .common import run
+from .common import invoke
 from .mgediff import mgediff_command
 from .mgedump import mgedump_command
 from .mgerun import mgerun_command
@@ -26,14 +26,14 @@ __all__ = ["mgediff_command", "mgediff_main", "mgedump_command", "mgedump_main",
 
 def mgedump_main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``mgedump`` console script."""
-    sys.exit(run(mgedump_command, "mgedump", argv))
+    sys.exit(invoke(mgedump_command, "mgedump", argv))
 
 
 def mgerun_main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``mgerun`` console script."""
-    sys.exit(run(mgerun_command, "mgerun", argv))
+    sys.exit(invoke(mgerun_command, "mgerun", argv))
 
 
 def mgediff_main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``mgediff`` console script."""
-    sys.exit(run(mgediff_command, "mgediff", argv))
+    sys.exit(invoke(mgediff_command, "mgediff", argv))

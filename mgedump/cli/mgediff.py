@@ -7,30 +7,15 @@ from typing import Any
 import click
 
 from ..options import DiffOptions
-from .common import CONTEXT, common_options, data_options, data_options_from, given, setup, with_default
+from .common import CONTEXT, common_options, setup
+from .declared import build, declared_options
 from .output import print_diff
 
 
 @click.command(context_settings=CONTEXT)
-@click.argument("a", metavar="A")
-@click.argument("b", metavar="B")
-@data_options
-@click.option(
-    "--maxerr",
-    type=float,
-    default=None,
-    help="AssertEqual threshold per tensor (default: 1e-4; 1e-2 when either side holds float16).",
-)
-@click.option("--provider", metavar="NAME", default=None, help="Execution provider for the runs (default CPU).")
-@click.option(
-    "--io-dump-budget",
-    "io_dump_budget_mb",
-    type=int,
-    default=None,
-    metavar="MB",
-    help=with_default("MiB of tensors one run may expose.", DiffOptions, "io_dump_budget_mb"),
-)
-@click.option("--report-json", metavar="FILE", default=None, help="Write the comparison as JSON.")
+@click.argument("a", metavar="A", type=click.Path())
+@click.argument("b", metavar="B", type=click.Path())
+@declared_options(DiffOptions)
 @common_options
 @click.pass_context
 def mgediff_command(ctx: click.Context, a: str, b: str, verbose: int, quiet: bool | None, **values: Any) -> int:
@@ -48,13 +33,8 @@ def mgediff_command(ctx: click.Context, a: str, b: str, verbose: int, quiet: boo
       mgediff model.onnx model.mgetest          # the bundle's test cases, both sides
     """
     setup(verbose, quiet, "mgediff")
-    from ..differ import diff
+    from ..commands.diff import diff
 
-    options = DiffOptions(
-        specs=values["specs"],
-        data=data_options_from(ctx, values),
-        **given(ctx, values, ["maxerr", "provider", "io_dump_budget_mb", "report_json"]),
-    )
-    report = diff(a, b, options)
+    report = diff(a, b, build(DiffOptions, ctx, values))
     print_diff(report, verbose)
     return report.exit_code

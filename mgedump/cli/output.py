@@ -21,22 +21,51 @@ def say(line: str = "", err: bool = False) -> None:
 def print_packed(output: str, result: Any) -> None:
     """The one status line (two when optimised) after a pack."""
     manifest = result.manifest
-    assertion = manifest["assertion"]
+    assertion = manifest.assertion
     say(
         f"mgedump: wrote {output}: {result.test_cases} test case(s), "
-        f"{len(manifest['inputs'])} input(s), {len(manifest['outputs'])} output(s), "
-        + (f"maxerr {assertion['maxerr']:g}" if assertion["enabled"] else "no assertions"),
+        f"{len(manifest.inputs)} input(s), {len(manifest.outputs)} output(s), "
+        + (f"maxerr {assertion.maxerr:g}" if assertion.enabled else "no assertions"),
         err=True,
     )
-    if manifest["optimizations"]:
+    if manifest.optimizations:
         worst = max((c["err"] for c in result.self_check if c["err"] is not None), default=0.0)
-        needs = f"; needs {', '.join(manifest['requirements'])}" if manifest["requirements"] else ""
+        needs = f"; needs {', '.join(manifest.requirements)}" if manifest.requirements else ""
         say(
-            f"mgedump: optimised ({', '.join(manifest['optimizations'])}); self-check worst err={worst:.3g}{needs}",
+            f"mgedump: optimised ({', '.join(manifest.optimizations)}); self-check worst err={worst:.3g}{needs}",
             err=True,
         )
-    for line in float16_lines(manifest.get("float16")):
+    for line in float16_lines(manifest.float16) + int8_lines(manifest.int8):
         say(f"mgedump: {line}", err=True)
+
+
+def int8_lines(int8: dict[str, Any] | None, limit: int = 10) -> list[str]:
+    """How int8 was made, each output's error statistics (to pick --maxerr knowingly), and the nodes kept float."""
+    if not int8:
+        return []
+    how = f"{int8['mode']} {int8['format']}"
+    calibration = int8.get("calibration")
+    if calibration:
+        how += f", {int8['method']} ranges from {calibration['cases']} case(s) ({', '.join(calibration['from'])})"
+    how += ", weights per channel" if int8.get("per_channel") else ", weights per tensor"
+    kept = int8.get("kept_float32", [])
+    lines = [
+        f"int8 ({how}): {int8['quantized_nodes']} node(s) quantized, {len(kept)} kept float, "
+        f"{int8['search_rounds']} quantization(s) tried"
+    ]
+    for out in int8.get("outputs", []):
+        top1 = ""
+        if out.get("top1_agreement") is not None:
+            top1 = f", top-1 agreement {out['top1_agreement']:.1%} of {out['top1_rows']}"
+        lines.append(
+            f"  output {out['name']!r}: max abs err {out['max_abs_err']:.3g}, p99 {out['p99_abs_err']:.3g}, "
+            f"mean {out['mean_abs_err']:.3g} (AssertEqual err {out['assert_err']:.3g}){top1}"
+        )
+    entries = [f"  node {e['node']!r} ({e['op_type']}) kept float: {e['why']}" for e in kept]
+    lines += entries[:limit]
+    if len(entries) > limit:
+        lines.append(f"  ... and {len(entries) - limit} more (the bundle's manifest lists them all)")
+    return lines
 
 
 def float16_lines(float16: dict[str, Any] | None, limit: int = 10) -> list[str]:
@@ -213,8 +242,6 @@ class RunPrinter:
             say(line)
 
     def bundle(self, result: Any) -> None:
-        from ..runs import peak_rss_mib
-
         if result.error is not None:  # only with several bundles: one alone raises
             message = result.error.one_line()
             say(f"mgerun: error: {message}", err=True)
@@ -222,7 +249,7 @@ class RunPrinter:
             return
         report = result.report
         lines = timing_lines(report)
-        cold = cold_start_line(report, None if self.many else peak_rss_mib())
+        cold = cold_start_line(report, None if self.many else result.peak_rss_mib)
         lines += [cold] if cold else []
         lines += op_profile_lines(report.op_profile, None if self.verbose else 10)
         last = summary_line(report, f"{result.path}: " if self.many else "")
@@ -258,7 +285,6 @@ class ProgressBar:
 def diff_lines(report: Any, verbose: int = 0, top: int = 10) -> list[str]:
     """``mgediff``'s report: per test case, what matched, the worst tensor, the first divergence, the nodes that
     introduce the most error."""
-    from ..diagnose.compare import describe
 
     lines = [f"A: {report.a}", f"B: {report.b}", f"maxerr {report.maxerr:g} ({report.maxerr_source})"]
     for case in report.cases:
@@ -273,7 +299,7 @@ def diff_lines(report: Any, verbose: int = 0, top: int = 10) -> list[str]:
             lines.append("  the inputs differ: " + ", ".join(f"{n} err {e:.3g}" for n, e in differing.items()))
         first = case.first_divergence
         if first is not None:
-            lines.append(f"  first divergence: {describe(first)}")
+            lines.append(f"  first divergence: {first.describe()}")
         elif not case.passed:
             lines.append("  no node introduces the error: it comes in with the inputs, or from tensors B renamed")
         introducers = case.introducers()[:top]

@@ -13,43 +13,44 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
-from .assertion import assert_equal, maxerr_hint
-from .bundle import (
+from ..assertion import assert_equal, maxerr_hint
+from ..bundle import (
     DATA_MEMBER,
-    FORMAT,
-    FORMAT_VERSION,
     IO_DUMP_FOLDER,
     MODEL_MEMBER,
+    AssertionEntry,
+    CaseEntry,
+    Manifest,
     Member,
+    ModelEntry,
+    case_folder,
     tensor_bytes,
     write_bundle,
 )
-from .data import TestCase, build_cases, cast_to
-from .errors import MgeError, OptimizeError, RunError, SpecError, UsageError
-from .fileio import FileDigest, check_target, hash_files
-from .log import logger
-from .modelfile import ModelSource, model_source
-from .optimize import optimize_file
-from .options import PackOptions
-from .runtime import TensorInfo, check_model_path, model_io, open_session, run, to_numpy_outputs
-from .spec import expand_specs
-from .stripinfo import strip_info_paths, write_strip_info
+from ..data import TestCase, TestData, cast_to
+from ..errors import MgeError, OptimizeError, RunError, SpecError, UsageError
+from ..fileio import FileDigest, check_target, hash_files
+from ..log import logger
+from ..modelfile import ModelSource, model_source
+from ..optimize import OptimizeResult, optimize_file
+from ..options import PackOptions
+from ..runtime import TensorInfo, check_model_path, infer, model_io, open_session, to_numpy_outputs
+from ..stripinfo import strip_info_paths, write_strip_info
 
 __all__ = ["PackOptions", "PackResult", "pack"]
 
 
 @dataclass
 class PackResult:
-    """What :func:`pack` wrote."""
+    """What :func:`pack` wrote: the bundle's path, its manifest, and the optimised model's self-check."""
 
     output: str
-    manifest: dict[str, Any]
+    manifest: Manifest
     self_check: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def test_cases(self) -> int:
-        return len(self.manifest["test_cases"])
+        return len(self.manifest.test_cases)
 
 
 @dataclass
@@ -61,7 +62,36 @@ class _Case:
     expected: list[np.ndarray]
 
 
-def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
+@dataclass
+class _Packing:
+    """What the steps of :func:`pack` hand on to each other."""
+
+    model_path: str
+    output_path: str
+    options: PackOptions
+    tmp: str
+    protected: list[str]
+    targets: list[str]
+    source: ModelSource | None = None
+    session: Any = None
+    inputs: list[TensorInfo] = field(default_factory=list)
+    outputs: list[TensorInfo] = field(default_factory=list)
+    cases: list[TestCase] = field(default_factory=list)
+    optimized: OptimizeResult | None = None
+    optimized_session: Any = None
+    b_inputs: list[TensorInfo] = field(default_factory=list)
+    b_outputs: list[TensorInfo] = field(default_factory=list)
+    stored: list[_Case] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+    def protect(self, paths: Sequence[str]) -> None:
+        """More inputs are known: no output may overwrite them."""
+        self.protected += paths
+        for path in self.targets:
+            check_target(path, self.protected)
+
+
+def pack(model: str | os.PathLike[str] | Any, output_path: str | os.PathLike[str], options: PackOptions) -> PackResult:
     """Run the model on every test case and write the bundle.
 
     Expected outputs come from the model as given. With ``options.optimize``,
@@ -70,108 +100,165 @@ def pack(model_path: str, output_path: str, options: PackOptions) -> PackResult:
     beside ``output_path`` and renamed into place, so an existing file is
     replaced whole or not at all.
 
+    Args:
+        model: an ONNX model file, or an ``onnx.ModelProto`` in memory.
+        output_path: the bundle to write.
+        options: the test cases (``-d`` texts, arrays, or :class:`~mgedump.data.TestData`) and everything else.
+
     Raises:
         MgeError: bad model, spec, data or output path, or an optimised model
             that misses ``maxerr`` (nothing is written).
     """
-    maxerr = options.maxerr
-    case_specs = expand_specs(list(options.specs))
-    protected = [model_path, *sorted({spec.list_file for spec in case_specs if spec.list_file})]
-    targets = [output_path, *(strip_info_paths(options.strip_info) if options.strip_info else ())]
-    for path in targets:
-        check_target(path, protected)
-    check_model_path(model_path)
-    source = model_source(model_path, DATA_MEMBER)
-    protected += source.data_paths
-    # Hash the weights in a thread while onnxruntime loads and runs the model: one read, on the other core.
-    cancel = threading.Event()
-    with (
-        ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool,
-        tempfile.TemporaryDirectory(prefix=".mgedump-", dir=os.path.dirname(os.path.realpath(output_path))) as tmp,
-    ):
-        hashing = pool.submit(hash_files, source.data_paths or (model_path,), cancel)
-        try:
-            session = open_session(model_path)
-            inputs, outputs = model_io(session)
-            cases = build_cases(case_specs, inputs, options.data)
-            protected += [path for case in cases for path in case.files]
-            for path in targets:  # the data files are known now
-                check_target(path, protected)
-            if options.embed_io_dump > len(cases):
-                raise UsageError(
-                    f"--embed-io-dump {options.embed_io_dump} asks for more test cases than the {len(cases)} given"
+    output_path = os.fspath(output_path)
+    data = TestData.parse(options.cases)
+    strip_info = f"{output_path}.json" if options.strip_info is True else options.strip_info or None
+    targets = [output_path, *(strip_info_paths(strip_info) if strip_info else ())]
+    given = [os.fspath(model)] if isinstance(model, (str, os.PathLike)) else []
+    for path in targets:  # before any work, and before the scratch folder is made beside the output
+        check_target(path, [*given, *data.list_files])
+    with tempfile.TemporaryDirectory(prefix=".mgedump-", dir=_folder_of(output_path)) as tmp:
+        model_path = _model_file(model, tmp)
+        state = _Packing(model_path, output_path, options, tmp, [model_path], targets)
+        state.protect(data.list_files)
+        check_model_path(model_path)
+        state.source = model_source(model_path, DATA_MEMBER)
+        state.protect(state.source.data_paths)
+        # Hash the weights in a thread while onnxruntime loads and runs the model: one read, on the other core.
+        cancel = threading.Event()
+        with ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool:
+            hashing = pool.submit(hash_files, state.source.data_paths or (model_path,), cancel)
+            try:
+                _build_cases(state, data)
+                _optimize(state)
+                state.stored = _expected_outputs(
+                    state.session, state.cases, state.inputs, state.b_inputs, state.b_outputs, not options.no_assert
                 )
-            if options.optimize.any:
-                optimized = optimize_file(
-                    model_path,
-                    os.path.join(tmp, MODEL_MEMBER),
-                    options.optimize,
-                    test_inputs=[dict(case.inputs) for case in cases],
-                    maxerr=maxerr,
-                )
-                bundled = open_session(optimized.path, label="the optimised model")
-                b_inputs, b_outputs = model_io(bundled)
-            else:
-                optimized, bundled, b_inputs, b_outputs = None, None, inputs, outputs
-            stored = _expected_outputs(session, cases, inputs, b_inputs, b_outputs, not options.no_assert)
-            checks = []
-            if bundled is not None:
-                checks = _self_check(
-                    bundled,
-                    stored,
-                    b_outputs,
-                    maxerr,
-                    lambda k: _explain(model_path, optimized.path, stored[k], maxerr, tmp),
-                )
-            digest = hashing.result()
-        except BaseException:
-            cancel.set()
-            raise
-        if optimized is None:
-            members, model_sha256 = _model_members(model_path, source, digest)
-            optimizations, requirements = [], []
-        else:
-            members, model_sha256 = _model_members(optimized.path, model_source(optimized.path, DATA_MEMBER), None)
-            optimizations, requirements = optimized.optimizations, optimized.requirements
-        source_sha256 = digest.sha256 if source.model_bytes is None else hash_files([model_path]).sha256
-        manifest_cases = _case_members(stored, b_outputs, members, options.no_assert)
-        io_dump = None
-        if options.embed_io_dump:
-            io_dump = _embed_io_dump(model_path, source_sha256, stored[: options.embed_io_dump], inputs, members, tmp)
-        manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "generator": {"name": "mgedump", "version": __version__},
-            "model": {
-                "member": MODEL_MEMBER,
-                "sha256": model_sha256,
-                "source_sha256": source_sha256,
-                "external_data": DATA_MEMBER if any(m.name == DATA_MEMBER for m in members) else None,
-            },
-            "optimizations": optimizations,
-            **({"float16": optimized.float16} if optimized is not None and optimized.float16 else {}),
-            "requirements": requirements,
-            "inputs": [info.to_json() for info in b_inputs],
-            "outputs": [info.to_json() for info in b_outputs],
-            "assertion": {"enabled": not options.no_assert, "maxerr": maxerr, "verbose": not options.silent},
-            "seed": options.data.seed,
-            "data_options": {
-                "repeat": options.data.repeat,
-                "resize_input": options.data.resize_input,
-                "input_transform": options.data.input_transform,
-            },
-            "test_cases": manifest_cases,
-            **({"io_dump": io_dump} if io_dump else {}),
-        }
-        written = write_bundle(output_path, manifest, members, inputs=protected)
-        if options.strip_info:
+                _self_check_optimized(state)
+                digest = hashing.result()
+            except BaseException:
+                cancel.set()
+                raise
+        members, manifest = _manifest(state, digest)
+        written = write_bundle(output_path, manifest, members, inputs=state.protected)
+        if strip_info:
             write_strip_info(
-                optimized.path if optimized else model_path,
-                options.strip_info,
-                model_sha256=model_sha256,
-                inputs=protected,
+                state.optimized.path if state.optimized else model_path,
+                strip_info,
+                model_sha256=written.model.sha256,
+                inputs=state.protected,
             )
-    return PackResult(os.fspath(output_path), written, checks)
+    return PackResult(output_path, written, state.checks)
+
+
+def _folder_of(path: str) -> str:
+    return os.path.dirname(os.path.realpath(path))
+
+
+def _model_file(model: Any, tmp: str) -> str:
+    """The model's file: the path given, or an in-memory ``onnx.ModelProto`` saved into the scratch folder."""
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model)
+    if type(model).__name__ != "ModelProto":
+        raise UsageError(f"pack takes a model file or an onnx.ModelProto, got {type(model).__name__}")
+    import onnx
+
+    path = os.path.join(tmp, "given.onnx")
+    large = model.ByteSize() >= (1 << 31) - 1 if hasattr(model, "ByteSize") else False
+    onnx.save_model(model, path, save_as_external_data=large, location="given.onnx.data")
+    return path
+
+
+def _build_cases(state: _Packing, data: TestData) -> None:
+    """Open the model as given and build every test case's inputs."""
+    state.session = open_session(state.model_path)
+    state.inputs, state.outputs = model_io(state.session)
+    state.cases = data.build(state.inputs, state.options.data)
+    state.protect([path for case in state.cases for path in case.files])  # the data files are known now
+    if state.options.embed_io_dump > len(state.cases):
+        raise UsageError(
+            f"--embed-io-dump {state.options.embed_io_dump} asks for more test cases than the {len(state.cases)} given"
+        )
+
+
+def _optimize(state: _Packing) -> None:
+    """The bundled model: the optimised one when asked for, else the model as given."""
+    options = state.options
+    if not options.optimize.any:
+        state.b_inputs, state.b_outputs = state.inputs, state.outputs
+        return
+    calibration = TestData.parse(options.calibrate).build(state.inputs, options.data) if options.calibrate else []
+    state.protect([path for case in calibration for path in case.files])
+    state.optimized = optimize_file(
+        state.model_path,
+        os.path.join(state.tmp, MODEL_MEMBER),
+        options.optimize,
+        test_inputs=[dict(case.inputs) for case in state.cases],
+        maxerr=options.maxerr,
+        calibration=[dict(case.inputs) for case in calibration],
+        calibration_specs=[
+            f"--calibrate {c}" if isinstance(c, str) else "--calibrate (arrays)" for c in options.calibrate
+        ],
+    )
+    bundled = open_session(state.optimized.path, label="the optimised model")
+    state.b_inputs, state.b_outputs = model_io(bundled)
+    state.optimized_session = bundled
+
+
+def _self_check_optimized(state: _Packing) -> None:
+    """The optimised model must meet maxerr on every test case against the model as given."""
+    if state.optimized is None:
+        return
+    optimized_path = state.optimized.path
+    state.checks = _self_check(
+        state.optimized_session,
+        state.stored,
+        state.b_outputs,
+        state.options.maxerr,
+        lambda k: _explain(state.model_path, optimized_path, state.stored[k], state.options.maxerr, state.tmp),
+    )
+
+
+def _manifest(state: _Packing, digest: FileDigest) -> tuple[list[Member], Manifest]:
+    """The bundle's members (the model, its data, the test cases, an io dump) and its manifest."""
+    options, source = state.options, state.source
+    assert source is not None
+    if state.optimized is None:
+        members, model_sha256 = _model_members(state.model_path, source, digest)
+        optimizations, requirements, float16, int8 = [], [], None, None
+    else:
+        optimized = state.optimized
+        members, model_sha256 = _model_members(optimized.path, model_source(optimized.path, DATA_MEMBER), None)
+        optimizations, requirements, float16 = optimized.optimizations, optimized.requirements, optimized.float16
+        int8 = optimized.int8
+    source_sha256 = digest.sha256 if source.model_bytes is None else hash_files([state.model_path]).sha256
+    cases = _case_members(state.stored, state.b_outputs, members, options.no_assert)
+    io_dump = None
+    if options.embed_io_dump:
+        stored = state.stored[: options.embed_io_dump]
+        io_dump = _embed_io_dump(state.model_path, source_sha256, stored, state.inputs, members, state.tmp)
+    manifest = Manifest(
+        model=ModelEntry(
+            sha256=model_sha256,
+            source_sha256=source_sha256,
+            external_data=DATA_MEMBER if any(m.name == DATA_MEMBER for m in members) else None,
+        ),
+        optimizations=list(optimizations),
+        float16=float16 or None,
+        int8=int8 or None,
+        requirements=list(requirements),
+        inputs=[info.to_json() for info in state.b_inputs],
+        outputs=[info.to_json() for info in state.b_outputs],
+        assertion=AssertionEntry(enabled=not options.no_assert, maxerr=options.maxerr, verbose=not options.silent),
+        seed=options.data.seed,
+        data_options={
+            "repeat": options.data.repeat,
+            "resize_input": options.data.resize_input,
+            "input_transform": options.data.input_transform,
+        },
+        test_cases=cases,
+        io_dump=io_dump,
+    )
+    return members, manifest
 
 
 def _model_members(path: str, source: ModelSource, digest: FileDigest | None) -> tuple[list[Member], str]:
@@ -218,7 +305,7 @@ def _expected_outputs(
         where = f"test case {index} ({case.spec.origin}: {case.spec.text!r})"
         defaulted = f"; dims defaulted to 1: {', '.join(case.defaulted)}" if case.defaulted else ""
         try:
-            values = run(session, original)
+            values = infer(session, original)
         except RunError as exc:
             hint = "give the defaulted dims with --input-shape" if defaulted else exc.hint
             raise SpecError(f"{where}: {exc.message}{defaulted}", hint=hint) from None
@@ -259,7 +346,7 @@ def _self_check(
     results, failures, worst, scale, worst_case = [], [], 0.0, 0.0, 0
     for index, case in enumerate(stored):
         try:
-            got = to_numpy_outputs(run(bundled, dict(case.inputs)), b_outputs)
+            got = to_numpy_outputs(infer(bundled, dict(case.inputs)), b_outputs)
         except RunError as exc:
             raise OptimizeError(f"the optimised model fails to run on test case {index}: {exc.message}") from None
         for info, want, have in zip(b_outputs, case.expected, got, strict=True):
@@ -296,7 +383,7 @@ def _embed_io_dump(
     scratch: str,
 ) -> dict[str, Any]:
     """Dump the model as given on the first test cases; add the dump as members; return the manifest's entry."""
-    from .diagnose.run import ModelDumper
+    from ..diagnose.exposed import ModelDumper
 
     folder = os.path.join(scratch, IO_DUMP_FOLDER)
     dtypes = {info.name: info.np_dtype for info in inputs}
@@ -307,15 +394,15 @@ def _embed_io_dump(
     with ModelDumper(model_path, sha256, label=model_path) as dumper:
         dumper.dump(folder, cases)
     for k in range(len(stored)):
-        case_dir = os.path.join(folder, f"test_data_set_{k}")
+        case_dir = os.path.join(folder, case_folder(k))
         for name in ["index.json", *sorted(f for f in os.listdir(case_dir) if f != "index.json")]:
-            members.append(Member(f"{IO_DUMP_FOLDER}/test_data_set_{k}/{name}", paths=(os.path.join(case_dir, name),)))
+            members.append(Member(f"{IO_DUMP_FOLDER}/{case_folder(k)}/{name}", paths=(os.path.join(case_dir, name),)))
     return {"folder": IO_DUMP_FOLDER, "test_cases": list(range(len(stored))), "model_sha256": sha256}
 
 
 def _explain(given: str, optimized: str, case: _Case, maxerr: float, scratch: str) -> str | None:
     """The first divergence between the model as given and the optimised one on a test case, if one is found."""
-    from .diagnose.compare import compare_models, describe
+    from ..diagnose.locate import compare_models
 
     try:
         report = compare_models(
@@ -329,16 +416,16 @@ def _explain(given: str, optimized: str, case: _Case, maxerr: float, scratch: st
     except MgeError:
         return None  # the diagnosis is a bonus: the refusal stands without it
     first = report.cases[0].first_divergence
-    return describe(first) if first is not None else None
+    return first.describe() if first is not None else None
 
 
 def _case_members(
     stored: Sequence[_Case], outputs: Sequence[TensorInfo], members: list[Member], no_assert: bool
-) -> list[dict[str, Any]]:
+) -> list[CaseEntry]:
     """Add every test case's tensors to members; return the manifest's test cases."""
     manifest_cases = []
     for index, case in enumerate(stored):
-        folder = f"test_data_set_{index}"
+        folder = case_folder(index)
         input_members = []
         for k, (name, array) in enumerate(case.inputs):
             input_members.append(f"{folder}/input_{k}.pb")
@@ -349,13 +436,5 @@ def _case_members(
                 output_members.append(f"{folder}/output_{k}.pb")
                 members.append(Member(output_members[-1], tensor_bytes(array, info.name)))
         spec = case.case.spec
-        manifest_cases.append(
-            {
-                "dir": folder,
-                "spec": spec.text,
-                "origin": spec.origin,
-                "inputs": input_members,
-                "outputs": output_members,
-            }
-        )
+        manifest_cases.append(CaseEntry(folder, spec.text, spec.origin, input_members, output_members))
     return manifest_cases

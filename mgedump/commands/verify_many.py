@@ -1,7 +1,7 @@
 """Verify several bundles in one call (``mgerun a.mgetest b.mgetest models/``) and write the reports.
 
 A folder stands for its ``*.mgetest`` files, sorted. Each bundle is verified
-in turn with :func:`mgedump.verifier.verify`; with several, a bundle that is
+in turn with :func:`mgedump.commands.verify`; with several, a bundle that is
 bad input does not stop the others: it is reported with its error, and the
 exit code is the worst of all (2 over 1 over 0). The reports (JSON, JUnit XML,
 HTML) cover every bundle; the HTML and JUnit reports are rendered from the
@@ -17,24 +17,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import resource
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import EXIT_OK, MgeError, UsageError
-from .fileio import check_folder_target, check_target, write_bytes_atomic
-from .options import VerifyOptions
-from .report import bundle_name
-from .runtime import resolve_providers
-from .spec import expand_specs
-from .timing import Progress
-from .verifier import CaseReport, Report, is_plain_model, verify
+from ..bundle.format import BUNDLE_SUFFIX
+from ..data import TestData
+from ..errors import EXIT_OK, MgeError, UsageError
+from ..fileio import check_folder_target, check_target, write_bytes_atomic
+from ..limits import peak_rss_mib
+from ..options import VerifyOptions, changed
+from ..report import bundle_name
+from ..runtime import resolve_providers
+from ..timing import Progress
+from .verify import CaseReport, Report, is_plain_model, verify
 
 REPORT_VERSION = 2
-BUNDLE_SUFFIX = ".mgetest"
 
 
 @dataclass
@@ -45,6 +44,7 @@ class BundleResult:
     report: Report | None = None
     error: MgeError | None = None
     seconds: float = 0.0
+    peak_rss_mib: float | None = None  # the process's peak memory when the bundle ended
 
     @property
     def exit_code(self) -> int:
@@ -120,24 +120,60 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
     return expanded
 
 
-def options_for(path: str, options: VerifyOptions, many: bool) -> VerifyOptions:
-    """The options for one bundle: with several, the per-bundle outputs named after it."""
-    if not many:
-        return options
-    name = bundle_name(path)
-    changes: dict[str, Any] = {}
-    if options.profile:
-        root, ext = os.path.splitext(options.profile)
-        changes["profile"] = f"{root}.{name}{ext or '.json'}"
-    for flag in ("bin_out_dump", "io_dump"):
-        folder = getattr(options, flag)
-        if folder:
-            changes[flag] = os.path.join(folder, name)
-    return dataclasses.replace(options, **changes) if changes else options
+@dataclass(frozen=True)
+class RunPlan:
+    """What one ``mgerun`` call runs, worked out once (:func:`plan_runs`): the bundles (folders expanded), the
+    test data for a plain model (list files read), and the inputs no output may overwrite.
+    """
+
+    bundles: tuple[str, ...]
+    options: VerifyOptions
+    protected: tuple[str, ...]
+
+    @property
+    def many(self) -> bool:
+        return len(self.bundles) > 1
+
+
+def plan_runs(
+    paths: Sequence[str], options: VerifyOptions | None = None, *, data_flags: Sequence[str] | None = None
+) -> RunPlan:
+    """Expand folders, parse the test data and check every output target, once, before any work.
+
+    Args:
+        data_flags: the data options given (the command line passes even those given with their default);
+            none: those whose values differ from their defaults.
+
+    Raises:
+        UsageError: no bundle, data flags for bundles, a plain model among several, outputs that collide.
+        SpecError: test data that cannot be read.
+    """
+    options = options or VerifyOptions()
+    bundles = expand_paths(paths)
+    many = len(bundles) > 1
+    if many and options.cases:
+        raise UsageError(f"-d gives data to one plain model; {len(bundles)} paths were given")
+    plain = [p for p in bundles if is_plain_model(p, options)]
+    if many and plain:
+        raise UsageError(f"{plain[0]} is a plain model: run it alone with -d, or pack it into a bundle first")
+    data_flags = changed(options.data) if data_flags is None else data_flags
+    if data_flags and not plain:
+        verb = "applies" if len(data_flags) == 1 else "apply"
+        raise UsageError(f"{', '.join(data_flags)} {verb} to a plain model with -d, not a bundle")
+    if options.cases:
+        options = dataclasses.replace(options, cases=TestData.parse(options.cases))
+    resolve_providers(options.provider)
+    _check_unique_names(bundles, options, many)
+    list_files = options.cases.list_files if isinstance(options.cases, TestData) else []
+    protected = (*bundles, *list_files)
+    for target in (options.report_json, options.junit_xml, options.report_html):
+        if target:
+            check_target(target, protected)
+    return RunPlan(tuple(bundles), options, protected)
 
 
 def verify_all(
-    paths: Sequence[str],
+    plan: RunPlan | Sequence[str],
     options: VerifyOptions | None = None,
     *,
     on_start: Callable[[str], None] | None = None,
@@ -148,39 +184,30 @@ def verify_all(
     """Verify every bundle (or the one plain model with ``-d``), then write the reports the options ask for.
 
     Args:
-        paths: bundles, folders of bundles, or one model when ``options.specs`` is given.
+        plan: what :func:`plan_runs` made, or the paths to plan: bundles, folders of bundles, or one model
+            when ``options.cases`` is given.
+        options: with paths, the options (with a plan, its own).
         on_start: called with each bundle's path before it runs.
-        on_case: called after each test case (see :func:`~mgedump.verifier.verify`).
+        on_case: called after each test case (see :func:`~mgedump.commands.verify`).
         on_bundle: called after each bundle, with its result.
         progress: the progress callback for long timing runs.
 
     Raises:
         MgeError: bad options; with one bundle, anything that stops it (as
-            :func:`~mgedump.verifier.verify` raises it); with several, only
+            :func:`~mgedump.commands.verify` raises it); with several, only
             what stops them all.
     """
-    options = options or VerifyOptions()
-    bundles = expand_paths(paths)
-    many = len(bundles) > 1
-    if many and options.specs:
-        raise UsageError(f"-d gives data to one plain model; {len(bundles)} paths were given")
-    if many and any(is_plain_model(p, options) for p in bundles):
-        model = next(p for p in bundles if is_plain_model(p, options))
-        raise UsageError(f"{model} is a plain model: run it alone with -d, or pack it into a bundle first")
-    resolve_providers(options.provider)
-    _check_unique_names(bundles, options, many)
-    list_files = [s.list_file for s in expand_specs(list(options.specs)) if s.list_file] if options.specs else []
-    protected = [*bundles, *list_files]
-    for target in (options.report_json, options.junit_xml, options.report_html):
-        if target:
-            check_target(target, protected)
+    if not isinstance(plan, RunPlan):
+        plan = plan_runs(plan, options)
+    options, many = plan.options, plan.many
+    protected = list(plan.protected)
     if many:  # the per-bundle folders go inside the one given
         for flag, folder in (("--bin-out-dump", options.bin_out_dump), ("--io-dump", options.io_dump)):
             if folder:
                 check_folder_target(folder, flag, protected)
                 os.makedirs(folder, exist_ok=True)
     summary = Summary()
-    for path in bundles:
+    for path in plan.bundles:
         if on_start is not None:
             on_start(path)
         began = time.perf_counter()
@@ -195,6 +222,7 @@ def verify_all(
                 raise
             result.error = exc
         result.seconds = time.perf_counter() - began
+        result.peak_rss_mib = peak_rss_mib()
         summary.results.append(result)
         if result.report is not None:
             protected += result.report.files
@@ -203,6 +231,22 @@ def verify_all(
     summary.peak_rss_mib = peak_rss_mib()
     write_reports(summary, options, protected)
     return summary
+
+
+def options_for(path: str, options: VerifyOptions, many: bool) -> VerifyOptions:
+    """The options for one bundle: with several, the per-bundle outputs named after it."""
+    if not many:
+        return options
+    name = bundle_name(path)
+    changes: dict[str, Any] = {}
+    if options.profile:
+        root, ext = os.path.splitext(options.profile)
+        changes["profile"] = f"{root}.{name}{ext or '.json'}"
+    for flag in ("bin_out_dump", "io_dump"):
+        folder = getattr(options, flag)
+        if folder:
+            changes[flag] = os.path.join(folder, name)
+    return dataclasses.replace(options, **changes) if changes else options
 
 
 def _check_unique_names(bundles: Sequence[str], options: VerifyOptions, many: bool) -> None:
@@ -220,12 +264,6 @@ def _check_unique_names(bundles: Sequence[str], options: VerifyOptions, many: bo
         seen[name] = path
 
 
-def peak_rss_mib() -> float:
-    """This process's peak resident memory so far, in MiB."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux
-
-
 def write_reports(summary: Summary, options: VerifyOptions, protected: Sequence[str]) -> None:
     """Write the JSON, JUnit XML and HTML reports the options ask for, all from the one JSON document."""
     if not (options.report_json or options.junit_xml or options.report_html):
@@ -235,10 +273,10 @@ def write_reports(summary: Summary, options: VerifyOptions, protected: Sequence[
         text = json.dumps(document, indent=1, sort_keys=True) + "\n"
         write_bytes_atomic(options.report_json, text.encode(), protected)
     if options.junit_xml:
-        from .report.junit import render_junit
+        from ..report.junit import render_junit
 
         write_bytes_atomic(options.junit_xml, render_junit(document), protected)
     if options.report_html:
-        from .report.html import render_html
+        from ..report.html import render_html
 
         write_bytes_atomic(options.report_html, render_html(document).encode(), protected)

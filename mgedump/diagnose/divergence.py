@@ -28,12 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from ..assertion import FLOAT16_MAX, measure
+from ..options import DEFAULT_MAXERR, FLOAT16_MAXERR
 from .iodump import CaseDump, IoDump, NodeInfo
 
-FLOAT16_MAX = 65504.0
 INTRODUCES_FACTOR = 10.0
-FLOAT32_MAXERR = 1e-4  # the default when both sides compute in float32: mgedump's own default
-FLOAT16_MAXERR = 1e-2  # with float16 on either side: about ten float16 roundings (2**-11 each)
 TOP_NODES = 10
 
 
@@ -59,6 +58,11 @@ class TensorErr:
     reason: str | None = None
     a_absmax: float = 0.0
     b_inf_where_a_finite: bool = False
+    exact: bool = False
+
+    def passes(self, maxerr: float) -> bool:
+        """Within maxerr, as :meth:`mgedump.assertion.Measure.passes` decides."""
+        return self.err == 0.0 if self.exact else self.err <= maxerr
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,67 +86,19 @@ def _json_number(value: Any) -> Any:
 
 
 def tensor_err(name: str, a: np.ndarray, b: np.ndarray) -> TensorErr:
-    """Compare one tensor: AssertEqual's metric on finite elements, infinite for anything that cannot agree."""
-    if a.shape != b.shape:
-        return TensorErr(name, math.inf, reason=f"shape differs: A {list(a.shape)}, B {list(b.shape)}")
-    if a.size == 0:
-        return TensorErr(name, 0.0)
-    if a.dtype.kind in "OUS" or b.dtype.kind in "OUS":
-        differ = a.astype(object) != b.astype(object)
-        if not differ.any():
-            return TensorErr(name, 0.0)
-        index = _unravel(int(np.argmax(differ)), a.shape)
-        return TensorErr(name, math.inf, index, a[index], b[index], "strings differ")
-    if a.dtype == b.dtype and np.array_equal(a, b):
-        return TensorErr(name, 0.0, a_absmax=_absmax(a) if a.dtype.kind == "f" else 0.0)
-    # float32 arithmetic is exact enough for an error metric when neither side is wider
-    wide = np.float64 if max(a.dtype.itemsize, b.dtype.itemsize) > 4 or a.dtype.kind in "iu" else np.float32
-    x = a.astype(wide, copy=False)
-    y = b.astype(wide, copy=False)
-    fx, fy = np.isfinite(x), np.isfinite(y)
-    if fx.all() and fy.all():  # the common case: no masks, buffers reused
-        each = np.abs(x, out=np.empty(x.shape, wide))  # out= keeps 0-d tensors arrays
-        a_absmax = float(each.max())
-        denominator = np.minimum(each, np.abs(y), out=np.empty(x.shape, wide))
-        np.maximum(denominator, 1.0, out=denominator)
-        np.subtract(x, y, out=each)
-        np.abs(each, out=each)
-        each /= denominator
-        flat = int(np.argmax(each))
-        index = _unravel(flat, a.shape)
-        return TensorErr(name, float(each.reshape(-1)[flat]), index, a[index], b[index], None, a_absmax, False)
-    a_absmax = float(np.abs(x[fx]).max()) if fx.any() else 0.0
-    b_inf_new = bool(np.any(np.isinf(y) & fx))
-    same_nonfinite = ~fx & ~fy & ((np.isnan(x) & np.isnan(y)) | (x == y))
-    broken = ~(fx & fy) & ~same_nonfinite
-    if broken.any():
-        index = _unravel(int(np.argmax(broken)), a.shape)
-        side = "B" if fx[index] else "A"
-        return TensorErr(
-            name,
-            math.inf,
-            index,
-            a[index],
-            b[index],
-            f"non-finite in {side} only ({int(broken.sum())} elements)",
-            a_absmax,
-            b_inf_new,
-        )
-    both = fx & fy
-    with np.errstate(invalid="ignore"):
-        each = np.where(both, np.abs(x - y) / np.maximum(np.minimum(np.abs(x), np.abs(y)), 1.0), 0.0)
-    flat = int(np.argmax(each))
-    index = _unravel(flat, a.shape)
-    return TensorErr(name, float(each.reshape(-1)[flat]), index, a[index], b[index], None, a_absmax, b_inf_new)
-
-
-def _absmax(a: np.ndarray) -> float:
-    finite = np.isfinite(a)
-    return float(np.abs(a if finite.all() else a[finite]).max(initial=0.0))
-
-
-def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(int(i) for i in np.unravel_index(flat, shape))
+    """Compare one tensor of B against A's with the AssertEqual metric (:func:`mgedump.assertion.measure`)."""
+    m = measure(a, b, labels=("A", "B"))
+    return TensorErr(
+        name,
+        m.err,
+        m.index,
+        m.expect_value,
+        m.got_value,
+        m.reason,
+        m.expect_absmax,
+        m.got_inf_where_expect_finite,
+        m.exact,
+    )
 
 
 @dataclass
@@ -209,7 +165,7 @@ class CaseDiff:
 
     @property
     def passed(self) -> bool:
-        return all(t.err <= self.maxerr for t in self.tensors)
+        return all(t.passes(self.maxerr) for t in self.tensors)
 
     @property
     def first_divergence(self) -> NodeDiff | None:
@@ -244,9 +200,7 @@ def recognise_cause(outputs: Iterable[TensorErr]) -> str | None:
         if out.b_inf_where_a_finite:
             return f"float16 overflow: B holds an infinity where A is finite (output {out.name!r})"
         if out.a_absmax > FLOAT16_MAX:
-            return (
-                f"float16 overflow: A reaches {out.a_absmax:.4g} in {out.name!r}, beyond float16's largest value 65504"
-            )
+            return f"float16 overflow: A reaches {out.a_absmax:.4g} in {out.name!r}, beyond float16's largest value {FLOAT16_MAX:g}"
     return None
 
 
@@ -282,13 +236,17 @@ def _standing_for(node: NodeInfo, producer: Mapping[str, NodeInfo], matched: Map
     return node
 
 
-def diff_case(a: CaseDump, b: CaseDump, maxerr: float) -> CaseDiff:
-    """Compare the tensors two dumps of one test case share, and find the nodes of B that introduce error."""
-    return diff_stream(a, b.nodes, ((name, b.tensor(name)) for name in b.names), maxerr)
+def diff_case(number: int, a: CaseDump, b: CaseDump, maxerr: float) -> CaseDiff:
+    """Compare the tensors two dumps of test case ``number`` share, and find the nodes of B that introduce error."""
+    return diff_stream(number, a, b.nodes, ((name, b.tensor(name)) for name in b.names), maxerr)
 
 
 def diff_stream(
-    a: CaseDump, b_nodes: Sequence[NodeInfo], b_tensors: Iterable[tuple[str, np.ndarray]], maxerr: float
+    number: int,
+    a: CaseDump,
+    b_nodes: Sequence[NodeInfo],
+    b_tensors: Iterable[tuple[str, np.ndarray]],
+    maxerr: float,
 ) -> CaseDiff:
     """Compare B's tensors as they come (from a run, or read one at a time) with A's; B's nodes in execution order.
 
@@ -321,11 +279,12 @@ def diff_stream(
             if source in errs:
                 inputs[source] = errs[source].err
         worst_in = max(inputs.values(), default=0.0)
-        introduces = worst.err > maxerr and (worst_in <= maxerr or worst.err > INTRODUCES_FACTOR * worst_in)
-        cause = recognise_cause(outputs) if worst.err > maxerr else None
+        fails = not worst.passes(maxerr)
+        introduces = fails and (worst_in <= maxerr or worst.err > INTRODUCES_FACTOR * worst_in)
+        cause = recognise_cause(outputs) if fails else None
         nodes.append(NodeDiff(node, worst.err, worst, inputs, introduces, cause))
     return CaseDiff(
-        test_case=-1,
+        test_case=number,
         maxerr=maxerr,
         tensors=list(errs.values()),
         nodes=nodes,
@@ -378,7 +337,7 @@ def choose_maxerr(maxerr: float | None, cases: Iterable[tuple[CaseDump, CaseDump
         return maxerr, "given"
     if any(has_float16(a) or has_float16(b) for a, b in cases):
         return FLOAT16_MAXERR, "float16 on one side: float16's precision"
-    return FLOAT32_MAXERR, "the default"
+    return DEFAULT_MAXERR, "the default"
 
 
 def diff_dumps(
@@ -400,9 +359,7 @@ def diff_dumps(
     limit, source = choose_maxerr(maxerr, pairs)
     cases = []
     for number, (ca, cb) in zip(numbers, pairs, strict=True):
-        case = diff_case(ca, cb, limit)
-        case.test_case = number
-        cases.append(case)
+        cases.append(diff_case(number, ca, cb, limit))
     if all(not case.tensors for case in cases):
         raise DataError(f"{label_a} and {label_b} have no tensor name in common: they are not runs of related models")
     return DiffReport(label_a, label_b, limit, source, cases)

@@ -59,9 +59,11 @@ from typing import Any
 
 import numpy as np
 
+from ..bundle.format import case_folder
 from ..bundle.tensorproto import decode, encode_parts
 from ..errors import DataError, OutputError
 from ..fileio import CHUNK
+from ..options import IO_DUMP_BUDGET_MB
 
 FORMAT = "mgedump-iodump"
 VERSION = 1
@@ -69,7 +71,7 @@ INDEX = "index.json"
 CASE_DIR = re.compile(r"^test_data_set_(\d+)$")
 FILE_NAME = re.compile(r"^\d{4,}\.pb$")
 MAX_INDEX_BYTES = 64 << 20
-DEFAULT_BUDGET = 1 << 30
+DEFAULT_BUDGET = IO_DUMP_BUDGET_MB << 20  # bytes
 
 
 # ---------------------------------------------------------------- the graph's plan
@@ -282,7 +284,7 @@ class ExposedRunner:
         Raises:
             RunError: the model failed to run.
         """
-        from ..runtime import run
+        from ..runtime import infer
 
         for name in self.plan.inputs:
             if name in feeds:
@@ -302,7 +304,7 @@ class ExposedRunner:
                 self._sessions[key] = session
             available = {o.name for o in session.get_outputs()}
             wanted = [n for n in part if n in available]
-            values = run(session, dict(feeds), output_names=wanted)
+            values = infer(session, dict(feeds), output_names=wanted)
             self.parts_run += 1
             del session
             for k, name in enumerate(wanted):
@@ -342,7 +344,7 @@ def _number(value: Any) -> int | float:
 
 
 def case_dir(folder: str, index: int) -> str:
-    return os.path.join(folder, f"test_data_set_{index}")
+    return os.path.join(folder, case_folder(index))
 
 
 def write_case(

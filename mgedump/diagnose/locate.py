@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .diff import DiffReport, NodeDiff, diff_dumps
+from .divergence import DiffReport, diff_dumps
+from .exposed import ModelDumper, RunSettings, dump_to_scratch
 from .iodump import IoDump
-from .run import ModelDumper, RunSettings, dump_to_scratch
 
 Cases = Sequence[tuple[int, Mapping[str, np.ndarray]]]
 
@@ -59,23 +59,3 @@ def compare_models(
     dump_a = dump_model(*a, cases, scratch, settings, label=labels[0])
     dump_b = dump_model(*b, cases, scratch, settings, label=labels[1])
     return diff_dumps(dump_a, dump_b, maxerr=maxerr, label_a=labels[0], label_b=labels[1])
-
-
-def describe(node: NodeDiff) -> str:
-    """One node that introduces error, as people read it."""
-    out = node.output
-    where = ""
-    if out.index is not None:
-        where = f" (worst element at {list(out.index)}: A={_text(out.a_value)}, B={_text(out.b_value)})"
-    elif out.reason:
-        where = f" ({out.reason})"
-    inputs = ", ".join(f"{name} {err:.3g}" for name, err in node.inputs.items())
-    carried = f"; its inputs carry err {inputs}" if inputs else ""
-    cause = f"; {node.cause}" if node.cause else ""
-    return (
-        f"node {node.node.name!r} ({node.node.op_type}), output {out.name!r} err {node.err:.3g}{where}{carried}{cause}"
-    )
-
-
-def _text(value: object) -> str:
-    return repr(value) if isinstance(value, (str, bytes)) else str(value)

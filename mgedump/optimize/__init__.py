@@ -122,7 +122,7 @@ def optimize_file(
 
     check_can_make(options)
     limit = DEFAULT_MAXERR if maxerr is None else maxerr
-    quantize = getattr(options, "quantize", None)
+    quantize = options.quantize
     if quantize and not test_inputs:
         raise UsageError("--quantize int8 is proved on test data, and none was given")
     with tempfile.TemporaryDirectory(prefix="mgedump-opt-") as tmp:
@@ -188,7 +188,7 @@ def optimize_file(
                     f"the optimised model fails onnx.checker: {' '.join(str(exc).split())[:300]}"
                 ) from None
         _save(model, dst, external)
-    names = options.names() + (["int8"] if int8 else [])
+    names = options.names()
     if int8 and "optimize-for-inference" not in names:
         names.insert(0, "optimize-for-inference")  # the quantizer's pre-processing ran
     return OptimizeResult(dst, names, requirements, notes, float16, int8)
@@ -208,7 +208,7 @@ def _quantize(
     """int8 on the optimised float model, proved against the outputs of the model as given (src)."""
     import onnx
 
-    from .quantize import DEFAULT_METHOD, STATIC, quantize_int8
+    from .quantize import quantize_int8
 
     staged = os.path.join(tmp, "float.onnx")
     _save(model, staged, external)
@@ -223,9 +223,9 @@ def _quantize(
         maxerr=maxerr,
         calibration=calibration,
         calibration_specs=calibration_specs,
-        mode=getattr(options, "quantize_mode", None) or STATIC,
-        method=getattr(options, "calibrate_method", None) or DEFAULT_METHOD,
-        per_channel=not getattr(options, "per_tensor", False),
+        mode=options.quantize_mode,
+        method=options.calibrate_method,
+        per_channel=options.int8_weights == "per-channel",
         fp32_nodes=options.fp32_nodes,
         scratch=tmp,
         external=external,

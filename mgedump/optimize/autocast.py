@@ -34,6 +34,7 @@ from ..diagnose.divergence import CaseDiff, diff_stream, tensor_err
 from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
 from ..diagnose.iodump import IoDump, MemoryDump
 from ..errors import OptimizeError
+from ..options import FLOAT16_MAXERR
 from .float16 import FLOAT16_MAX, convert, matching_nodes, name_nodes
 
 MAX_ROUNDS = 12
@@ -164,8 +165,8 @@ def choose_precision(
         with ModelDumper(path, f"candidate-{rounds}", settings, label="the float16 model") as dumper:
             nodes = dumper.runner.plan.nodes
             for k, feeds in cases:  # each candidate tensor is compared as it comes, never stored
-                case = diff_stream(ref.cases[k], nodes, dumper.runner.tensors(_as_inputs_of(candidate, feeds)), maxerr)
-                case.test_case = k
+                tensors = dumper.runner.tensors(_as_inputs_of(candidate, feeds))
+                case = diff_stream(k, ref.cases[k], nodes, tensors, maxerr)
                 diffs.append(case)
         failing = [case for case in diffs if any(e > maxerr for e in _output_errs(case, outputs).values())]
         worst = max((e for case in diffs for e in _output_errs(case, outputs).values()), default=0.0)
@@ -283,7 +284,7 @@ def _refusal(case: CaseDiff | None, maxerr: float, mode: str) -> OptimizeError:
         where = f" (worst: {worst.name!r}, err {worst.err:.3g})" if worst is not None else ""
         return OptimizeError(
             f"{flag}: no mixed-precision model meets --maxerr {maxerr:g}{where}; the outputs themselves are float16",
-            hint="float16 outputs hold about 3 significant digits: use --maxerr 1e-2 or above, or leave the flag out",
+            hint=f"float16 outputs hold about 3 significant digits: use --maxerr {FLOAT16_MAXERR:g} or above, or leave the flag out",
         )
     first = case.first_divergence
     cause = f" ({first.cause})" if first.cause else ""

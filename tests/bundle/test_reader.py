@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mgedump.bundle import Bundle, Member, write_bundle
+from mgedump.bundle import Bundle, Manifest, Member, write_bundle
 from mgedump.bundle import reader as reader_module
 from mgedump.errors import BundleError
 from tests.support import SAMPLES, rewrite_bundle
@@ -32,7 +31,7 @@ def test_a_good_bundle_reads(bundle):
         b.verified()
         x = b.tensor("test_data_set_1/input_0.pb", "data")
         assert x.shape == (1, 3, 32, 32) and x.dtype == np.float32 and x.min() >= 0 and x.max() <= 2
-        assert b.manifest["test_cases"][1]["spec"] == "#rand(0,2)"
+        assert b.manifest.test_cases[1].spec == "#rand(0,2)"
 
 
 def _reorder(names, manifest, members):
@@ -127,7 +126,7 @@ def _large_bundle(tmp_path, payload: bytes) -> Path:
     path = tmp_path / "large.mgetest"
     big = tmp_path / "big.bin"
     big.write_bytes(payload)
-    manifest = json.loads(json.dumps(_minimal_manifest()))
+    manifest = Manifest.from_json(_minimal_manifest())
     write_bundle(str(path), manifest, [Member("model.onnx", b"model"), Member("weights.bin", paths=(str(big),))])
     return path
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnxruntime
 import pytest
 
-from mgedump.optimize import requirements
+from mgedump.bundle import requirements
 from tests.support import SAMPLES, bundle_manifest, bundled_model
 
 

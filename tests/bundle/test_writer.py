@@ -8,12 +8,19 @@ import zipfile
 
 import pytest
 
-from mgedump.bundle import Member, write_bundle
+from mgedump.bundle import AssertionEntry, Manifest, Member, ModelEntry, write_bundle
 from mgedump.errors import BundleError
 
 
-def _write(path, members) -> dict:
-    return write_bundle(str(path), {"format": "mgedump-bundle"}, members)
+def _write(path, members) -> Manifest:
+    manifest = Manifest(
+        model=ModelEntry(sha256="0" * 64, source_sha256="0" * 64),
+        inputs=[],
+        outputs=[],
+        assertion=AssertionEntry(enabled=False, maxerr=0.0, verbose=True),
+        test_cases=[],
+    )
+    return write_bundle(str(path), manifest, members)
 
 
 def test_members_are_listed_in_order_with_their_hashes(tmp_path):
@@ -22,10 +29,10 @@ def test_members_are_listed_in_order_with_their_hashes(tmp_path):
     manifest = _write(
         tmp_path / "b.zip", [Member("model.onnx", b"model"), Member("model.onnx.data", paths=(str(data),))]
     )
-    assert [m["name"] for m in manifest["members"]] == ["model.onnx", "model.onnx.data"]
+    assert [m["name"] for m in manifest.members] == ["model.onnx", "model.onnx.data"]
     with zipfile.ZipFile(tmp_path / "b.zip") as zf:
         assert zf.namelist() == ["mgedump.json", "model.onnx", "model.onnx.data"]
-        for entry in manifest["members"]:
+        for entry in manifest.members:
             payload = zf.read(entry["name"])
             assert entry["size"] == len(payload) and entry["sha256"] == hashlib.sha256(payload).hexdigest()
         assert all(

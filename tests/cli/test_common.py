@@ -9,10 +9,16 @@ import click
 import click.testing
 import pytest
 
-from mgedump.cli import mgedump_command, mgerun_command
-from mgedump.cli.common import default_of, run
+from mgedump.cli import mgediff_command, mgedump_command, mgerun_command
+from mgedump.cli.common import invoke
 from mgedump.errors import EXIT_INTERRUPTED, EXIT_USAGE, MgeError
-from mgedump.options import DataOptions, PackOptions, VerifyOptions
+from mgedump.options import DataOptions, DiffOptions, PackOptions, VerifyOptions, declared_flags
+from mgedump.options import default_of as field_default
+
+
+def default_of(cls: type, name: str) -> object:
+    return field_default(next(f for f in fields(cls) if f.name == name))
+
 
 # (command, option as written, options dataclass, field): every option whose default --help states
 HELP_DEFAULTS = [
@@ -25,7 +31,13 @@ HELP_DEFAULTS = [
     (mgerun_command, "--warmup-iter", VerifyOptions, "warmup"),
     (mgerun_command, "--io-dump-budget", VerifyOptions, "io_dump_budget_mb"),
     (mgerun_command, "--concurrency", VerifyOptions, "concurrency"),
+    (mgediff_command, "--seed", DataOptions, "seed"),
+    (mgediff_command, "--repeat", DataOptions, "repeat"),
+    (mgediff_command, "--io-dump-budget", DiffOptions, "io_dump_budget_mb"),
 ]
+COMMANDS = [(mgedump_command, PackOptions), (mgerun_command, VerifyOptions), (mgediff_command, DiffOptions)]
+# the options every command has that are about the command itself, not the library's options
+COMMAND_ONLY = {"--output", "--verbose", "--quiet", "--version", "--help"}
 
 
 def _help(command: click.Command, prog: str) -> str:
@@ -45,23 +57,60 @@ def _help_defaults(command: click.Command, prog: str) -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize("command, prog", [(mgedump_command, "mgedump"), (mgerun_command, "mgerun")])
+@pytest.mark.parametrize(
+    "command, prog", [(mgedump_command, "mgedump"), (mgerun_command, "mgerun"), (mgediff_command, "mgediff")]
+)
 def test_help_states_the_dataclass_defaults(command, prog):
     stated = _help_defaults(command, prog)
     expected = {option: str(default_of(cls, name)) for cmd, option, cls, name in HELP_DEFAULTS if cmd is command}
     assert stated == expected
 
 
-@pytest.mark.parametrize("command", [mgedump_command, mgerun_command])
+@pytest.mark.parametrize("command", [mgedump_command, mgerun_command, mgediff_command])
 def test_click_options_default_to_not_given(command):
     """No click option carries a default of its own: the dataclasses hold every default."""
     for param in command.params:
-        if (
-            isinstance(param, click.Option)
-            and not param.required
-            and param.name not in ("verbose", "help", "version", "specs")
-        ):
-            assert param.default is None, param.name
+        if isinstance(param, click.Option) and not param.required and param.name not in ("verbose", "help", "version"):
+            assert param.default is None or (param.multiple and param.default == ()), param.name
+
+
+@pytest.mark.parametrize("command, options", COMMANDS)
+def test_every_field_has_one_flag_and_every_flag_one_field(command, options):
+    """The options dataclass is the one declaration: each of its fields is exactly one flag of the command,
+    and the command has no option that is not a field (besides -o, -v, -q, --version, --help)."""
+    declared = [flag.names for _, _, flag in declared_flags(options)]
+    flags_of_fields = [name for names in declared for name in names]
+    assert len(flags_of_fields) == len(set(flags_of_fields)), "a flag is declared on two fields"
+    command_flags = {
+        name
+        for param in command.params
+        if isinstance(param, click.Option)
+        for name in param.opts + param.secondary_opts
+    }
+    long_command_only = {
+        name
+        for param in command.params
+        if isinstance(param, click.Option)
+        for name in param.opts
+        if any(o in COMMAND_ONLY for o in param.opts)
+    }
+    assert command_flags - long_command_only == set(flags_of_fields)
+    counted = {f.name for f in fields(options)}
+    leaves = {path[0] for path, _, _ in declared_flags(options)}
+    assert leaves == counted, f"fields with no flag: {counted - leaves}"
+
+
+def test_a_field_without_a_flag_fails_the_declaration_check():
+    """The check above can fail: a dataclass with a field that declares no flag is caught."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Broken(VerifyOptions):
+        hidden: int = 3
+
+    counted = {f.name for f in fields(Broken)}
+    leaves = {path[0] for path, _, _ in declared_flags(Broken)}
+    assert counted - leaves == {"hidden"}
 
 
 def test_help_defaults_follow_the_dataclass(monkeypatch):
@@ -80,21 +129,21 @@ def _command(raises: BaseException) -> click.Command:
 
 
 def test_user_error_is_one_line_and_its_exit_code(capsys):
-    assert run(_command(MgeError("bad thing", hint="do this")), "prog", []) == EXIT_USAGE
+    assert invoke(_command(MgeError("bad thing", hint="do this")), "prog", []) == EXIT_USAGE
     assert capsys.readouterr().err == "prog: error: bad thing (hint: do this)\n"
 
 
 def test_interrupt_is_exit_130(capsys):
-    assert run(_command(KeyboardInterrupt()), "prog", []) == EXIT_INTERRUPTED == 130
+    assert invoke(_command(KeyboardInterrupt()), "prog", []) == EXIT_INTERRUPTED == 130
     assert capsys.readouterr().err.strip() == "prog: interrupted"  # click starts a new line first
 
 
 def test_a_bug_is_not_reported_as_an_interrupt():
     """click turns EOFError into Abort; an EOFError from the library is a bug and must surface as itself."""
     with pytest.raises(EOFError):
-        run(_command(EOFError("short read")), "prog", [])
+        invoke(_command(EOFError("short read")), "prog", [])
 
 
 def test_a_bug_keeps_its_traceback():
     with pytest.raises(ZeroDivisionError):
-        run(_command(ZeroDivisionError()), "prog", [])
+        invoke(_command(ZeroDivisionError()), "prog", [])

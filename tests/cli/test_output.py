@@ -6,8 +6,8 @@ import numpy as np
 
 from mgedump.assertion import assert_equal, value_text
 from mgedump.cli.output import case_lines, table
+from mgedump.commands.verify import CaseReport
 from mgedump.timing import Timing
-from mgedump.verifier import CaseReport
 
 
 class _Report:

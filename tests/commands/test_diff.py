@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mgedump.differ import diff
+from mgedump.commands.diff import diff
 from mgedump.errors import UsageError
 from mgedump.options import DiffOptions
 from tests.support import sample
@@ -32,7 +32,7 @@ def test_a_given_maxerr_is_used_and_said(dump):
 
 def test_data_for_two_dumps_is_refused(dump):
     with pytest.raises(UsageError, match="A and B are both io dumps"):
-        diff(str(dump), str(dump), DiffOptions(specs=["#rand(0,1)"]))
+        diff(str(dump), str(dump), DiffOptions(cases=["#rand(0,1)"]))
 
 
 def test_specs_feed_both_models_cast_to_their_inputs(tmp_path):
@@ -43,7 +43,7 @@ def test_specs_feed_both_models_cast_to_their_inputs(tmp_path):
     model = onnx.load(str(sample("cnn.onnx").path))
     convert(model, "ioc16")
     onnx.save(model, tmp_path / "half.onnx")
-    report = diff(str(sample("cnn.onnx").path), str(tmp_path / "half.onnx"), DiffOptions(specs=["#rand(0,1)"]))
+    report = diff(str(sample("cnn.onnx").path), str(tmp_path / "half.onnx"), DiffOptions(cases=["#rand(0,1)"]))
     case = report.cases[0]
     assert case.input_errs["data"] < 1e-3  # float32 data, rounded to float16 for B
     assert report.passed and case.first_divergence is None

@@ -174,16 +174,16 @@ class _Session:
 
 
 def _stored(expected):
+    from mgedump.commands.pack import _Case
     from mgedump.data import TestCase
-    from mgedump.packer import _Case
-    from mgedump.spec import CaseSpec
+    from mgedump.data.spec import CaseSpec
 
     return [_Case(TestCase(CaseSpec("#rand(0,1)", "-d #1"), []), [("x", np.zeros(1, np.float32))], [expected])]
 
 
 def test_a_small_self_check_error_gets_a_maxerr_hint():
+    from mgedump.commands.pack import _self_check
     from mgedump.errors import OptimizeError
-    from mgedump.packer import _self_check
     from mgedump.runtime import TensorInfo
 
     expected = np.array([[0.1, 0.9]], np.float32)
@@ -201,8 +201,8 @@ def test_a_small_self_check_error_gets_a_maxerr_hint():
 
 
 def test_destroyed_outputs_get_the_first_divergence_and_no_hint():
+    from mgedump.commands.pack import _self_check
     from mgedump.errors import OptimizeError
-    from mgedump.packer import _self_check
     from mgedump.runtime import TensorInfo
 
     expected = np.array([[0.1, 0.9]], np.float32)

@@ -128,7 +128,7 @@ def test_repeat_sweep_needs_a_free_batch_dim(bundle, mgerun):
 
 def test_progress_callback_for_long_runs(bundle, monkeypatch):
     from mgedump import timing
-    from mgedump import verifier as verify_module
+    from mgedump.commands import verify as verify_module  # the module
 
     monkeypatch.setattr(timing, "PROGRESS_AFTER_S", 0.0)
     calls = []
@@ -221,7 +221,7 @@ def test_io_dump_writes_every_test_case(bundle, tmp_path, mgerun):
     assert mgerun(bundle, "--iter", "1", "--io-dump", tmp_path / "dump").code == 0
     dump = IoDump(str(tmp_path / "dump"))
     with Bundle(str(bundle)) as b:
-        sha = b.manifest["model"]["sha256"]
+        sha = b.manifest.model.sha256
         expected = b.tensor("test_data_set_1/output_0.pb", "prob")
     assert sorted(dump.cases) == [0, 1] and dump.model_sha256 == sha
     np.testing.assert_allclose(dump.cases[1].tensor("prob"), expected, rtol=1e-5, atol=1e-7)

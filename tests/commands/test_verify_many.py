@@ -139,8 +139,8 @@ def test_bad_input_for_many_bundles(zoo, tmp_path, mgerun, args, needle):
 
 
 def test_library_verify_all(zoo):
+    from mgedump.commands.verify_many import verify_all
     from mgedump.options import VerifyOptions
-    from mgedump.runs import verify_all
 
     summary = verify_all([str(zoo / "a_good.mgetest"), str(zoo / "b_fails.mgetest")], VerifyOptions(iters=1))
     assert summary.exit_code == 1 and [r.exit_code for r in summary.results] == [0, 1]

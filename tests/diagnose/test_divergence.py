@@ -10,10 +10,12 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from mgedump.diagnose.compare import compare_models, describe
-from mgedump.diagnose.diff import FLOAT16_MAXERR, FLOAT32_MAXERR, tensor_err
+from mgedump.diagnose.divergence import tensor_err
+from mgedump.diagnose.locate import compare_models
 from mgedump.errors import DataError
 from mgedump.optimize.float16 import convert, name_nodes
+from mgedump.options import DEFAULT_MAXERR as FLOAT32_MAXERR
+from mgedump.options import FLOAT16_MAXERR
 from tests.support import sample
 
 RNG = np.random.default_rng(0)
@@ -30,8 +32,8 @@ def test_tensor_err_is_assert_equal_on_finite_values():
     "a, b, reason",
     [
         (np.ones(3, np.float32), np.ones(4, np.float32), "shape differs: A [3], B [4]"),
-        (np.ones(3, np.float32), np.array([1, np.inf, 1], np.float32), "non-finite in B only (1 elements)"),
-        (np.array([1, np.nan, 1], np.float32), np.ones(3, np.float32), "non-finite in A only (1 elements)"),
+        (np.ones(3, np.float32), np.array([1, np.inf, 1], np.float32), "NaN or infinity in B only (1 elements)"),
+        (np.array([1, np.nan, 1], np.float32), np.ones(3, np.float32), "NaN or infinity in A only (1 elements)"),
     ],
 )
 def test_what_cannot_agree_is_an_infinite_error(a, b, reason):
@@ -84,7 +86,7 @@ def test_a_changed_weight_is_found_where_it_is_used(tmp_path):
     # nodes after it carry its error on: they do not introduce any
     assert [n.node.name for n in case.introducers()] == ["conv2"]
     assert {n.node.name for n in case.nodes if n.err > case.maxerr} >= {"conv2", "bn2", "relu2", "softmax"}
-    text = describe(first)
+    text = first.describe()
     assert text.startswith("node 'conv2' (Conv), output 'conv2' err ") and "its inputs carry err pool1 0" in text
 
 
@@ -120,8 +122,8 @@ def test_the_first_float16_overflow_is_named(tmp_path):
 
 
 def test_runs_with_nothing_in_common_are_refused(tmp_path):
-    from mgedump.diagnose.compare import dump_model
-    from mgedump.diagnose.diff import diff_dumps
+    from mgedump.diagnose.divergence import diff_dumps
+    from mgedump.diagnose.locate import dump_model
 
     cnn = dump_model(
         str(sample("cnn.onnx").path),

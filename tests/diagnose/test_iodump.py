@@ -11,8 +11,8 @@ import numpy as np
 import onnx
 import pytest
 
+from mgedump.diagnose.exposed import ModelDumper, RunSettings
 from mgedump.diagnose.iodump import INDEX, IoDump, Plan, estimate_sizes, partition, tensor_stats
-from mgedump.diagnose.run import ModelDumper, RunSettings
 from mgedump.errors import DataError, OutputError
 from mgedump.fileio import hash_files
 from tests.support import sample
