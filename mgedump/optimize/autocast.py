@@ -166,7 +166,8 @@ def choose_precision(
             nodes = dumper.runner.plan.nodes
             for k, feeds in cases:  # each candidate tensor is compared as it comes, never stored
                 tensors = dumper.runner.tensors(_as_inputs_of(candidate, feeds))
-                case = diff_stream(k, ref.cases[k], nodes, tensors, maxerr)
+                reference: Any = ref.cases[k]  # in memory or on disk: read the same way
+                case = diff_stream(k, reference, nodes, tensors, maxerr)
                 diffs.append(case)
         failing = [case for case in diffs if any(e > maxerr for e in _output_errs(case, outputs).values())]
         worst = max((e for case in diffs for e in _output_errs(case, outputs).values()), default=0.0)

@@ -125,7 +125,7 @@ def matching_nodes(model: Any, patterns: Iterable[str]) -> dict[str, str]:
         UsageError: a pattern matches no node (a typo, or a node the optimisation removed): it would do nothing.
     """
     patterns = [p for p in patterns if p]
-    found = {}
+    found: dict[str, str] = {}
     used: set[str] = set()
     nodes = list(_all_nodes(model.graph))
     for node in nodes:

@@ -77,7 +77,7 @@ def test_fp32_nodes_needs_a_float16_mode(tmp_path, mgedump):
     result = mgedump(
         model.path, "-d", model.spec, "--optimize-for-inference", "--fp32-nodes", "Conv", "-o", tmp_path / "o"
     )
-    assert result.code == 2 and "--fp32-nodes keeps nodes float32 in a float16 mode" in result.err
+    assert result.code == 2 and "--fp32-nodes keeps nodes float in a float16 or int8 mode" in result.err
 
 
 def test_a_maxerr_below_float16_output_rounding_is_refused_with_a_hint(tmp_path, mgedump):
