@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import stat
-import tempfile
 import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -96,30 +96,34 @@ def atomic_output(path: str, inputs: Iterable[str] = ()) -> Iterator[IO[bytes]]:
     target = check_target(path, inputs)
     folder, base = os.path.split(target)
     try:
-        # closed by the `with handle:` below, once it exists
-        handle = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{base}.", suffix=".tmp", delete=False)  # noqa: SIM115
+        temporary, fd = _create_beside(folder, base)
     except OSError as exc:
         raise OutputError(f"cannot write in {os.path.dirname(path) or '.'}: {exc.strerror or exc}") from None
     try:
-        with handle:
+        with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        mode = 0o666 & ~_umask()
-        os.chmod(handle.name, mode)
-        os.replace(handle.name, target)
+        os.replace(temporary, target)
     except BaseException as exc:
         with contextlib.suppress(OSError):
-            os.unlink(handle.name)
+            os.unlink(temporary)
         if isinstance(exc, OSError):
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _create_beside(folder: str, base: str) -> tuple[str, int]:
+    """A new file ``.BASE.XXXXXXXX.tmp`` in folder, open for writing, with the mode a new file gets (0o666 less
+    the process's umask, applied by the system: the umask itself is never changed, so threads are safe)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        name = os.path.join(folder or ".", f".{base}.{secrets.token_hex(4)}.tmp")
+        try:
+            return name, os.open(name, flags, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {base}")
 
 
 def write_bytes_atomic(path: str, data: bytes, inputs: Iterable[str] = ()) -> None:

@@ -119,6 +119,18 @@ def changed(options: Any) -> list[str]:
     return [flag.name for path, f, flag in declared_flags(type(options)) if _get(options, path) != default_of(f)]
 
 
+def is_default(value: Any, default: Any) -> bool:
+    """Whether a value is its field's default (an array given where a list belongs is not: no elementwise ==)."""
+    if value is default:
+        return True
+    if type(value) is not type(default):
+        return False
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return False
+
+
 def _get(options: Any, path: Sequence[str]) -> Any:
     for name in path:
         options = getattr(options, name)
@@ -132,7 +144,7 @@ class Options:
         for f in fields(self):  # type: ignore[arg-type]
             flag = f.metadata.get("flag")
             value = getattr(self, f.name)
-            if flag is not None and flag.check is not None and value != default_of(f):
+            if flag is not None and flag.check is not None and not is_default(value, default_of(f)):
                 flag.check(value)
         self._check_together()
 

@@ -77,8 +77,8 @@ class TestData:
                 parsed.append(ArrayCase({k: np.asarray(v) for k, v in case.items()}, f"cases[{index}]"))
             else:
                 raise UsageError(
-                    f"test case {index} is a {type(case).__name__}: give a -d text, an array, or a dict of "
-                    "input name to array"
+                    f"test case {index} is of type {type(case).__name__}: give a -d text, an array, or a dict "
+                    "of input name to array"
                 )
         if not parsed:
             expand_specs([])  # raises the one "no test data" error

@@ -45,7 +45,6 @@ soon as they arrive.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -62,7 +61,6 @@ import numpy as np
 from ..bundle.format import case_folder
 from ..bundle.tensorproto import decode, encode_parts
 from ..errors import DataError, OutputError
-from ..fileio import CHUNK
 from ..options import IO_DUMP_BUDGET_MB
 
 FORMAT = "mgedump-iodump"
@@ -633,28 +631,24 @@ def _validate_index(index: Any, where: str, number: int) -> None:
             and FILE_NAME.match(entry["file"]) is not None
             and isinstance(entry.get("size"), int)
             and isinstance(entry.get("sha256"), str)
-            and isinstance(entry.get("shape"), list),
-            "each tensor needs a name, a file (NNNN.pb), a size, a sha256 and a shape",
+            and isinstance(entry.get("dtype"), str)
+            and isinstance(entry.get("shape"), list)
+            and all(_is_int(d) and d >= 0 for d in entry["shape"]),
+            "each tensor needs a name, a file (NNNN.pb), a dtype, a size, a sha256 and a shape",
+        )
+        require(
+            all(k in entry and (entry[k] is None or _is_number(entry[k])) for k in ("min", "max", "mean"))
+            and all(_is_int(entry.get(k)) and entry[k] >= 0 for k in ("nan", "inf")),
+            f"tensor {entry['name']!r} needs min, max and mean (numbers or null) and nan and inf counts",
         )
 
 
-def file_sha256(path: str) -> str:
-    """The sha256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-@contextlib.contextmanager
-def scratch(prefix: str = "mgedump-iodump-") -> Iterator[str]:
-    """A temporary folder for a dump nobody asked to keep."""
-    folder = tempfile.mkdtemp(prefix=prefix)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 __all__ = [
@@ -667,9 +661,7 @@ __all__ = [
     "case_dir",
     "estimate_sizes",
     "exposed_model",
-    "file_sha256",
     "partition",
-    "scratch",
     "tensor_stats",
     "write_case",
 ]

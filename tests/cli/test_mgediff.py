@@ -86,6 +86,15 @@ def test_bad_input(tmp_path, mgediff, args, needle):
     assert result.code == 2 and needle in result.err and len(result.err.strip().splitlines()) == 1
 
 
+def _drop_key(case, key):
+    import json
+
+    index = json.loads((case / "index.json").read_text())
+    for entry in index["tensors"]:
+        del entry[key]
+    (case / "index.json").write_text(json.dumps(index))
+
+
 @pytest.mark.parametrize(
     "damage, needle",
     [
@@ -94,6 +103,8 @@ def test_bad_input(tmp_path, mgediff, args, needle):
             lambda case: (case / "0002.pb").write_bytes((case / "0002.pb").read_bytes()[:-1] + b"\x01"),
             "does not match its sha256",
         ),
+        (lambda case: _drop_key(case, "dtype"), "a dtype"),  # was a KeyError traceback
+        (lambda case: _drop_key(case, "max"), "needs min, max and mean"),
     ],
 )
 def test_a_damaged_io_dump_is_bad_input(tmp_path, mgedump, mgerun, mgediff, damage, needle):

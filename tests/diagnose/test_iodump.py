@@ -134,6 +134,9 @@ def _break(folder, how):
         (folder / "test_data_set_1" / INDEX).write_text(json.dumps(other))
     elif how == "empty":
         shutil.rmtree(case)
+    elif how.startswith("no-"):  # a key every tensor entry must have
+        del index["tensors"][0][how.removeprefix("no-")]
+        (case / INDEX).write_text(json.dumps(index))
 
 
 @pytest.mark.parametrize(
@@ -148,6 +151,12 @@ def _break(folder, how):
         ("unsafe-file-name", "each tensor needs a name, a file"),
         ("another-model", "mixes test cases of different models"),
         ("empty", "has no test_data_set_N folder"),
+        ("no-dtype", "each tensor needs a name, a file .*, a dtype"),
+        ("no-shape", "each tensor needs a name, a file .*, a dtype"),
+        ("no-min", "needs min, max and mean"),
+        ("no-max", "needs min, max and mean"),
+        ("no-mean", "needs min, max and mean"),
+        ("no-nan", "nan and inf counts"),
     ],
 )
 def test_broken_dumps_are_refused(tmp_path, how, message):
