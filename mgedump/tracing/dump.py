@@ -5,34 +5,74 @@ as a constant. It is optimised, packed into a bundle with test cases, and
 described in strip info by the same code as the ``mgedump`` command. This is
 the only module of the tracing framework that imports the tool's higher
 modules (options, optimisation, packing, strip info, file output).
+
+With ``symbolic_shape=True`` and calls on several input shapes, the dims
+that varied become free dims (ONNX dim params) of the dumped model, once
+the recordings agree operation by operation and the graph is checked to give
+each recording's results on its inputs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import zipfile
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from mgedump.bundle import MODEL_MEMBER
 from mgedump.commands.pack import pack
-from mgedump.data.spec import CaseSpec
 from mgedump.fileio import check_target, write_bytes_atomic
 from mgedump.optimize import optimize_file
 from mgedump.options import OptimizeOptions, PackOptions
+from mgedump.runtime import infer, open_session
 from mgedump.stripinfo import strip_info_paths, write_strip_info
 
 from .dispatch import TensorBase
 from .graph import Program, build_model, node_labels
+from .ops import OPS
+
+MEGENGINE_FORMATS = ("FBS", "FBS_V2", "MDL")
+
+
+@dataclass(frozen=True)
+class DumpInfo:
+    """What :meth:`mgedump.jit.trace.dump` wrote (MegEngine's ``DumpInfo``).
+
+    Attributes:
+        inputs: the graph's input names.
+        outputs: the graph's output names.
+        params: the weights' (initializers') names.
+        nr_opr: how many operations (ONNX nodes) the written graph has. ONNX
+            has no input nodes, so a + b counts 1 where MegEngine counts 3.
+        opr_types: how many nodes of each ONNX operator type.
+        tot_bytes: the size of the written model (the bundle's model, with ``input_data``).
+        tensor_value_bytes: the bytes of the weights.
+        content_hash: the SHA-256 of the written model.
+        free_dims: the free dims given to the inputs, ``{input: {axis: name}}``.
+    """
+
+    inputs: list[str]
+    outputs: list[str]
+    params: list[str]
+    nr_opr: int
+    opr_types: dict[str, int]
+    tot_bytes: int
+    tensor_value_bytes: int
+    content_hash: str
+    free_dims: dict[str, dict[int, str]] = field(default_factory=dict)
 
 
 def dump_program(
-    program: Program,
+    programs: Sequence[Program],
     file: Any,
     *,
+    symbolic_shape: bool = False,
     arg_names: Sequence[str] | str | None = None,
     output_names: Sequence[str] | str | None = None,
     optimize_for_inference: bool = True,
@@ -44,15 +84,18 @@ def dump_program(
     input_data: Sequence[Any] | None = None,
     maxerr: float | None = None,
     no_assert: bool = False,
+    dump_format: str | None = None,
     **enable_flags: bool,
-) -> None:
+) -> DumpInfo:
     """Write a recorded graph as an ONNX model, or as a bundle with test cases.
 
     The arguments are :meth:`mgedump.tracing.jit.trace.dump`'s, which documents them.
 
     Args:
-        program: what the trace's first call recorded (with ``capture_as_const=True``).
-        file: the path to write (or a binary file object, without ``input_data``).
+        programs: what the trace recorded, one per input shapes, the first
+            first (made with ``capture_as_const=True``).
+        file: the path to write, or a binary file object.
+        symbolic_shape: give the input dims that varied between the programs as free dims.
         arg_names: names of the graph inputs, one per tensor argument.
         output_names: names of the graph outputs, one per returned tensor.
         optimize_for_inference: the portable rewrites of ``--optimize-for-inference``.
@@ -64,22 +107,34 @@ def dump_program(
         input_data: write a bundle with these test cases.
         maxerr: the bundle's AssertEqual threshold. Defaults to ``mgedump``'s.
         no_assert: store no expected outputs in the bundle.
+        dump_format: None or ``"ONNX"``; MegEngine's own formats are refused.
         **enable_flags: the ``--enable-*`` flags of ``mgedump``, as keywords.
+
+    Returns:
+        What was written.
 
     Raises:
         ValueError: a wrong number of ``arg_names``/``output_names``; bad
-            ``keep_var_name``; a test case that does not fit the inputs.
+            ``keep_var_name``; a test case that does not fit the inputs; a
+            MegEngine ``dump_format``; dims that varied but cannot be free.
         TypeError: ``output_names`` for a function that returns a dict; a
             ``file`` that is neither a path nor a binary file object.
         MgeError: an unknown or refused ``enable_*`` flag, a bad spec or
             ``maxerr``, an unwritable output (as the ``mgedump`` command reports them).
     """
+    program = programs[0]
     label = program.label
+    if dump_format is not None and str(dump_format).upper() != "ONNX":
+        known = "MegEngine's own graph format" if str(dump_format).upper() in MEGENGINE_FORMATS else "not a format"
+        raise ValueError(
+            f"dump_format={dump_format!r} is {known}; mgedump writes ONNX only (dump_format=None or 'ONNX'), "
+            "which onnxruntime and the mgedump/mgerun commands read"
+        )
     if program.used_exclude:  # unreachable with capture_as_const, kept as a guard
         raise ValueError(f"{label} uses exclude_from_trace; its graph cannot be dumped whole")
     if keep_var_name not in (0, 1, 2) or isinstance(keep_var_name, bool):
         raise ValueError(f"keep_var_name must be 0, 1 or 2, got {keep_var_name!r}")
-    inputs = [_input_name(key, program) for key, _ in program.inputs]
+    inputs = [program.values[vid].name or f"arg_{i}" for i, (_, vid) in enumerate(program.inputs)]
     inputs = _names(arg_names, inputs, "arg_names", "tensor input(s)", label)
     kind, meta = program.structure
     if kind == "dict":
@@ -95,34 +150,152 @@ def dump_program(
         raise ValueError(f"input and output names must be unique, got inputs {inputs} and outputs {outputs}")
 
     options = OptimizeOptions.from_flags(optimize_for_inference=bool(optimize_for_inference), **enable_flags)
-    model = _dump_model(program, inputs, outputs, keep_var_name, keep_opr_name, keep_param_name)
+    shapes, free = _free_dims(programs, inputs, outputs) if symbolic_shape and len(programs) > 1 else ({}, {})
+    model = _dump_model(program, inputs, outputs, keep_var_name, keep_opr_name, keep_param_name, shapes)
+    if free:
+        _check_free_dims(model, programs, inputs, outputs)
     with tempfile.TemporaryDirectory(prefix="mgedump-trace-") as tmp:
         src = os.path.join(tmp, "model.onnx")
         with open(src, "wb") as f:
             f.write(model.SerializeToString())
         if input_data is None:
-            _write_model(src, file, tmp, options, strip_info_file, append_json)
+            data = _write_model(src, file, tmp, options, strip_info_file, append_json)
         else:
-            specs = [_case_spec(case, inputs, tmp, i) for i, case in enumerate(input_data)]
-            if not specs:
+            scalars = {
+                name for name, (_, vid) in zip(inputs, program.inputs, strict=True) if not program.values[vid].shape
+            }
+            cases = [_case(case, inputs, scalars, i) for i, case in enumerate(input_data)]
+            if not cases:
                 raise ValueError("input_data is empty: give at least one test case")
-            pack_options: dict[str, Any] = {"cases": specs, "no_assert": no_assert, "optimize": options}
+            pack_options: dict[str, Any] = {"cases": cases, "no_assert": no_assert, "optimize": options}
             if maxerr is not None:
                 pack_options["maxerr"] = maxerr
-            _write_bundle(src, file, tmp, pack_options, strip_info_file, append_json)
+            data = _write_bundle(src, file, tmp, pack_options, strip_info_file, append_json)
+    return _info(data, free)
 
 
-def _input_name(key: Any, program: Program) -> str:
-    for k, vid in program.inputs:
-        if k == key:
-            return program.values[vid].name or f"arg_{key}"
-    raise KeyError(key)
+def _info(data: bytes, free: dict[str, dict[int, str]]) -> DumpInfo:
+    import onnx
+
+    model = onnx.load_model_from_string(data)
+    graph = model.graph
+    params = {i.name for i in graph.initializer}
+    weights = sum(onnx.numpy_helper.to_array(i).nbytes for i in graph.initializer)
+    return DumpInfo(
+        inputs=[i.name for i in graph.input if i.name not in params],
+        outputs=[o.name for o in graph.output],
+        params=[i.name for i in graph.initializer],
+        nr_opr=len(graph.node),
+        opr_types=dict(Counter(n.op_type for n in graph.node)),
+        tot_bytes=len(data),
+        tensor_value_bytes=int(weights),
+        content_hash=hashlib.sha256(data).hexdigest(),
+        free_dims=free,
+    )
+
+
+# ---------------------------------------------------------------- free dims
+
+
+def _free_dims(
+    programs: Sequence[Program], inputs: list[str], outputs: list[str]
+) -> tuple[dict[int, list[int | str] | None], dict[str, dict[int, str]]]:
+    """The declared shapes of the inputs and outputs with the dims that varied between programs free.
+
+    Raises:
+        ValueError: the programs differ in more than their shapes (an operation,
+            an attribute, a constant made from a shape): the graph of one shape
+            does not serve the others.
+    """
+    first = programs[0]
+    label = first.label
+    for other in programs[1:]:
+        where = f"{_signature(first)} and {_signature(other)}"
+        if len(other.ops) != len(first.ops):
+            raise _not_free(label, where, f"{len(first.ops)} and {len(other.ops)} operations were recorded")
+        for k, (a, b) in enumerate(zip(first.ops, other.ops, strict=True)):
+            if a.name != b.name or a.inputs != b.inputs or a.attrs != b.attrs:
+                diff = [key for key in sorted(a.attrs) if a.attrs.get(key) != b.attrs.get(key)]
+                detail = "; ".join(f"{key}: {a.attrs.get(key)!r} and {b.attrs.get(key)!r}" for key in diff)
+                raise _not_free(label, where, f"op #{k} ({a.name}) differs ({detail or 'its inputs'})")
+        for a, b in zip(first.values, other.values, strict=True):
+            if a.kind != b.kind or (a.kind in ("const", "ext") and not _same(a.data, b.data)):
+                raise _not_free(label, where, f"{a.label} differs ({a.shape} and {b.shape})")
+    params: dict[tuple[int, ...], str] = {}
+    shapes: dict[int, list[int | str] | None] = {}
+    free: dict[str, dict[int, str]] = {}
+    for name, (_, vid) in zip(inputs, first.inputs, strict=True):
+        dims: list[int | str] = []
+        for axis, dim in enumerate(first.values[vid].shape):
+            seen = tuple(p.values[vid].shape[axis] for p in programs)
+            if len(set(seen)) > 1:
+                param = params.setdefault(seen, f"{name}_dim{axis}")
+                free.setdefault(name, {})[axis] = param
+                dims.append(param)
+            else:
+                dims.append(dim)
+        shapes[vid] = dims
+    for name, vid in zip(outputs, first.output_vids, strict=True):
+        assert vid is not None
+        if first.values[vid].dynamic:
+            continue
+        out: list[int | str] = []
+        for axis, dim in enumerate(first.values[vid].shape):
+            seen = tuple(p.values[vid].shape[axis] for p in programs)
+            out.append(dim if len(set(seen)) == 1 else params.get(seen, f"{name}_dim{axis}"))
+        shapes[vid] = out
+    return shapes, free
+
+
+def _signature(program: Program) -> str:
+    return "input shapes " + ", ".join(str(list(program.values[vid].shape)) for _, vid in program.inputs)
+
+
+def _not_free(label: str, where: str, detail: str) -> ValueError:
+    return ValueError(
+        f"{label} was traced with {where}, but its recordings differ beyond their shapes: {detail}. The dims that "
+        "varied cannot be free dims of one graph: compute shapes from tensors (x.shape under "
+        "symbolic_shape=True, -1 in reshape) instead of Python numbers, or dump a trace called with one input shape"
+    )
+
+
+def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    return a is b or (a is not None and b is not None and a.shape == b.shape and bool(np.array_equal(a, b)))
+
+
+def _check_free_dims(model: Any, programs: Sequence[Program], inputs: list[str], outputs: list[str]) -> None:
+    """Run the graph with free dims on every recording's first inputs; it must give that recording's results."""
+    session = open_session(model.SerializeToString(), label=f"the dumped graph of {programs[0].label}")
+    for program in programs:
+        if program.sample is None:
+            continue
+        feeds, expected = program.sample
+        feed = {name: (a.reshape(1) if a.ndim == 0 else a) for name, a in zip(inputs, feeds, strict=True)}
+        random = any(OPS[rec.name].random for rec in program.ops)
+        try:
+            got = infer(session, feed)
+        except Exception as exc:  # noqa: BLE001 - onnxruntime's own error, reported with the shapes
+            raise _not_free(programs[0].label, _signature(program), f"the graph fails there: {exc}") from None
+        for name, g, e in zip(outputs, got, expected, strict=True):
+            e = np.asarray(e)
+            g = g.reshape(e.shape) if g.size == e.size else g
+            ok = g.shape == e.shape and (random or np.allclose(g, e, rtol=1e-4, atol=1e-5, equal_nan=True))
+            if not ok:
+                raise _not_free(
+                    programs[0].label,
+                    _signature(program),
+                    f"the graph gives output {name!r} of shape {list(g.shape)} there, the trace gave "
+                    f"{list(e.shape)}{'' if g.shape != e.shape else ' with other values'}",
+                )
+
+
+# ---------------------------------------------------------------- writing
 
 
 def _write_model(
     src: str, file: Any, tmp: str, options: OptimizeOptions, strip_info_file: str | None, append_json: bool
-) -> None:
-    """The model (optimised if asked) to a path or a file object, and its strip info."""
+) -> bytes:
+    """The model (optimised if asked) to a path or a file object, and its strip info; returns its bytes."""
     is_path = isinstance(file, (str, os.PathLike))
     if is_path:
         check_target(os.fspath(file))
@@ -144,23 +317,37 @@ def _write_model(
         written = path
     if strip_info_file:
         write_strip_info(written, strip_info_file, append=append_json)
+    return data
 
 
 def _write_bundle(
     src: str, file: Any, tmp: str, pack_options: dict[str, Any], strip_info_file: str | None, append_json: bool
-) -> None:
-    """A bundle of the model and its test cases, packed as ``mgedump`` does, and its strip info."""
-    if not isinstance(file, (str, os.PathLike)):
-        raise TypeError(f"dump with input_data writes a bundle and needs a path, got {type(file).__name__}")
+) -> bytes:
+    """A bundle of the model and its test cases, packed as ``mgedump`` does, and its strip info.
+
+    Returns:
+        The bundled model's bytes.
+    """
+    is_path = isinstance(file, (str, os.PathLike))
+    if not is_path and not hasattr(file, "write"):
+        raise TypeError(f"dump needs a path or a binary file object, got {type(file).__name__}")
+    target = os.fspath(file) if is_path else os.path.join(tmp, "bundle.mgetest")
     late_strip = bool(strip_info_file) and append_json
     options = PackOptions(**pack_options, strip_info=None if late_strip else strip_info_file)
-    result = pack(src, os.fspath(file), options)
+    result = pack(src, target, options)
+    with zipfile.ZipFile(target) as zf:
+        model = zf.read(MODEL_MEMBER)
     if late_strip:  # pack writes strip info afresh; merge it from the bundled model instead
+        assert strip_info_file is not None
         bundled = os.path.join(tmp, "bundled", MODEL_MEMBER)
         os.makedirs(os.path.dirname(bundled))
-        with zipfile.ZipFile(os.fspath(file)) as zf, open(bundled, "wb") as out:
-            out.write(zf.read(MODEL_MEMBER))
+        with open(bundled, "wb") as out:
+            out.write(model)
         write_strip_info(bundled, strip_info_file, append=True, model_sha256=result.manifest.model.sha256)
+    if not is_path:
+        with open(target, "rb") as f:
+            file.write(f.read())
+    return model
 
 
 def _names(given: Sequence[str] | str | None, default: list[str], what: str, unit: str, label: str) -> list[str]:
@@ -182,9 +369,15 @@ def _dump_model(
     keep_var_name: int,
     keep_opr_name: bool,
     keep_param_name: bool,
+    shapes: dict[int, list[int | str] | None],
 ) -> Any:
-    """The whole recorded graph as ONNX, with interface names and constants baked in."""
+    """The whole recorded graph as ONNX, with interface names and constants baked in.
+
+    Scalar inputs and outputs are given shape (1,), as MegEngine dumps them,
+    and reshaped inside the graph.
+    """
     import onnx
+    from onnx import helper, numpy_helper
 
     need = [v for v in program.output_vids if v is not None]
     if len(need) != len(outputs):
@@ -192,11 +385,7 @@ def _dump_model(
     ops, leaves = program.slice(need, frozenset())
     fed = [vid for _, vid in program.inputs]
     consts = sorted(v for v in leaves if program.values[v].kind in ("const", "ext"))
-    names: dict[int, str] = dict(zip(fed, inputs, strict=True))
     taken = set(inputs) | set(outputs)
-    for vid, name in zip(need, outputs, strict=True):
-        if program.values[vid].kind == "op" and vid not in names:
-            names[vid] = name
 
     def unique(hint: str) -> str:
         name, n = hint, 0
@@ -206,33 +395,68 @@ def _dump_model(
         taken.add(name)
         return name
 
+    scalar_in = [(vid, name) for vid, name in zip(fed, inputs, strict=True) if not program.values[vid].shape]
+    names: dict[int, str] = dict(zip(fed, inputs, strict=True))
+    for vid, name in scalar_in:
+        names[vid] = unique(f"{name}_scalar")
+    graph_outputs: list[tuple[int, str]] = []
+    scalar_out: list[str] = []
+    for vid, name in zip(need, outputs, strict=True):
+        if not program.values[vid].shape:
+            scalar_out.append(name)
+            name = unique(f"{name}_scalar")
+        elif program.values[vid].kind == "op" and vid not in names:
+            names[vid] = name
+        graph_outputs.append((vid, name))
     for i, vid in enumerate(consts):
         value = program.values[vid]
         if value.kind == "ext":
             names[vid] = unique(value.name if keep_param_name and value.name else f"param_{i}")
         else:
             names[vid] = unique(f"const_{i}")
+    labels = node_labels(program, ops)
     for k in ops:
         vid = program.ops[k].output
         if vid not in names:
-            names[vid] = unique(f"{program.ops[k].name}_{k}" if keep_var_name >= 2 else f"t{k}")
+            names[vid] = unique(labels[k] if keep_var_name >= 2 else f"t{k}")
     model = build_model(
         program,
         ops,
         fed,
         consts,
-        list(zip(need, outputs, strict=True)),
+        graph_outputs,
         names,
         graph_name=program.label,
-        labels=node_labels(program, ops) if keep_opr_name else None,
+        labels=labels if keep_opr_name else None,
         descriptive=keep_var_name >= 2,
+        shapes=dict(shapes),
     )
+    graph = model.graph
+    for vid, name in scalar_in:  # a (1,) input, reshaped to the scalar the trace saw
+        shape_name = unique(f"{name}_scalar_shape")
+        graph.initializer.append(numpy_helper.from_array(np.zeros(0, np.int64), shape_name))
+        graph.node.insert(0, helper.make_node("Reshape", [name, shape_name], [names[vid]]))
+        for value_info in graph.input:
+            if value_info.name == names[vid]:
+                value_info.name = name
+                value_info.type.tensor_type.shape.dim.add().dim_value = 1
+    for name in scalar_out:  # the scalar result as (1,)
+        shape_name = unique(f"{name}_shape")
+        graph.initializer.append(numpy_helper.from_array(np.ones(1, np.int64), shape_name))
+        graph.node.append(helper.make_node("Reshape", [f"{name}_scalar", shape_name], [name]))
+        for value_info in graph.output:
+            if value_info.name == f"{name}_scalar":
+                value_info.name = name
+                value_info.type.tensor_type.shape.dim.add().dim_value = 1
     onnx.checker.check_model(model)
     return model
 
 
-def _case_spec(case: Any, inputs: list[str], tmp: str, index: int) -> str | CaseSpec:
-    """A ``-d`` spec for one test case; arrays are saved as .npy files in tmp and named relative to it."""
+def _case(case: Any, inputs: list[str], scalars: set[str], index: int) -> Any:
+    """One test case for the packer: a ``-d`` text as it is, arrays as a dict of input name to array.
+
+    Scalars become shape (1,), as the dumped inputs are.
+    """
     if isinstance(case, str):
         return case
     if isinstance(case, (np.ndarray, TensorBase)):
@@ -257,15 +481,8 @@ def _case_spec(case: Any, inputs: list[str], tmp: str, index: int) -> str | Case
         raise TypeError(
             f"test case {index} is a {type(case).__name__}: give a -d spec string, an array, a list or a dict of arrays"
         )
-    items = []
-    for j, (name, data) in enumerate(arrays.items()):
-        if ";" in name:
-            raise ValueError(
-                f"input name {name!r} contains ';', which the -d spec grammar reserves; rename it with arg_names"
-            )
+    out = {}
+    for name, data in arrays.items():
         array = data.numpy() if isinstance(data, TensorBase) else np.asarray(data)
-        filename = f"case{index}_input{j}.npy"
-        np.save(os.path.join(tmp, filename), array, allow_pickle=False)
-        items.append(f"{name}:{filename}")
-    # relative to tmp only, so the bundle records no host path and the same arrays give the same bytes
-    return CaseSpec(";".join(items), f"input_data[{index}]", base_dir=tmp, cwd_first=False)
+        out[name] = array.reshape(1) if name in scalars and array.shape == () else array
+    return out

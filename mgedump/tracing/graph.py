@@ -687,8 +687,12 @@ def build_model(
     b = Builder(set(names.values()) | {name for _, name in outputs}, labels is not None, descriptive)
     graph_inputs = [info(v, names[v]) for v in fed]
     initializers = [numpy_helper.from_array(values[v].data, names[v]) for v in consts]
+    names = dict(names)
     for k in ops:
         rec = program.effective(k)
+        if rec.name == "identity":  # no node: the result is its input under another name
+            names[rec.output] = names[rec.inputs[0]]
+            continue
         b.label = labels[k] if labels is not None else f"{rec.name}_{k}"
         infos = [(values[v].shape, values[v].dtype) for v in rec.inputs]
         out = values[rec.output]

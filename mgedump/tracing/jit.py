@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .dispatch import current, wrap
-from .dump import dump_program
+from .dump import DumpInfo, dump_program
 from .graph import (
     Call,
     Program,
@@ -47,7 +47,7 @@ from .graph import (
 )
 from .tensor import Tensor
 
-__all__ = ["TraceError", "TraceMismatchError", "exclude_from_trace", "trace"]
+__all__ = ["DumpInfo", "TraceError", "TraceMismatchError", "exclude_from_trace", "trace"]
 
 _MISSING = object()
 _GRAPH_OPT = {0: "disable", 1: "basic", 2: "extended", 3: "all"}
@@ -445,25 +445,30 @@ class trace:
         input_data: Sequence[Any] | None = None,
         maxerr: float | None = None,
         no_assert: bool = False,
+        dump_format: str | None = None,
         **enable_flags: bool,
-    ) -> None:
+    ) -> DumpInfo:
         """Write the traced graph as an ONNX model, or as a bundle with test cases.
 
         The graph is the one the first call recorded, with every external
         tensor as a constant. Optimisation and strip info are those of the
-        ``mgedump`` command (the same code).
+        ``mgedump`` command (the same code). With ``symbolic_shape=True``
+        (the default), input dims that varied between calls are free dims
+        of the model. Scalar inputs and outputs have shape (1,), as in MegEngine.
 
         Args:
-            file: the path to write (or a binary file object, without ``input_data``).
+            file: the path to write, or a binary file object.
             arg_names: names of the graph inputs, one per tensor argument
-                (default: the function's parameter names, ``arg_i`` for ``*args``).
+                (default, as MegEngine: the tensor's own name, else ``arg_N``
+                for the N-th positional tensor, or the keyword).
             output_names: names of the graph outputs, one per returned tensor
                 (default: ``output_i``; a dict return names them by its keys).
             optimize_for_inference: the portable rewrites of ``--optimize-for-inference``.
             keep_var_name: 2 names every intermediate tensor after the operation
-                that made it (``conv2d_3``); 0 and 1 number them (graph inputs
-                and outputs always keep their names: they are the interface).
-            keep_opr_name: name the nodes after the operations.
+                that made it (``net.fc.MatrixMul``); 0 and 1 number them (graph
+                inputs and outputs always keep their names: they are the interface).
+            keep_opr_name: name the nodes after the operations, in the scope of
+                the modules that issued them (``net.fc.MatrixMul``, MegEngine's names).
             keep_param_name: name the weights after the tensors' names
                 (``fc.weight``; modules name their parameters) instead of numbering them.
             strip_info_file: also write strip info (JSON, plus onnxruntime's
@@ -475,13 +480,19 @@ class trace:
             maxerr: the bundle's AssertEqual threshold. Defaults to the bundle
                 default of ``mgedump`` (``--maxerr``).
             no_assert: store no expected outputs in the bundle.
+            dump_format: None or ``"ONNX"``; MegEngine's ``"FBS"``, ``"FBS_V2"``
+                and ``"MDL"`` are refused (mgedump writes ONNX).
             **enable_flags: ``enable_io16xc32=True`` and the other ``--enable-*``
                 flags of ``mgedump``, as keywords.
+
+        Returns:
+            A :class:`DumpInfo`: the written graph's inputs, outputs, weights and operation counts.
 
         Raises:
             ValueError: the trace was made without ``capture_as_const=True``; a
                 wrong number of ``arg_names``/``output_names``; bad ``keep_var_name``;
-                a test case that does not fit the inputs.
+                a test case that does not fit the inputs; a MegEngine ``dump_format``;
+                calls on several shapes whose recordings differ beyond their shapes.
             RuntimeError: the function has not been called yet.
             TypeError: ``output_names`` for a function that returns a dict.
             MgeError: an unknown or refused ``enable_*`` flag, a bad spec, an
@@ -492,12 +503,12 @@ class trace:
                 f"dump needs the trace made with capture_as_const=True (trace({self._label}, capture_as_const=True)): "
                 "without it, weights are inputs fed on every call, not part of the graph"
             )
-        program = self._program
-        if program is None:
+        if not self._programs:
             raise RuntimeError(f"{self._label} has not been called yet: call it once with example inputs, then dump")
-        dump_program(
-            program,
+        return dump_program(
+            list(self._programs.values()),
             file,
+            symbolic_shape=self.symbolic_shape,
             arg_names=arg_names,
             output_names=output_names,
             optimize_for_inference=optimize_for_inference,
@@ -509,5 +520,6 @@ class trace:
             input_data=input_data,
             maxerr=maxerr,
             no_assert=no_assert,
+            dump_format=dump_format,
             **enable_flags,
         )

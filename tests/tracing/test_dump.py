@@ -12,8 +12,9 @@ import pytest
 
 import mgedump
 import mgedump.functional as F
+import mgedump.module as M
 from mgedump import tensor
-from mgedump.jit import exclude_from_trace, trace
+from mgedump.jit import DumpInfo, exclude_from_trace, trace
 from mgedump.options import PackOptions
 from mgedump.runtime import open_session
 from tests.support import run_script
@@ -80,9 +81,8 @@ def test_dump_bundle_from_arrays_and_multiple_inputs(tmp_path, mgerun):
     np.testing.assert_allclose(expect, (x * 2) @ w.numpy().T + y, rtol=1e-6)
     checked = mgerun(str(out), "--iter", "1")
     assert checked.code == 0, checked.out + checked.err
-    # arrays are recorded by name, not by a temporary path: the same dump gives the same bytes
-    assert manifest["test_cases"][0]["spec"] == "features:case0_input0.npy;offset:case0_input1.npy"
-    assert manifest["test_cases"][0]["origin"] == "input_data[0]"
+    # arrays go to the packer as arrays, recorded by dtype and shape: the same dump gives the same bytes
+    assert manifest["test_cases"][0]["spec"] == "features: float32[4, 3]; offset: float32[4, 2]"
     again = tmp_path / "again.mgetest"
     f.dump(
         str(again),
@@ -108,7 +108,7 @@ def test_dump_no_assert_strip_info_and_file_objects(f_exp, tmp_path):
     assert "test_data_set_0/input_0.pb" in members  # a test case, stored without its expected output
     assert not any(n.endswith("output_0.pb") for n in members)
     info = json.loads(strip.read_text())
-    assert [op["op_type"] for op in info["operators"]] == ["Exp"]
+    assert {op["op_type"] for op in info["operators"]} == {"Exp", "Reshape"}  # the scalar is (1,) outside
     assert (tmp_path / "strip.required_operators.config").exists()
 
     @trace(capture_as_const=True)
@@ -127,8 +127,10 @@ def test_dump_no_assert_strip_info_and_file_objects(f_exp, tmp_path):
     g.dump(buffer, optimize_for_inference=False)
     model = onnx.load_from_string(buffer.getvalue())
     assert [n.op_type for n in model.graph.node] == ["Relu", "Mul"]
-    with pytest.raises(TypeError, match="needs a path"):
-        g.dump(io.BytesIO(), input_data=["#rand(0,1)"])
+    buffer = io.BytesIO()
+    g.dump(buffer, input_data=["#rand(0,1)"])  # a bundle into a file object too
+    with zipfile.ZipFile(buffer) as zf:
+        assert "mgedump.json" in zf.namelist()
 
 
 def test_dumped_model_computes_what_the_trace_did(tmp_path):
@@ -241,7 +243,7 @@ def test_dump_names_weights_nodes_and_tensors_on_request(cnn, tmp_path):
     assert {"conv1.weight", "bn2.running_var", "fc.weight"} <= inits
     assert [i.name for i in model.graph.input] == ["image"] and [o.name for o in model.graph.output] == ["prob"]
     assert [n.name for n in model.graph.node][:2] == ["conv1.Convolution", "bn1.BatchNorm"]
-    assert "conv2d_0" in {v for n in model.graph.node for v in n.output}
+    assert "conv1.Convolution" in {v for n in model.graph.node for v in n.output}
 
     f.dump(str(out), optimize_for_inference=False)  # defaults: numbered weights, no node names
     model = onnx.load(str(out))
@@ -276,3 +278,130 @@ def test_dump_refuses_a_trace_that_used_exclude_from_trace(tmp_path):
     f.capture_as_const = True  # not reachable through the API (exclude_from_trace refuses it); the guard holds anyway
     with pytest.raises(ValueError, match="uses exclude_from_trace"):
         f.dump(str(tmp_path / "f.onnx"))
+
+
+# ---------------------------------------------------------------- MegEngine's dump
+
+
+def test_dump_returns_dump_info_with_megengine_input_names(tmp_path):
+    @trace(symbolic=True, capture_as_const=True)
+    def f(a, b):
+        return a + b
+
+    a, b = tensor([2]), tensor([4])
+    y = f(a, b).numpy()
+    for _ in range(3):
+        np.testing.assert_array_equal(f(a, b).numpy(), y)
+    buffer = io.BytesIO()
+    info = f.dump(buffer)
+    assert isinstance(info, DumpInfo)
+    assert info.inputs == ["arg_0", "arg_1"] and info.outputs == ["output_0"] and info.params == []
+    assert info.nr_opr == 1 and info.opr_types == {"Add": 1}  # ONNX has no input nodes (MegEngine counts 3)
+    assert info.tot_bytes == len(buffer.getvalue()) and len(info.content_hash) == 64
+    got = open_session(buffer.getvalue()).run(None, {"arg_0": a.numpy(), "arg_1": b.numpy()})[0]
+    np.testing.assert_array_equal(got, y)
+
+    named = trace(lambda x, *, bias: x * 2 + bias, capture_as_const=True)
+    named(tensor([1.0], name="data"), bias=tensor([1.0]))
+    assert named.dump(io.BytesIO()).inputs == ["data", "bias"]  # the tensor's own name, else the keyword
+
+
+def test_dump_format_onnx_only_and_scalars_become_one_element(tmp_path, mgerun):
+    @trace(symbolic=True, capture_as_const=True)
+    def f(x):
+        return F.sqrt(x)
+
+    f(tensor(1.0))
+    for megengine_format in ("FBS", "fbs_v2", "MDL"):
+        with pytest.raises(ValueError, match=rf"dump_format='{megengine_format}' is MegEngine's own graph format"):
+            f.dump(io.BytesIO(), dump_format=megengine_format)
+    buffer = io.BytesIO()
+    info = f.dump(buffer, dump_format="ONNX", input_data=["#rand(0, 255, 1)", np.array(0.5, np.float32)])
+    model_in = onnx.load_from_string(zipfile.ZipFile(buffer).read("model.onnx")).graph.input[0]
+    assert [d.dim_value for d in model_in.type.tensor_type.shape.dim] == [1] and info.inputs == ["arg_0"]
+    out = tmp_path / "f.mgetest"
+    out.write_bytes(buffer.getvalue())
+    checked = mgerun(str(out))
+    assert checked.code == 0, checked.out + checked.err
+
+
+def test_dump_input_data_arrays_reach_the_packer_as_arrays(tmp_path, mgerun):
+    f = trace(lambda a, b: a * b, capture_as_const=True)
+    x = np.arange(3, dtype=np.float32)
+    f(tensor(x), tensor(x))
+    out = tmp_path / "spaced.mgetest"
+    f.dump(str(out), arg_names=[" a", "b;c"], input_data=[[x, x], {" a": x * 2, "b;c": x}])  # no -d text involved
+    with zipfile.ZipFile(out) as zf:
+        manifest = json.loads(zf.read("mgedump.json"))
+    assert [i["name"] for i in manifest["inputs"]] == [" a", "b;c"] and len(manifest["test_cases"]) == 2
+    checked = mgerun(str(out))
+    assert checked.code == 0, checked.out + checked.err
+
+
+def test_node_names_are_scoped_by_module_names():
+    class Net(M.Module):
+        def __init__(self):
+            super().__init__(name="net")
+            self.linear = M.Linear(3, 2)
+            self.head = M.Linear(2, 2, name="ignored_inside")  # inside a module, the attribute name scopes it
+
+        def forward(self, x):
+            return F.relu(self.head(self.linear(x)))
+
+    net = Net()
+    f = trace(lambda x: net(x), capture_as_const=True)
+    f(tensor(np.ones((1, 3), np.float32)))
+    buffer = io.BytesIO()
+    f.dump(buffer, keep_opr_name=True, optimize_for_inference=False)
+    names = [n.name for n in onnx.load_from_string(buffer.getvalue()).graph.node]
+    assert names == ["net.linear.MatrixMul", "net.head.MatrixMul", "net.RELU"]
+    assert M.Linear(2, 2, name="fc").name == "fc"
+
+
+def test_log_exp_is_rewritten_at_opt_level_1():
+    counts = []
+    for level in (0, 1):
+        f = trace(lambda x: F.log(F.exp(x)), symbolic=True, opt_level=level, capture_as_const=True)
+        f(tensor(1.0))
+        counts.append(f.dump(io.BytesIO(), optimize_for_inference=False).nr_opr)
+    assert counts[0] - counts[1] == 2  # Log and Exp are gone; x passes through
+
+
+@pytest.fixture
+def free_batch_cnn(cnn):
+    f = trace(lambda x: cnn(x), symbolic=True, capture_as_const=True)  # symbolic_shape=True: MegEngine's default
+    for n in (2, 3):
+        f(batch(n))
+    return f
+
+
+def test_symbolic_shape_dump_has_a_free_batch_dim(free_batch_cnn, cnn, tmp_path, mgerun):
+    path = tmp_path / "cnn.onnx"
+    info = free_batch_cnn.dump(str(path))
+    assert info.free_dims == {"arg_0": {0: "arg_0_dim0"}}
+    model = onnx.load(str(path))
+    dims = [d.dim_param or d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["arg_0_dim0", 3, 16, 16]
+    session = open_session(str(path))
+    for n in (1, 5):  # batch sizes the trace never saw
+        x = batch(n, seed=n)
+        np.testing.assert_allclose(session.run(None, {"arg_0": x.numpy()})[0], cnn(x).numpy(), atol=1e-5)
+    packed = run_script(
+        "mgedump", "cnn.onnx", "-d", "#rand(0,1)", "--input-shape", "arg_0:4,3,16,16", "-o", "cnn.mgetest", cwd=tmp_path
+    )
+    assert packed.returncode == 0, packed.stderr
+    checked = mgerun(str(tmp_path / "cnn.mgetest"))
+    assert checked.code == 0, checked.out + checked.err
+
+
+def test_free_dims_need_shapes_computed_by_the_graph():
+    f = trace(lambda x: x.reshape(int(x.shape[0]), -1) * 2, capture_as_const=True)  # a Python number: baked
+    g = trace(lambda x: x.reshape(x.shape[0], -1) * 2, capture_as_const=True)  # a shape tensor: computed
+    fixed = trace(lambda x: x.reshape(int(x.shape[0]), -1), capture_as_const=True, symbolic_shape=False)
+    for n in (2, 3):
+        x = tensor(np.ones((n, 2, 2), np.float32))
+        f(x), g(x), fixed(x)
+    with pytest.raises(ValueError, match=r"op #\d+ \(reshape\) differs \(shape: \(2, -1\) and \(3, -1\)\)"):
+        f.dump(io.BytesIO())
+    assert g.dump(io.BytesIO()).free_dims == {"arg_0": {0: "arg_0_dim0"}}
+    assert fixed.dump(io.BytesIO()).free_dims == {}  # symbolic_shape=False: the first call's shapes
