@@ -218,9 +218,9 @@ def _free_dims(
                 diff = [key for key in sorted(a.attrs) if a.attrs.get(key) != b.attrs.get(key)]
                 detail = "; ".join(f"{key}: {a.attrs.get(key)!r} and {b.attrs.get(key)!r}" for key in diff)
                 raise _not_free(label, where, f"op #{k} ({a.name}) differs ({detail or 'its inputs'})")
-        for a, b in zip(first.values, other.values, strict=True):
-            if a.kind != b.kind or (a.kind in ("const", "ext") and not _same(a.data, b.data)):
-                raise _not_free(label, where, f"{a.label} differs ({a.shape} and {b.shape})")
+        for u, v in zip(first.values, other.values, strict=True):
+            if u.kind != v.kind or (u.kind in ("const", "ext") and not _same(u.data, v.data)):
+                raise _not_free(label, where, f"{u.label} differs ({u.shape} and {v.shape})")
     params: dict[tuple[int, ...], str] = {}
     shapes: dict[int, list[int | str] | None] = {}
     free: dict[str, dict[int, str]] = {}
@@ -235,15 +235,15 @@ def _free_dims(
             else:
                 dims.append(dim)
         shapes[vid] = dims
-    for name, vid in zip(outputs, first.output_vids, strict=True):
-        assert vid is not None
-        if first.values[vid].dynamic:
+    for name, out_vid in zip(outputs, first.output_vids, strict=True):
+        assert out_vid is not None
+        if first.values[out_vid].dynamic:
             continue
         out: list[int | str] = []
-        for axis, dim in enumerate(first.values[vid].shape):
-            seen = tuple(p.values[vid].shape[axis] for p in programs)
+        for axis, dim in enumerate(first.values[out_vid].shape):
+            seen = tuple(p.values[out_vid].shape[axis] for p in programs)
             out.append(dim if len(set(seen)) == 1 else params.get(seen, f"{name}_dim{axis}"))
-        shapes[vid] = out
+        shapes[out_vid] = out
     return shapes, free
 
 

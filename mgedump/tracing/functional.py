@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -211,7 +211,7 @@ def binary(op: str, a: Any, b: Any) -> TensorBase:
         a, b: tensors, numbers or arrays (at least one a tensor, usually).
     """
     if op.startswith("logical_"):
-        a, b = as_tensor(a).astype(np.bool_), as_tensor(b).astype(np.bool_)
+        a, b = astype(a, np.bool_), astype(b, np.bool_)
     in_a, in_b, _ = _resolve(op, (_dtype_of(a), _dtype_of(b)))
     return apply(op, [_operand(a, in_a), _operand(b, in_b)], {})
 
@@ -346,7 +346,7 @@ def logical_xor(x: Any, y: Any) -> TensorBase:
 
 def logical_not(x: Any) -> TensorBase:
     """Elementwise not (the input is converted to bool)."""
-    return apply("logical_not", [as_tensor(x).astype(np.bool_)], {})
+    return apply("logical_not", [astype(x, np.bool_)], {})
 
 
 def neg(x: Any) -> TensorBase:
@@ -434,7 +434,7 @@ def clip(inp: Any, lower: Any = None, upper: Any = None) -> TensorBase:
 def where(mask: Any, x: Any, y: Any) -> TensorBase:
     """x where mask is true, else y (mask is converted to bool)."""
     dtype = _result_dtype(x, y)
-    return apply("where", [as_tensor(mask).astype(np.bool_), _operand(x, dtype), _operand(y, dtype)], {})
+    return apply("where", [astype(mask, np.bool_), _operand(x, dtype), _operand(y, dtype)], {})
 
 
 def astype(x: Any, dtype: Any) -> TensorBase:
@@ -457,7 +457,7 @@ def _reduce(kind: str, x: Any, axis: Any, keepdims: bool) -> TensorBase:
     key = (kind, x.dtype)
     out_dtype = _REDUCE_DTYPE.get(key)
     if out_dtype is None:
-        fn = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}[kind]
+        fn: Callable[..., Any] = getattr(np, kind)  # np.sum, np.mean, np.max, np.min, np.prod
         out_dtype = _REDUCE_DTYPE[key] = np.asarray(fn(np.ones(1, x.dtype))).dtype
     if out_dtype != x.dtype:
         x = apply("cast", [x], {"dtype": out_dtype.name})
@@ -514,7 +514,7 @@ def argmin(inp: Any, axis: int | None = None, keepdims: bool = False) -> TensorB
 def _shape_operand(shape: Any) -> TensorBase | None:
     """A target shape given with tensors (a shape tensor, or a sequence holding some) as one int32 tensor; None if plain ints."""
     if isinstance(shape, TensorBase):
-        return astype(shape.flatten() if shape.ndim != 1 else shape, np.int32)
+        return astype(flatten(shape) if shape.ndim != 1 else shape, np.int32)
     if isinstance(shape, (int, np.integer)) or not any(isinstance(s, TensorBase) for s in shape):
         return None
     parts = [
@@ -625,7 +625,7 @@ def getitem(inp: TensorBase, key: Any) -> TensorBase:
         operands.append(t)
         return Ref(len(operands) - 1, kind, t.ndim)
 
-    converted = []
+    converted: list[Any] = []
     for item in items:
         if isinstance(item, slice):
             bounds = [ref(v, "bound") if isinstance(v, TensorBase) else v for v in (item.start, item.stop)]

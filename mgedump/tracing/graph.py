@@ -390,9 +390,9 @@ class Recorder(Call):
                 vid = program.add(Value("const", t._shape, t._dtype, "a constant", data=t._data))
             self.local[id(t)] = (vid, t)
             return vid
-        vid = program.ext_by_id.get(id(t))
-        if vid is not None:
-            return vid
+        known = program.ext_by_id.get(id(t))
+        if known is not None:
+            return known
         value = t._value()
         n = sum(1 for v in program.values if v.kind == "ext")
         label = f"external tensor {t.name!r}" if t.name else f"external tensor #{n} ({t._dtype}{list(t._shape)})"
@@ -686,7 +686,7 @@ def build_model(
 
     b = Builder(set(names.values()) | {name for _, name in outputs}, labels is not None, descriptive)
     graph_inputs = [info(v, names[v]) for v in fed]
-    initializers = [numpy_helper.from_array(values[v].data, names[v]) for v in consts]
+    initializers = [numpy_helper.from_array(_data(values[v]), names[v]) for v in consts]
     names = dict(names)
     for k in ops:
         rec = program.effective(k)
@@ -714,6 +714,11 @@ def build_model(
         producer_name="mgedump.jit.trace",
         producer_version=__version__,
     )
+
+
+def _data(value: Value) -> np.ndarray:
+    assert value.data is not None, f"{value.label} has no data to bake into the graph"
+    return value.data
 
 
 def _emit(

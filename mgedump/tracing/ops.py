@@ -237,8 +237,8 @@ def _binary_emitter(name: str, onnx_op: str) -> Callable:
     return emit
 
 
-for _name, (_fn, _onnx) in _BINARY.items():
-    _register(_name, (lambda fn: lambda a, attrs: fn(a[0], a[1]))(_fn), _binary_emitter(_name, _onnx))
+for _name, (_binary_fn, _onnx) in _BINARY.items():
+    _register(_name, (lambda fn: lambda a, attrs: fn(a[0], a[1]))(_binary_fn), _binary_emitter(_name, _onnx))
 
 
 def _where_emit(b, ins, out, attrs, infos, oinfo):
@@ -449,7 +449,7 @@ def normalize_index(key: Any, shape: tuple[int, ...]) -> tuple[tuple[Any, ...], 
         elif item is None:
             out.append(("new",))
         elif isinstance(item, slice):
-            bounds = []
+            bounds: list[Any] = []
             for v in (item.start, item.stop, item.step):
                 if isinstance(v, Ref):
                     bounds.append(("t", v.k))

@@ -18,7 +18,7 @@ rules (a Python scalar adopts the tensor's dtype).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -29,6 +29,11 @@ from .dispatch import TensorBase, freeze, intercepting, register_tensor_type
 __all__ = ["Parameter", "Tensor", "tensor"]
 
 _DEFAULT_CAST = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32)}
+
+
+def _as_tensor(t: TensorBase) -> Tensor:
+    """A result of the functional layer as the Tensor it is: every tensor made at run time is one."""
+    return cast(Tensor, t)
 
 
 @register_tensor_type
@@ -99,52 +104,52 @@ class Tensor(TensorBase):
     def reshape(self, *shape: Any) -> Tensor:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return _F.reshape(self, shape)
+        return _as_tensor(_F.reshape(self, shape))
 
     def transpose(self, *axes: Any) -> Tensor:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        return _F.transpose(self, axes or None)
+        return _as_tensor(_F.transpose(self, axes or None))
 
     @property
     def T(self) -> Tensor:
-        return _F.transpose(self, None)
+        return _as_tensor(_F.transpose(self, None))
 
     def flatten(self) -> Tensor:
-        return _F.flatten(self)
+        return _as_tensor(_F.flatten(self))
 
     def astype(self, dtype: Any) -> Tensor:
-        return _F.astype(self, dtype)
+        return _as_tensor(_F.astype(self, dtype))
 
     def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return _F.sum(self, axis, keepdims)
+        return _as_tensor(_F.sum(self, axis, keepdims))
 
     def mean(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return _F.mean(self, axis, keepdims)
+        return _as_tensor(_F.mean(self, axis, keepdims))
 
     def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return _F.max(self, axis, keepdims)
+        return _as_tensor(_F.max(self, axis, keepdims))
 
     def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return _F.min(self, axis, keepdims)
+        return _as_tensor(_F.min(self, axis, keepdims))
 
     def prod(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return _F.prod(self, axis, keepdims)
+        return _as_tensor(_F.prod(self, axis, keepdims))
 
     def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        return _F.argmax(self, axis, keepdims)
+        return _as_tensor(_F.argmax(self, axis, keepdims))
 
     def argmin(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        return _F.argmin(self, axis, keepdims)
+        return _as_tensor(_F.argmin(self, axis, keepdims))
 
     def clip(self, lower: Any = None, upper: Any = None) -> Tensor:
-        return _F.clip(self, lower, upper)
+        return _as_tensor(_F.clip(self, lower, upper))
 
     def squeeze(self, axis: Any = None) -> Tensor:
-        return _F.squeeze(self, axis)
+        return _as_tensor(_F.squeeze(self, axis))
 
     def __getitem__(self, key: Any) -> Tensor:
-        return _F.getitem(self, key)
+        return _as_tensor(_F.getitem(self, key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise TypeError("tensors are immutable; build a new tensor (e.g. with F.where or F.concat)")
@@ -152,100 +157,100 @@ class Tensor(TensorBase):
     # ------------------------------------------------------------ operators
 
     def __add__(self, other: Any) -> Tensor:
-        return _F.binary("add", self, other)
+        return _as_tensor(_F.binary("add", self, other))
 
     def __radd__(self, other: Any) -> Tensor:
-        return _F.binary("add", other, self)
+        return _as_tensor(_F.binary("add", other, self))
 
     def __sub__(self, other: Any) -> Tensor:
-        return _F.binary("sub", self, other)
+        return _as_tensor(_F.binary("sub", self, other))
 
     def __rsub__(self, other: Any) -> Tensor:
-        return _F.binary("sub", other, self)
+        return _as_tensor(_F.binary("sub", other, self))
 
     def __mul__(self, other: Any) -> Tensor:
-        return _F.binary("mul", self, other)
+        return _as_tensor(_F.binary("mul", self, other))
 
     def __rmul__(self, other: Any) -> Tensor:
-        return _F.binary("mul", other, self)
+        return _as_tensor(_F.binary("mul", other, self))
 
     def __truediv__(self, other: Any) -> Tensor:
-        return _F.binary("div", self, other)
+        return _as_tensor(_F.binary("div", self, other))
 
     def __rtruediv__(self, other: Any) -> Tensor:
-        return _F.binary("div", other, self)
+        return _as_tensor(_F.binary("div", other, self))
 
     def __floordiv__(self, other: Any) -> Tensor:
-        return _F.binary("floordiv", self, other)
+        return _as_tensor(_F.binary("floordiv", self, other))
 
     def __rfloordiv__(self, other: Any) -> Tensor:
-        return _F.binary("floordiv", other, self)
+        return _as_tensor(_F.binary("floordiv", other, self))
 
     def __mod__(self, other: Any) -> Tensor:
-        return _F.binary("mod", self, other)
+        return _as_tensor(_F.binary("mod", self, other))
 
     def __rmod__(self, other: Any) -> Tensor:
-        return _F.binary("mod", other, self)
+        return _as_tensor(_F.binary("mod", other, self))
 
     def __pow__(self, other: Any) -> Tensor:
-        return _F.binary("pow", self, other)
+        return _as_tensor(_F.binary("pow", self, other))
 
     def __rpow__(self, other: Any) -> Tensor:
-        return _F.binary("pow", other, self)
+        return _as_tensor(_F.binary("pow", other, self))
 
     def __matmul__(self, other: Any) -> Tensor:
-        return _F.binary("matmul", self, other)
+        return _as_tensor(_F.binary("matmul", self, other))
 
     def __rmatmul__(self, other: Any) -> Tensor:
-        return _F.binary("matmul", other, self)
+        return _as_tensor(_F.binary("matmul", other, self))
 
     def __and__(self, other: Any) -> Tensor:
-        return _F.logical("logical_and", self, other)
+        return _as_tensor(_F.logical("logical_and", self, other))
 
     def __rand__(self, other: Any) -> Tensor:
-        return _F.logical("logical_and", other, self)
+        return _as_tensor(_F.logical("logical_and", other, self))
 
     def __or__(self, other: Any) -> Tensor:
-        return _F.logical("logical_or", self, other)
+        return _as_tensor(_F.logical("logical_or", self, other))
 
     def __ror__(self, other: Any) -> Tensor:
-        return _F.logical("logical_or", other, self)
+        return _as_tensor(_F.logical("logical_or", other, self))
 
     def __xor__(self, other: Any) -> Tensor:
-        return _F.logical("logical_xor", self, other)
+        return _as_tensor(_F.logical("logical_xor", self, other))
 
     def __rxor__(self, other: Any) -> Tensor:
-        return _F.logical("logical_xor", other, self)
+        return _as_tensor(_F.logical("logical_xor", other, self))
 
     def __invert__(self) -> Tensor:
-        return _F.logical_not(self)
+        return _as_tensor(_F.logical_not(self))
 
     def __neg__(self) -> Tensor:
-        return _F.unary("neg", self)
+        return _as_tensor(_F.unary("neg", self))
 
     def __pos__(self) -> Tensor:
         return self
 
     def __abs__(self) -> Tensor:
-        return _F.unary("abs", self)
+        return _as_tensor(_F.unary("abs", self))
 
     def __lt__(self, other: Any) -> Tensor:
-        return _F.binary("less", self, other)
+        return _as_tensor(_F.binary("less", self, other))
 
     def __le__(self, other: Any) -> Tensor:
-        return _F.binary("less_equal", self, other)
+        return _as_tensor(_F.binary("less_equal", self, other))
 
     def __gt__(self, other: Any) -> Tensor:
-        return _F.binary("greater", self, other)
+        return _as_tensor(_F.binary("greater", self, other))
 
     def __ge__(self, other: Any) -> Tensor:
-        return _F.binary("greater_equal", self, other)
+        return _as_tensor(_F.binary("greater_equal", self, other))
 
     def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
-        return _F.binary("equal", self, other)
+        return _as_tensor(_F.binary("equal", self, other))
 
     def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
-        return _F.binary("not_equal", self, other)
+        return _as_tensor(_F.binary("not_equal", self, other))
 
     # ------------------------------------------------------------ numpy interoperability
 
@@ -254,12 +259,6 @@ class Tensor(TensorBase):
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         return _numpy_api.array_function(func, args, kwargs)
-
-
-def _as_tensor(t: TensorBase) -> Tensor:
-    """A result of the functional layer as the Tensor it is (every tensor made at run time is one)."""
-    assert isinstance(t, Tensor)
-    return t
 
 
 class Parameter(Tensor):
