@@ -192,7 +192,8 @@ def _result_dtype(*operands: Any) -> np.dtype:
     key = tuple(_dtype_of(x) for x in operands)
     found = _RESULT_DTYPE.get(key)
     if found is None:
-        found = _RESULT_DTYPE[key] = np.result_type(*[_WEAK_EXAMPLE.get(k, k) for k in key])  # type: ignore[arg-type]
+        examples: list[Any] = [_WEAK_EXAMPLE.get(k, k) for k in key]
+        found = _RESULT_DTYPE[key] = np.result_type(*examples)
     return found
 
 
@@ -267,7 +268,7 @@ def _pair(v: Any, what: str) -> tuple[int, int]:
     pair = tuple(int(x) for x in v)
     if len(pair) != 2:
         raise ValueError(f"{what} must be an int or a pair of ints, got {v!r}")
-    return pair  # type: ignore[return-value]
+    return pair[0], pair[1]
 
 
 # ------------------------------------------------------------------ elementwise

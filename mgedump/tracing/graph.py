@@ -237,7 +237,8 @@ class Program:
             assert vid is not None
             value = self.values[vid]
             if vid not in known:
-                known[vid] = value.data if value.data is not None else value.tensor._value()  # type: ignore[union-attr]
+                fresh = value.tensor is not None and not self.capture_as_const  # an external tensor, fed afresh
+                known[vid] = value.tensor._value() if fresh and value.tensor is not None else _data(value)
             result.append(known[vid])
         return result
 
@@ -434,7 +435,7 @@ class Recorder(Call):
         elif placeholder:  # symbolic: shapes and dtypes from a run on zeros
             arrays = [np.broadcast_to(np.zeros((), t._dtype), t._shape) if t._data is None else t._data for t in inputs]
         else:
-            arrays = [t._data for t in inputs]  # type: ignore[misc]
+            arrays = [_data_of(t) for t in inputs]
         with np.errstate(all="ignore") if placeholder else contextlib.nullcontext():
             out = np.asarray(opdef.compute(arrays, attrs))
         k = len(program.ops)
@@ -714,6 +715,11 @@ def build_model(
         producer_name="mgedump.jit.trace",
         producer_version=__version__,
     )
+
+
+def _data_of(t: TensorBase) -> np.ndarray:
+    assert t._data is not None
+    return t._data
 
 
 def _data(value: Value) -> np.ndarray:
