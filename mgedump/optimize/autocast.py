@@ -36,6 +36,7 @@ from ..diagnose.iodump import IoDump, MemoryDump
 from ..errors import OptimizeError
 from ..options import FLOAT16_MAXERR
 from .float16 import FLOAT16_MAX, convert, matching_nodes, name_nodes
+from .isolate import Opener
 
 MAX_ROUNDS = 12
 
@@ -156,29 +157,31 @@ def choose_precision(
     for name, why in _range_rule(ref, base).items():
         kept.setdefault(name, why)
     last: CaseDiff | None = None
-    for rounds in range(1, MAX_ROUNDS + 1):
-        candidate = copy.deepcopy(base)
-        conversion = convert(candidate, mode, kept)
-        path = os.path.join(scratch, f"candidate-{rounds}.onnx")
-        _save(candidate, path)
-        diffs = []
-        with ModelDumper(path, f"candidate-{rounds}", settings, label="the float16 model") as dumper:
-            nodes = dumper.runner.plan.nodes
-            for k, feeds in cases:  # each candidate tensor is compared as it comes, never stored
-                tensors = dumper.runner.tensors(_as_inputs_of(candidate, feeds))
-                reference: Any = ref.cases[k]  # in memory or on disk: read the same way
-                case = diff_stream(k, reference, nodes, tensors, maxerr)
-                diffs.append(case)
-        failing = [case for case in diffs if any(e > maxerr for e in _output_errs(case, outputs).values())]
-        worst = max((e for case in diffs for e in _output_errs(case, outputs).values()), default=0.0)
-        if not failing:
-            return Autocast(candidate, mode, kept, op_types, dict(conversion.weights32), rounds, worst)
-        last = failing[0]
-        origins = _Origins(base)
-        origins.learn(nodes)
-        added = _keep_more(last, kept, origins, maxerr)
-        if not added:
-            break
+    with Opener() as opener:  # every candidate is opened in a child first: a crash there is a refusal
+        for rounds in range(1, MAX_ROUNDS + 1):
+            candidate = copy.deepcopy(base)
+            conversion = convert(candidate, mode, kept)
+            path = os.path.join(scratch, f"candidate-{rounds}.onnx")
+            _save(candidate, path)
+            opener.check(path, f"--enable-{mode}")
+            diffs = []
+            with ModelDumper(path, f"candidate-{rounds}", settings, label="the float16 model") as dumper:
+                nodes = dumper.runner.plan.nodes
+                for k, feeds in cases:  # each candidate tensor is compared as it comes, never stored
+                    tensors = dumper.runner.tensors(_as_inputs_of(candidate, feeds))
+                    reference: Any = ref.cases[k]  # in memory or on disk: read the same way
+                    case = diff_stream(k, reference, nodes, tensors, maxerr)
+                    diffs.append(case)
+            failing = [case for case in diffs if any(e > maxerr for e in _output_errs(case, outputs).values())]
+            worst = max((e for case in diffs for e in _output_errs(case, outputs).values()), default=0.0)
+            if not failing:
+                return Autocast(candidate, mode, kept, op_types, dict(conversion.weights32), rounds, worst)
+            last = failing[0]
+            origins = _Origins(base)
+            origins.learn(nodes)
+            added = _keep_more(last, kept, origins, maxerr)
+            if not added:
+                break
     raise _refusal(last, maxerr, mode)
 
 

@@ -57,6 +57,7 @@ from ..errors import MgeError, ModelError, OptimizeError
 from ..options import CALIBRATE_METHODS, QUANTIZE_MODES
 from ..runtime import infer, open_session, tensor_infos, to_numpy_outputs
 from .float16 import matching_nodes, name_nodes
+from .isolate import Opener
 
 MODES = QUANTIZE_MODES
 STATIC, DYNAMIC = MODES
@@ -602,12 +603,43 @@ def quantize_int8(
     result.notes = notes
     result.opset = opset
 
+    opener = Opener()  # every candidate is opened in a child first: a crash there is a refusal
+
     def probe(keep: Mapping[str, str]) -> tuple[str, _Measure, list[list[np.ndarray]]]:
         path = quantizer.quantize(keep)
+        opener.check(path, f"--quantize int8 ({mode})")
         got = _run_all(path, test_inputs, "the int8 model")
         result.runs += 1
         return path, _measure(names, expected, got), got
 
+    with opener:
+        result, path = _search(
+            probe, result, base, named, kept, names, expected, test_inputs, maxerr, mode, scratch, settings
+        )
+    result.rounds = quantizer.count
+    _move(path, dst, external)
+    return result
+
+
+def _search(
+    probe: Any,
+    result: Int8Result,
+    base: Any,
+    named: str,
+    kept: dict[str, str],
+    names: Sequence[str],
+    expected: Sequence[Sequence[np.ndarray]],
+    test_inputs: Sequence[Mapping[str, np.ndarray]],
+    maxerr: float,
+    mode: str,
+    scratch: str,
+    settings: RunSettings | None,
+) -> tuple[Int8Result, str]:
+    """Quantize, prove, and keep nodes float when the proof fails (the module's docstring); the result and the
+    chosen candidate's path."""
+    import onnx
+
+    op_types = result.op_types
     path, measure, got = probe(kept)
     whole = measure
     candidate = onnx.load(path, load_external_data=False)
@@ -637,10 +669,8 @@ def quantize_int8(
             f"(name={whole.worst[1]}, test case {whole.worst[2]})",
             hint=maxerr_hint(whole.worst[0], whole.scale) or "leave --quantize out",
         )
-    result.rounds = quantizer.count
     result.outputs = output_stats(names, expected, got)
-    _move(path, dst, external)
-    return result
+    return result, path
 
 
 def _bisect(probe: Any, kept: Mapping[str, str], ranking: Sequence[_NodeErr], maxerr: float) -> Any:

@@ -143,3 +143,16 @@ def test_a_quantized_model_is_refused_by_float16(mode, tmp_path, mgedump):
     result = mgedump(quantized, "-d", model.spec, *FLAGS, f"--enable-{mode}", "-o", out)
     assert result.code == 2 and not out.exists()
     assert "the model is quantized already (DynamicQuantizeLinear, MatMulInteger)" in result.err
+
+
+@pytest.mark.parametrize("mode", ["ioc16", "io16xc32"])
+def test_a_candidate_that_crashes_onnxruntime_is_a_refusal(mode, tmp_path, mgedump, monkeypatch):
+    """The child that opens each candidate dies by SIGSEGV (as onnxruntime can): mgedump survives and refuses."""
+    from mgedump.optimize import isolate
+
+    crash = "import os, signal, sys\nfor line in sys.stdin:\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+    monkeypatch.setattr(isolate, "_CHILD", crash)
+    result, out = _pack(mgedump, tmp_path, "cnn.onnx", mode)
+    assert result.code == 2 and not out.exists()
+    assert f"--enable-{mode}: onnxruntime crashes (SIGSEGV) creating a session" in result.err
+    assert "never bundled" in result.err and "Traceback" not in result.err

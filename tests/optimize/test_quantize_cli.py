@@ -155,3 +155,12 @@ def test_bad_int8_options_are_one_line_and_exit_2(args, message, tmp_path, mgedu
     result, out = _pack(mgedump, tmp_path, "cnn.onnx", *CNN, *args)
     assert result.code == 2 and not out.exists()
     assert message in result.err and "Traceback" not in result.err
+
+
+def test_an_int8_candidate_that_crashes_onnxruntime_is_a_refusal(tmp_path, mgedump, monkeypatch):
+    from mgedump.optimize import isolate
+
+    monkeypatch.setattr(isolate, "_CHILD", "import os, signal, sys\nfor line in sys.stdin:\n    os.abort()\n")
+    result, out = _pack(mgedump, tmp_path, "cnn.onnx", *CNN, "--quantize", "int8", "--maxerr", "0.05")
+    assert result.code == 2 and not out.exists()
+    assert "--quantize int8 (static): onnxruntime crashes (SIGABRT)" in result.err
