@@ -57,6 +57,9 @@ class Flag:
             callers too (``check(value)``).
         flag_value: the value of a flag given without its optional value (``--embed-io-dump`` alone is 1).
         show_default: state the default in ``--help``.
+        fills: a second field this flag sets (``--maxerr NAME:X`` fills ``output_maxerr``); ``parse`` then returns
+            (this field's value or :data:`NOT_GIVEN`, the other field's value). That field is declared with
+            :func:`filled_by`.
     """
 
     names: tuple[str, ...]
@@ -69,6 +72,7 @@ class Flag:
     check: Callable[[Any], None] | None = None
     flag_value: Any = None
     show_default: bool = False
+    fills: str | None = None
 
     @property
     def name(self) -> str:
@@ -88,6 +92,14 @@ def option(
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata={"flag": declared})
     return field(default=default, metadata={"flag": declared})
+
+
+NOT_GIVEN: Any = object()  # what a flag's parse returns for its own field when only its companion was given
+
+
+def filled_by(default_factory: Callable[[], Any], flag: str) -> Any:
+    """A field that another field's flag sets (see :attr:`Flag.fills`): it has no flag of its own."""
+    return field(default_factory=default_factory, metadata={"filled_by": flag})
 
 
 def group(cls: type) -> Any:
@@ -175,6 +187,43 @@ def _one_of(value: Any, choices: Sequence[str], flag: str) -> None:
 def _maxerr(value: Any) -> None:
     if value is not None:
         check_maxerr(value)
+
+
+def parse_maxerr(values: Sequence[str]) -> tuple[Any, tuple[tuple[str, float], ...]]:
+    """``--maxerr X`` and ``--maxerr NAME:X`` (repeatable) as (the bound of every output, or :data:`NOT_GIVEN`;
+    the bounds of named outputs). The name is everything before the last ``:``.
+
+    Raises:
+        UsageError: a value that is neither a number nor NAME:number.
+    """
+    every: Any = NOT_GIVEN
+    named: dict[str, float] = {}
+    for text in values:
+        try:
+            every = check_maxerr(float(text))
+            continue
+        except ValueError:
+            pass
+        name, sep, number = text.rpartition(":")
+        try:
+            value = float(number)
+        except ValueError:
+            value = None
+        if not sep or not name or value is None:
+            raise UsageError(f"--maxerr {text!r}: give a number (e.g. 1e-4) or OUTPUT:number (e.g. prob:1e-3)")
+        named[name] = check_maxerr(value, f"--maxerr {name}:")
+    return every, tuple(named.items())
+
+
+def _output_maxerr(value: Any) -> tuple[tuple[str, float], ...]:
+    """Per-output bounds as (name, bound) pairs, from pairs or a mapping; each bound checked."""
+    pairs = value.items() if isinstance(value, Mapping) else value
+    checked = []
+    for item in pairs:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)):
+            raise UsageError(f"output_maxerr takes output names and bounds, got {item!r}")
+        checked.append((item[0], check_maxerr(item[1], f"--maxerr {item[0]}:")))
+    return tuple(checked)
 
 
 def at_least(low: int, flag: str, unit: str = "") -> Callable[[Any], None]:
@@ -623,11 +672,15 @@ class PackOptions(Options):
     maxerr: float = option(
         DEFAULT_MAXERR,
         "--maxerr",
-        kind=float,
+        metavar="[OUTPUT:]X",
+        multiple=True,
+        parse=parse_maxerr,
+        fills="output_maxerr",
         show_default=True,
         check=_maxerr,
-        help="AssertEqual threshold recorded in the bundle.",
+        help="AssertEqual threshold recorded in the bundle; OUTPUT:X for one output (repeatable).",
     )
+    output_maxerr: tuple[tuple[str, float], ...] = filled_by(tuple, "--maxerr")
     no_assert: bool = option(
         False, "--no-assert", kind=bool, help="Store no expected outputs: mgerun only runs and times."
     )
@@ -661,11 +714,16 @@ class PackOptions(Options):
 
     def _check_together(self) -> None:
         object.__setattr__(self, "maxerr", check_maxerr(self.maxerr))
+        object.__setattr__(self, "output_maxerr", _output_maxerr(self.output_maxerr))
         object.__setattr__(self, "cases", _cases(self.cases))
         if self.calibrate:
             object.__setattr__(self, "calibrate", _cases(self.calibrate))
             if self.optimize.quantize is None or self.optimize.quantize_mode != "static":
                 raise UsageError("--calibrate gives calibration data to --quantize int8 (static), which is not given")
+
+    def maxerr_of(self, output: str) -> float:
+        """The bound of one output: its own, else the bundle's."""
+        return dict(self.output_maxerr).get(output, self.maxerr)
 
 
 @dataclass(frozen=True)
@@ -708,8 +766,16 @@ class VerifyOptions(Options):
     )
     data: DataOptions = group(DataOptions)
     maxerr: float | None = option(
-        None, "--maxerr", kind=float, check=_maxerr, help="Override the bundle's AssertEqual threshold."
+        None,
+        "--maxerr",
+        metavar="[OUTPUT:]X",
+        multiple=True,
+        parse=parse_maxerr,
+        fills="output_maxerr",
+        check=_maxerr,
+        help="Override the bundle's AssertEqual thresholds (every output's); OUTPUT:X for one output (repeatable).",
     )
+    output_maxerr: tuple[tuple[str, float], ...] = filled_by(tuple, "--maxerr")
     silent: bool | None = option(None, "--silent", kind=bool, help="Print failures only.")
     no_assert: bool = option(False, "--no-assert", kind=bool, help="Run and time only; check nothing.")
     iters: int = option(
@@ -800,6 +866,7 @@ class VerifyOptions(Options):
     def _check_together(self) -> None:
         if self.maxerr is not None:
             object.__setattr__(self, "maxerr", check_maxerr(self.maxerr))
+        object.__setattr__(self, "output_maxerr", _output_maxerr(self.output_maxerr))
         object.__setattr__(self, "cases", _cases(self.cases))
         object.__setattr__(self, "repeat_sweep", tuple(self.repeat_sweep))
 

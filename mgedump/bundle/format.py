@@ -164,6 +164,25 @@ def validate_manifest(manifest: Any) -> None:
         isinstance(maxerr, (int, float)) and not isinstance(maxerr, bool) and math.isfinite(maxerr) and maxerr >= 0,
         "'assertion.maxerr' must be a number >= 0",
     )
+    bounds = assertion.get("output_maxerr", {})
+    output_names = {entry["name"] for entry in manifest["outputs"]}
+    _require(
+        isinstance(bounds, dict)
+        and all(
+            name in output_names
+            and isinstance(b, (int, float))
+            and not isinstance(b, bool)
+            and math.isfinite(b)
+            and b >= 0
+            for name, b in bounds.items()
+        ),
+        "'assertion.output_maxerr' must map output names to numbers >= 0",
+    )
+    seed = manifest.get("seed", 0)
+    _require(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, "'seed' must be a whole number >= 0")
+    _require(isinstance(manifest.get("data_options", {}), dict), "'data_options' must be an object")
+    environment = manifest.get("environment")
+    _require(environment is None or isinstance(environment, dict), "'environment' must be an object")
     cases = manifest.get("test_cases")
     _require(isinstance(cases, list) and cases, "'test_cases' must be a non-empty list")
     n_in, n_out = len(manifest["inputs"]), len(manifest["outputs"])

@@ -33,14 +33,23 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class AssertionEntry:
-    """Whether expected outputs are checked, within which error, and whether passing checks are printed."""
+    """Whether expected outputs are checked, within which error (``output_maxerr``: the outputs with a bound of
+    their own), and whether passing checks are printed."""
 
     enabled: bool
     maxerr: float
     verbose: bool
+    output_maxerr: dict[str, float] = field(default_factory=dict)
+
+    def maxerr_of(self, output: str) -> float:
+        """The bound of one output: its own, else the bundle's."""
+        return self.output_maxerr.get(output, self.maxerr)
 
     def to_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "maxerr": self.maxerr, "verbose": self.verbose}
+        document: dict[str, Any] = {"enabled": self.enabled, "maxerr": self.maxerr, "verbose": self.verbose}
+        if self.output_maxerr:
+            document["output_maxerr"] = dict(self.output_maxerr)
+        return document
 
 
 @dataclass(frozen=True)
@@ -67,7 +76,9 @@ class CaseEntry:
 class Manifest:
     """A bundle's manifest, format version 1 (docs/bundle.md).
 
-    ``members`` is filled by the writer (:func:`~mgedump.bundle.write_bundle`), which lists and hashes every
+    ``environment`` records the packing machine (versions, CPU and its instruction sets, OS; no host name and no
+    clock time, so the same command on the same machine gives the same bytes); bundles of older versions of
+    mgedump have none. ``members`` is filled by the writer (:func:`~mgedump.bundle.write_bundle`), which lists and hashes every
     member after the manifest. The optional parts (``float16``, ``int8``, ``io_dump``) are kept as the JSON objects
     they are; their keys are docs/bundle.md's.
     """
@@ -84,6 +95,7 @@ class Manifest:
     float16: dict[str, Any] | None = None
     int8: dict[str, Any] | None = None
     io_dump: dict[str, Any] | None = None
+    environment: dict[str, Any] | None = None  # where it was packed (mgedump.environment.pack_environment)
     members: list[dict[str, Any]] = field(default_factory=list)
     generator: dict[str, Any] = field(default_factory=lambda: {"name": "mgedump", "version": __version__})
 
@@ -105,6 +117,7 @@ class Manifest:
             "data_options": dict(self.data_options),
             "test_cases": [case.to_json() for case in self.test_cases],
             **({"io_dump": self.io_dump} if self.io_dump else {}),
+            **({"environment": self.environment} if self.environment else {}),
         }
         if self.members:
             document["members"] = list(self.members)
@@ -125,7 +138,10 @@ class Manifest:
             inputs=list(document["inputs"]),
             outputs=list(document["outputs"]),
             assertion=AssertionEntry(
-                bool(assertion["enabled"]), float(assertion["maxerr"]), bool(assertion["verbose"])
+                enabled=bool(assertion["enabled"]),
+                maxerr=float(assertion["maxerr"]),
+                verbose=bool(assertion["verbose"]),
+                output_maxerr={name: float(bound) for name, bound in (assertion.get("output_maxerr") or {}).items()},
             ),
             test_cases=[
                 CaseEntry(
@@ -144,6 +160,7 @@ class Manifest:
             float16=document.get("float16"),
             int8=document.get("int8"),
             io_dump=document.get("io_dump"),
+            environment=document.get("environment"),
             members=list(document.get("members", [])),
             generator=dict(document.get("generator") or {}),
         )

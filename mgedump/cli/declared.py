@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ..options import Flag, declared_flags, default_of
+from ..options import NOT_GIVEN, Flag, declared_flags, default_of
 
 
 def _param_name(path: tuple[str, ...]) -> str:
@@ -77,7 +77,12 @@ def _build(cls: type, prefix: tuple[str, ...], ctx: click.Context, values: dict[
         source = ctx.get_parameter_source(name)
         if source in (None, click.core.ParameterSource.DEFAULT):
             continue
-        given[f.name] = flag.parse(value) if flag.parse is not None else value
+        parsed = flag.parse(value) if flag.parse is not None else value
+        if flag.fills is not None:
+            parsed, given[flag.fills] = parsed
+            if parsed is NOT_GIVEN:
+                continue
+        given[f.name] = parsed
     return cls(**given)
 
 

@@ -28,6 +28,7 @@ from ..bundle import (
     write_bundle,
 )
 from ..data import TestCase, TestData, cast_to
+from ..environment import pack_environment
 from ..errors import MgeError, OptimizeError, RunError, SpecError, UsageError
 from ..fileio import FileDigest, check_target, hash_files
 from ..log import logger
@@ -172,6 +173,7 @@ def _build_cases(state: _Packing, data: TestData) -> None:
     """Open the model as given and build every test case's inputs."""
     state.session = open_session(state.model_path)
     state.inputs, state.outputs = model_io(state.session)
+    _check_output_names(state.options, state.outputs)
     state.cases = data.build(state.inputs, state.options.data)
     state.protect([path for case in state.cases for path in case.files])  # the data files are known now
     if state.options.embed_io_dump > len(state.cases):
@@ -193,7 +195,7 @@ def _optimize(state: _Packing) -> None:
         os.path.join(state.tmp, MODEL_MEMBER),
         options.optimize,
         test_inputs=[dict(case.inputs) for case in state.cases],
-        maxerr=options.maxerr,
+        maxerr=_tightest(options),
         calibration=[dict(case.inputs) for case in calibration],
         calibration_specs=[
             f"--calibrate {c}" if isinstance(c, str) else "--calibrate (arrays)" for c in options.calibrate
@@ -213,8 +215,8 @@ def _self_check_optimized(state: _Packing) -> None:
         state.optimized_session,
         state.stored,
         state.b_outputs,
-        state.options.maxerr,
-        lambda k: _explain(state.model_path, optimized_path, state.stored[k], state.options.maxerr, state.tmp),
+        state.options,
+        lambda k: _explain(state.model_path, optimized_path, state.stored[k], _tightest(state.options), state.tmp),
     )
 
 
@@ -248,7 +250,12 @@ def _manifest(state: _Packing, digest: FileDigest) -> tuple[list[Member], Manife
         requirements=list(requirements),
         inputs=[info.to_json() for info in state.b_inputs],
         outputs=[info.to_json() for info in state.b_outputs],
-        assertion=AssertionEntry(enabled=not options.no_assert, maxerr=options.maxerr, verbose=not options.silent),
+        assertion=AssertionEntry(
+            enabled=not options.no_assert,
+            maxerr=options.maxerr,
+            verbose=not options.silent,
+            output_maxerr=dict(options.output_maxerr),
+        ),
         seed=options.data.seed,
         data_options={
             "repeat": options.data.repeat,
@@ -257,6 +264,7 @@ def _manifest(state: _Packing, digest: FileDigest) -> tuple[list[Member], Manife
         },
         test_cases=cases,
         io_dump=io_dump,
+        environment=pack_environment(),
     )
     return members, manifest
 
@@ -330,7 +338,7 @@ def _self_check(
     bundled: Any,
     stored: Sequence[_Case],
     b_outputs: Sequence[TensorInfo],
-    maxerr: float,
+    options: PackOptions,
     explain: Callable[[int], str | None],
 ) -> list[dict[str, Any]]:
     """Run the optimised model on every test case; refuse a model that misses maxerr.
@@ -350,7 +358,7 @@ def _self_check(
         except RunError as exc:
             raise OptimizeError(f"the optimised model fails to run on test case {index}: {exc.message}") from None
         for info, want, have in zip(b_outputs, case.expected, got, strict=True):
-            check = assert_equal(info.name, want, have, maxerr)
+            check = assert_equal(info.name, want, have, options.maxerr_of(info.name))
             results.append({"case": index, "output": info.name, "err": check.err, "passed": check.passed})
             if check.passed:
                 continue
@@ -364,7 +372,7 @@ def _self_check(
                 worst, worst_case = err, index
             scale = max(scale, abs(check.stats.get("expect_max") or 0.0), abs(check.stats.get("expect_min") or 0.0))
     if failures:
-        message = f"the optimised model misses --maxerr {maxerr:g}: " + ", ".join(failures[:4])
+        message = f"the optimised model misses --maxerr {_bounds_text(options)}: " + ", ".join(failures[:4])
         message += f" and {len(failures) - 4} more" if len(failures) > 4 else ""
         hint = maxerr_hint(worst, scale)
         if hint is None:
@@ -398,6 +406,26 @@ def _embed_io_dump(
         for name in ["index.json", *sorted(f for f in os.listdir(case_dir) if f != "index.json")]:
             members.append(Member(f"{IO_DUMP_FOLDER}/{case_folder(k)}/{name}", paths=(os.path.join(case_dir, name),)))
     return {"folder": IO_DUMP_FOLDER, "test_cases": list(range(len(stored))), "model_sha256": sha256}
+
+
+def _tightest(options: PackOptions) -> float:
+    """The tightest bound of any output: what the optimisations' searches aim at."""
+    return min([options.maxerr, *(bound for _, bound in options.output_maxerr)])
+
+
+def _bounds_text(options: PackOptions) -> str:
+    own = ", ".join(f"{name}:{bound:g}" for name, bound in options.output_maxerr)
+    return f"{options.maxerr:g}" + (f" ({own})" if own else "")
+
+
+def _check_output_names(options: PackOptions, outputs: Sequence[TensorInfo]) -> None:
+    """Refuse a per-output --maxerr for an output the model does not have."""
+    names = [info.name for info in outputs]
+    for name, _ in options.output_maxerr:
+        if name not in names:
+            raise UsageError(
+                f"--maxerr {name}:...: the model has no output {name!r} (outputs: {', '.join(map(repr, names))})"
+            )
 
 
 def _explain(given: str, optimized: str, case: _Case, maxerr: float, scratch: str) -> str | None:

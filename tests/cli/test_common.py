@@ -97,7 +97,10 @@ def test_every_field_has_one_flag_and_every_flag_one_field(command, options):
     assert command_flags - long_command_only == set(flags_of_fields)
     counted = {f.name for f in fields(options)}
     leaves = {path[0] for path, _, _ in declared_flags(options)}
-    assert leaves == counted, f"fields with no flag: {counted - leaves}"
+    filled = {f.name: f.metadata["filled_by"] for f in fields(options) if "filled_by" in f.metadata}
+    assert all(flag in flags_of_fields for flag in filled.values())  # filled by a flag that exists
+    assert all(any(flag.fills == name for _, _, flag in declared_flags(options)) for name in filled)
+    assert leaves | set(filled) == counted, f"fields with no flag: {counted - leaves - set(filled)}"
 
 
 def test_a_field_without_a_flag_fails_the_declaration_check():

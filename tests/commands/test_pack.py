@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, numpy_helper
 
+from mgedump.options import PackOptions
 from tests.support import good_models, light_models
 
 
@@ -192,7 +193,7 @@ def test_a_small_self_check_error_gets_a_maxerr_hint():
             _Session([expected + 3e-4]),
             _stored(expected),
             [TensorInfo("y", "float32", (1, 2))],
-            1e-4,
+            PackOptions(maxerr=1e-4),
             lambda k: pytest.fail("no diagnosis is needed"),
         )
     assert (
@@ -211,7 +212,7 @@ def test_destroyed_outputs_get_the_first_divergence_and_no_hint():
             _Session([np.array([[0.9, 0.1]], np.float32)]),
             _stored(expected),
             [TensorInfo("y", "float32", (1, 2))],
-            1e-2,
+            PackOptions(maxerr=1e-2),
             lambda k: "node 'n' (Op), output 'o' err 9",
         )
     assert caught.value.hint is None
@@ -273,3 +274,63 @@ def _array_for(info, rng):
     dtype = np.dtype(tensor_dtype_to_np_dtype(info.type.tensor_type.elem_type))
     shape = [d.dim_value or 1 for d in info.type.tensor_type.shape.dim]
     return (rng.random(shape) * 3).astype(dtype)
+
+
+def test_per_output_maxerr_at_pack_and_at_run(tmp_path, mgedump, mgerun):
+    """--maxerr OUTPUT:X beside --maxerr X: recorded in the manifest, each output held to its own bound at run
+    time, overridden by the run's own --maxerr."""
+    from tests.support import sample
+
+    multi = sample("multi_input.onnx")
+    out = tmp_path / "m.mgetest"
+    with zipfile.ZipFile(_pack_multi(multi, out, mgedump, "--maxerr", "1e-3")) as zf:
+        outputs = [o["name"] for o in json.loads(zf.read("mgedump.json"))["outputs"]]
+    first = outputs[0]
+    _pack_multi(multi, out, mgedump, "--maxerr", "1e-3", "--maxerr", f"{first}:0.25")
+    with zipfile.ZipFile(out) as zf:
+        assertion = json.loads(zf.read("mgedump.json"))["assertion"]
+    assert assertion["maxerr"] == 1e-3 and assertion["output_maxerr"] == {first: 0.25}
+
+    report = tmp_path / "r.json"
+    assert mgerun(out, "--iter", "1", "--report-json", report).code == 0
+    checks = json.loads(report.read_text())["bundles"][0]["test_cases"][0]["outputs"]
+    assert {c["name"]: c["maxerr"] for c in checks} == {name: 0.25 if name == first else 1e-3 for name in outputs}
+
+    assert mgerun(out, "--iter", "1", "--maxerr", "0.5", "--report-json", report).code == 0  # every output's
+    checks = json.loads(report.read_text())["bundles"][0]["test_cases"][0]["outputs"]
+    assert {c["maxerr"] for c in checks} == {0.5}
+    assert mgerun(out, "--iter", "1", "--maxerr", f"{first}:0", "--report-json", report).code == 0
+    checks = json.loads(report.read_text())["bundles"][0]["test_cases"][0]["outputs"]
+    assert {c["name"]: c["maxerr"] for c in checks}[first] == 0.0
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--maxerr", "nope:1e-3"], "the model has no output 'nope'"),
+        (["--maxerr", "y:-1"], "--maxerr y: must be a finite number >= 0"),
+        (["--maxerr", "abc"], "give a number (e.g. 1e-4) or OUTPUT:number"),
+    ],
+)
+def test_a_bad_per_output_maxerr_is_one_line(tmp_path, mgedump, args, needle):
+    from tests.support import sample
+
+    cnn = sample("cnn.onnx")
+    result = mgedump(cnn.path, "-d", cnn.spec, *args, "-o", tmp_path / "o.mgetest")
+    assert result.code == 2 and needle in result.err and len(result.err.strip().splitlines()) == 1
+    assert not (tmp_path / "o.mgetest").exists()
+
+
+def test_a_run_bound_for_an_unknown_output_is_refused(tmp_path, mgedump, mgerun):
+    from tests.support import sample
+
+    cnn = sample("cnn.onnx")
+    assert mgedump(cnn.path, "-d", cnn.spec, "-o", tmp_path / "c.mgetest").code == 0
+    result = mgerun(tmp_path / "c.mgetest", "--maxerr", "nope:0.1")
+    assert result.code == 2 and "the model has no output 'nope'" in result.err
+
+
+def _pack_multi(model, out, mgedump, *args):
+    packed = mgedump(model.path, "-d", model.spec, *args, "-o", out)
+    assert packed.code == 0, packed.err
+    return out
