@@ -22,7 +22,9 @@ divergence named: a float16 model that destroys the outputs is never written.
 from __future__ import annotations
 
 import copy
+import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +36,7 @@ from ..diagnose.divergence import CaseDiff, diff_stream, tensor_err
 from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
 from ..diagnose.iodump import IoDump, MemoryDump
 from ..errors import OptimizeError
+from ..log import logger
 from ..options import FLOAT16_MAXERR
 from .float16 import FLOAT16_MAX, convert, matching_nodes, name_nodes
 from .isolate import Opener
@@ -157,6 +160,7 @@ def choose_precision(
     for name, why in _range_rule(ref, base).items():
         kept.setdefault(name, why)
     last: CaseDiff | None = None
+    depth, last_first, stopped = 1, None, ""
     with Opener() as opener:  # every candidate is opened in a child first: a crash there is a refusal
         for rounds in range(1, MAX_ROUNDS + 1):
             candidate = copy.deepcopy(base)
@@ -174,15 +178,51 @@ def choose_precision(
                     diffs.append(case)
             failing = [case for case in diffs if any(e > maxerr for e in _output_errs(case, outputs).values())]
             worst = max((e for case in diffs for e in _output_errs(case, outputs).values()), default=0.0)
+            _say_round(mode, rounds, kept, failing, outputs, worst, maxerr)
             if not failing:
                 return Autocast(candidate, mode, kept, op_types, dict(conversion.weights32), rounds, worst)
             last = failing[0]
             origins = _Origins(base)
             origins.learn(nodes)
-            added = _keep_more(last, kept, origins, maxerr)
+            first = last.first_divergence
+            node = origins.node(first.node) if first is not None else None
+            # the same node diverging again: keep twice as deep a region above it this time
+            depth = depth * 2 if node is not None and node.name == last_first else 1
+            last_first = node.name if node is not None else None
+            added = _keep_more(last, kept, origins, maxerr, depth)
             if not added:
+                stopped = "nothing is left to keep float32"
+                if node is not None:
+                    stopped = (
+                        f"node {node.name!r}, where it first diverges, is float32 already, and so is every node that "
+                        "feeds it"
+                    )
                 break
-    raise _refusal(last, maxerr, mode)
+        else:
+            stopped = f"the search stopped after {MAX_ROUNDS} rounds"
+    raise _refusal(last, maxerr, mode, stopped, kept, outputs)
+
+
+def _say_round(
+    mode: str,
+    rounds: int,
+    kept: Mapping[str, str],
+    failing: Sequence[CaseDiff],
+    outputs: Sequence[str],
+    worst: float,
+    maxerr: float,
+) -> None:
+    """One line per search round: with -v, and on a terminal (where a long search shows it is moving)."""
+    if failing:
+        errs = _output_errs(failing[0], outputs)
+        name = max(errs, key=lambda n: errs[n])
+        state = f"output {name!r} misses --maxerr {maxerr:g} (err {errs[name]:.3g}, test case {failing[0].test_case})"
+    else:
+        state = f"every output within --maxerr {maxerr:g} (worst err {worst:.3g})"
+    line = f"{mode} search round {rounds}: {len(kept)} node(s) kept float32; {state}"
+    logger.debug(line)
+    if sys.stderr.isatty() and not logger.isEnabledFor(logging.DEBUG) and logger.isEnabledFor(logging.WARNING):
+        print(f"mgedump: {line}", file=sys.stderr, flush=True)
 
 
 class _Origins:
@@ -243,8 +283,9 @@ def _check_rounding_floor(ref: IoDump | MemoryDump, outputs: Sequence[str], maxe
         )
 
 
-def _keep_more(case: CaseDiff, kept: dict[str, str], origins: _Origins, maxerr: float) -> int:
-    """Keep float32 the nodes that introduce error; if they are all kept already, the nodes that feed the first."""
+def _keep_more(case: CaseDiff, kept: dict[str, str], origins: _Origins, maxerr: float, depth: int = 1) -> int:
+    """Keep float32 the nodes that introduce error; if they are all kept already, the nodes that feed the first, up
+    to ``depth`` levels of them at once (a whole region, when one level did not do)."""
     added = 0
     for diff in case.introducers():
         node = origins.node(diff.node)
@@ -262,8 +303,9 @@ def _keep_more(case: CaseDiff, kept: dict[str, str], origins: _Origins, maxerr: 
         return 0
     # the error comes in through float16-rounded inputs: climb through the producers kept float32 already, and keep
     # the nearest ones that are not
-    frontier, seen = [node], {node.name}
-    while frontier and not added:
+    frontier, seen, levels = [node], {node.name}, 0
+    while frontier and (not added or levels < depth):
+        levels += 1
         feeders = []
         for current in frontier:
             for name in current.input:
@@ -271,18 +313,34 @@ def _keep_more(case: CaseDiff, kept: dict[str, str], origins: _Origins, maxerr: 
                 if feeder is None or feeder.name in seen:
                     continue
                 seen.add(feeder.name)
-                if feeder.name in kept:
-                    feeders.append(feeder)
-                else:
+                feeders.append(feeder)
+                if feeder.name not in kept:
                     kept[feeder.name] = f"feeds {node.name!r} ({node.op_type}), which diverges even in float32"
                     added += 1
         frontier = feeders
     return added
 
 
-def _refusal(case: CaseDiff | None, maxerr: float, mode: str) -> OptimizeError:
-    """The search found no model that meets maxerr: name where the last candidate first diverged."""
+def _refusal(
+    case: CaseDiff | None,
+    maxerr: float,
+    mode: str,
+    stopped: str = "",
+    kept: Mapping[str, str] | None = None,
+    outputs: Sequence[str] = (),
+) -> OptimizeError:
+    """The search found no model that meets maxerr: which output fails, why the search stopped, what it kept float32,
+    and where the last candidate first diverged."""
     flag = f"--enable-{mode}"
+    if case is not None and outputs and stopped:
+        errs = _output_errs(case, outputs)
+        name = max(errs, key=lambda n: errs[n])
+        names = list(kept or {})
+        shown = ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        stopped = (
+            f"; output {name!r} misses it (err {errs[name]:.3g}, test case {case.test_case}); {stopped}; "
+            f"kept float32: {len(names)} node(s){': ' + shown if names else ''}"
+        )
     if case is None or case.first_divergence is None:
         worst = case.worst() if case is not None else None
         where = f" (worst: {worst.name!r}, err {worst.err:.3g})" if worst is not None else ""
@@ -293,8 +351,8 @@ def _refusal(case: CaseDiff | None, maxerr: float, mode: str) -> OptimizeError:
     first = case.first_divergence
     cause = f" ({first.cause})" if first.cause else ""
     return OptimizeError(
-        f"{flag}: even with the nodes that diverge kept float32, the model misses --maxerr {maxerr:g}; first divergence "
-        f"on test case {case.test_case}: node {first.node.name!r} ({first.node.op_type}), output "
+        f"{flag}: even with the nodes that diverge kept float32, the model misses --maxerr {maxerr:g}{stopped}; first "
+        f"divergence on test case {case.test_case}: node {first.node.name!r} ({first.node.op_type}), output "
         f"{first.output.name!r} err {first.err:.3g}{cause}",
         hint=f"keep more of the model float32 with --fp32-nodes, or leave {flag} out",
     )

@@ -156,3 +156,12 @@ def test_a_candidate_that_crashes_onnxruntime_is_a_refusal(mode, tmp_path, mgedu
     assert result.code == 2 and not out.exists()
     assert f"--enable-{mode}: onnxruntime crashes (SIGSEGV) creating a session" in result.err
     assert "never bundled" in result.err and "Traceback" not in result.err
+
+
+def test_the_refusal_says_why_the_search_stopped(tmp_path, mgedump, monkeypatch):
+    monkeypatch.setattr(autocast, "MAX_ROUNDS", 2)
+    result, out = _pack(mgedump, tmp_path, "float16/rsqrt_quiet.onnx", "io16xc32", "-v")
+    assert result.code == 2 and not out.exists()
+    assert "output 'prob' misses it (err inf, test case 0); the search stopped after 2 rounds" in result.err
+    assert "kept float32: 3 node(s): 'norm/rsqrt'" in result.err
+    assert "io16xc32 search round 1: 0 node(s) kept float32; output 'prob' misses --maxerr 0.01" in result.err
