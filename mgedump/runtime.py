@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .deps import require
 from .errors import ModelError, RunError, UsageError
 
 # onnxruntime's type strings for tensors, and the numpy dtype of each.
@@ -102,7 +103,7 @@ def session_options(
     mgedump reports every failure in one line. onnxruntime's process-wide
     default logger is left as the application set it.
     """
-    import onnxruntime as ort
+    ort = require("onnxruntime", purpose="running a model")
 
     opts = ort.SessionOptions()
     opts.log_severity_level = _SILENT
@@ -148,7 +149,7 @@ def resolve_providers(name: str | None) -> list[str]:
     """
     if name is None:
         return ["CPUExecutionProvider"]
-    import onnxruntime as ort
+    ort = require("onnxruntime", purpose="running a model")
 
     available = ort.get_available_providers()
     wanted = name.strip().lower()
@@ -174,7 +175,7 @@ def open_session(model: str | bytes, *, label: str | None = None, providers: Seq
         label = model if isinstance(model, str) else "model"
     if isinstance(model, str):
         check_model_path(model)
-    import onnxruntime as ort
+    ort = require("onnxruntime", purpose="running a model")
 
     try:
         return ort.InferenceSession(

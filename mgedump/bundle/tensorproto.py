@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from ..deps import require
 from ..protowire import LENGTH_DELIMITED, VARINT, WireError, fields, write_varint
 
 # onnx.TensorProto.DataType
@@ -132,7 +133,8 @@ def _check_dims(dims: list[int]) -> None:
 
 
 def _decode_with_onnx(data: bytes) -> tuple[np.ndarray, str]:
-    from onnx import TensorProto, numpy_helper
+    onnx = require("onnx", purpose="reading this tensor (a layout only onnx decodes)")
+    TensorProto, numpy_helper = onnx.TensorProto, onnx.numpy_helper
 
     proto = TensorProto()
     try:

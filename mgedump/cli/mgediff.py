@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..deps import require
 from ..options import DiffOptions
 from .common import CONTEXT, common_options, setup
 from .declared import build, declared_options
@@ -33,6 +34,8 @@ def mgediff_command(ctx: click.Context, a: str, b: str, verbose: int, quiet: boo
       mgediff model.onnx model.mgetest          # the bundle's test cases, both sides
     """
     setup(verbose, quiet, "mgediff")
+    for module in ("onnx", "onnxruntime"):
+        require(module, purpose="comparing runs")
     from ..commands.diff import diff
 
     report = diff(a, b, build(DiffOptions, ctx, values))

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..deps import require
 from ..options import PackOptions
 from .common import CONTEXT, common_options, setup
 from .declared import build, declared_options
@@ -31,6 +32,8 @@ def mgedump_command(
       mgedump model.onnx -d @testcases.txt -o model.mgetest
     """
     setup(verbose, quiet, "mgedump")
+    for module in ("onnx", "onnxruntime"):
+        require(module, purpose="packing a model")
     from ..commands.pack import pack
 
     options = build(PackOptions, ctx, values)

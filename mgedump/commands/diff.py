@@ -22,6 +22,7 @@ import numpy as np
 
 from ..bundle import Bundle
 from ..data import TestData
+from ..deps import require
 from ..diagnose.divergence import DiffReport, diff_dumps
 from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
 from ..diagnose.iodump import IoDump
@@ -144,7 +145,7 @@ def _run(side: _Side, cases: Cases, settings: RunSettings, scratch: str) -> IoDu
 
 
 def _np_dtype(elem_type: int) -> str:
-    from onnx.helper import tensor_dtype_to_np_dtype
+    tensor_dtype_to_np_dtype = require("onnx.helper", purpose="comparing runs").tensor_dtype_to_np_dtype
 
     return str(np.dtype(tensor_dtype_to_np_dtype(elem_type)))
 

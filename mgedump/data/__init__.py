@@ -18,6 +18,7 @@ from types import CodeType
 
 import numpy as np
 
+from ..deps import require
 from ..errors import DataError, SpecError, UsageError
 from ..limits import require_memory
 from ..log import warn_once
@@ -362,7 +363,7 @@ def load_image(path: str, info: TensorInfo, resize: bool) -> np.ndarray:
             )
         # the resized image, its copy laid out for the input, and that cast to a 4-byte input dtype
         require_memory(6 * width * height * channels, f"--resize-input to {width}x{height} for {path}", UsageError)
-        import cv2
+        cv2 = require("cv2", purpose="reading images")
 
         try:
             image = cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR)

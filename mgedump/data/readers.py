@@ -26,6 +26,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..bundle.tensorproto import decode
+from ..deps import require
 from ..errors import DataError
 from ..limits import require_memory
 from ..log import warn_once
@@ -165,7 +166,7 @@ def _pillow() -> Iterator[Any]:
     error), and its warning for images between once and twice is not printed (mgedump's own check names them)."""
     import warnings
 
-    from PIL import Image
+    Image = require("PIL.Image", purpose="reading images")
 
     Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
     with warnings.catch_warnings():
@@ -179,7 +180,7 @@ def _probe_size(path: str) -> tuple[int, int] | None:
     Raises:
         DataError: the header declares a size beyond reason.
     """
-    from PIL import UnidentifiedImageError
+    UnidentifiedImageError = require("PIL", purpose="reading images").UnidentifiedImageError
 
     try:
         with _pillow() as Image, Image.open(path, formats=PILLOW_FORMATS) as img:
@@ -192,7 +193,7 @@ def _probe_size(path: str) -> tuple[int, int] | None:
 
 def _pillow_decode(path: str, channels: int) -> tuple[np.ndarray | None, str]:
     """Decode with Pillow: (the array, "") or (None, why not: "" when Pillow does not know the format)."""
-    from PIL import UnidentifiedImageError
+    UnidentifiedImageError = require("PIL", purpose="reading images").UnidentifiedImageError
 
     try:
         with _pillow() as Image, Image.open(path, formats=PILLOW_FORMATS) as img:
@@ -224,7 +225,7 @@ def decode_image(path: str, channels: int) -> np.ndarray | None:
                 f"{path}: the image declares {width}x{height} pixels, more than the {MAX_IMAGE_PIXELS} mgedump reads"
             )
         require_memory(2 * width * height * max(channels, 3), f"{path} ({width}x{height})", DataError)
-    import cv2
+    cv2 = require("cv2", purpose="reading images")
 
     file_size = os.path.getsize(path)
     require_memory(file_size, path, DataError)

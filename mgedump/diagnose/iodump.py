@@ -60,6 +60,7 @@ import numpy as np
 
 from ..bundle.format import case_folder
 from ..bundle.tensorproto import decode, encode_parts
+from ..deps import require
 from ..errors import DataError, OutputError
 from ..options import IO_DUMP_BUDGET_MB
 
@@ -143,7 +144,7 @@ def load_for_exposure(path: str, scratch_dir: str) -> tuple[Any, str | None]:
     Raises:
         ModelError: the file is not a model onnx can read.
     """
-    import onnx
+    onnx = require("onnx", purpose="exposing every tensor of a model (io dumps, first divergence)")
 
     from ..errors import ModelError
     from ..modelfile import uses_external_data
@@ -157,7 +158,9 @@ def load_for_exposure(path: str, scratch_dir: str) -> tuple[Any, str | None]:
         raise ModelError(f"{path}: not a valid ONNX model ({type(exc).__name__})") from None
     if os.path.getsize(path) <= EMBEDDED_WEIGHTS_LIMIT:
         return model, None
-    from onnx.external_data_helper import convert_model_to_external_data, write_external_data_tensors
+    external = require("onnx.external_data_helper")
+    convert_model_to_external_data = external.convert_model_to_external_data
+    write_external_data_tensors = external.write_external_data_tensors
 
     convert_model_to_external_data(model, all_tensors_to_one_file=True, location="weights.data", size_threshold=1024)
     write_external_data_tensors(model, scratch_dir)
@@ -166,7 +169,7 @@ def load_for_exposure(path: str, scratch_dir: str) -> tuple[Any, str | None]:
 
 def exposed_model(model: Any, names: Sequence[str]) -> bytes:
     """The model serialized with these tensors added as graph outputs (onnxruntime infers their types)."""
-    from onnx import helper
+    helper = require("onnx.helper", purpose="exposing every tensor of a model (io dumps, first divergence)")
 
     exposed = type(model)()
     exposed.CopyFrom(model)
@@ -177,7 +180,7 @@ def exposed_model(model: Any, names: Sequence[str]) -> bytes:
 
 def estimate_sizes(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, int]:
     """Bytes of each tensor whose shape and dtype ONNX shape inference can tell, for these inputs' shapes."""
-    import onnx
+    onnx = require("onnx", purpose="exposing every tensor of a model (io dumps, first divergence)")
 
     known: dict[str, int] = {name: int(array.nbytes) for name, array in feeds.items()}
     probe = type(model)()
@@ -194,7 +197,7 @@ def estimate_sizes(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, int
         inferred = onnx.shape_inference.infer_shapes(probe, data_prop=True)
     except Exception:  # inference is a best effort: unknown sizes are estimated by the caller
         return known
-    from onnx.helper import tensor_dtype_to_np_dtype
+    tensor_dtype_to_np_dtype = require("onnx.helper").tensor_dtype_to_np_dtype
 
     for value in list(inferred.graph.value_info) + list(inferred.graph.output):
         t = value.type.tensor_type
