@@ -652,8 +652,12 @@ def _search(
     if not measure.passes(maxerr):
         diagnosis = _diagnose(named, base, path, test_inputs, scratch, settings)
         result.runs += 2
-        ranking = _rank(diagnosis, [t for t in touched if t not in kept])
+        # the nodes that introduce a tenth of maxerr or more, most first; for a model int8 destroys, only as many as
+        # a hint may name (the search then only finds what to suggest, and stays short)
+        ranking = [n for n in _rank(diagnosis, [t for t in touched if t not in kept]) if n.introduced >= maxerr / 10]
         destroyed = any(s.destroyed for s in output_stats(names, expected, got))
+        if destroyed:
+            ranking = ranking[:MAX_HINT_NODES]
         found = _bisect(probe, kept, ranking, maxerr) if ranking else None
         if destroyed or found is None:
             raise _refusal(measure, diagnosis, maxerr, mode, destroyed, found, kept)
@@ -734,9 +738,11 @@ def _refusal(
             hint = "keep the nodes that diverge float with --fp32-nodes, or check the calibration data"
         return OptimizeError(message, hint=hint)
     return OptimizeError(
-        f"--quantize int8 ({mode}): even with every node that introduces error kept float, the model misses "
-        f"--maxerr {maxerr:g}: err={worst:.3g} (name={name}, test case {case}){where}",
-        hint="keep more of the model float with --fp32-nodes, or leave --quantize out",
+        f"--quantize int8 ({mode}): with every node int8 the model misses --maxerr {maxerr:g}: err={worst:.3g} "
+        f"(name={name}, test case {case}), and keeping float the nodes that introduce error does not bring it "
+        f"within{where}",
+        hint=maxerr_hint(worst, measure.scale)
+        or "keep more of the model float with --fp32-nodes, or leave --quantize out",
     )
 
 

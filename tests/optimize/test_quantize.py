@@ -133,8 +133,11 @@ def test_fp32_nodes_naming_the_destroying_node_packs(tmp_path):
 def test_keeping_every_heavy_node_float_is_refused(tmp_path):
     with pytest.raises(OptimizeError) as caught:
         _quantize(tmp_path, "cnn.onnx", 1e-4)
-    assert "nothing would be left for int8 to speed up" in caught.value.message
-    assert "with every other node int8: err=" in caught.value.message
+    message = caught.value.message
+    assert "nothing would be left for int8 to speed up" in message or "does not bring it within" in message
+    assert "with every other node int8: err=" in message or "with every node int8 the model misses" in message
+    hint = caught.value.hint or ""
+    assert hint.startswith("--maxerr ") and hint.endswith(" would pass")  # int8's error is small against the outputs
 
 
 def test_dynamic_int8_quantizes_matmul_weights(tmp_path):
