@@ -185,7 +185,7 @@ def measure(expect: np.ndarray, got: np.ndarray, labels: tuple[str, str] = ("exp
         if not count:
             return Measure(0.0, exact=True)
         index = _unravel(int(np.argmax(differ)), expect.shape)
-        reason = f"{count} of {expect.size} elements differ (exact comparison)"
+        reason: str | None = f"{count} of {expect.size} elements differ (exact comparison)"
         return Measure(math.inf, True, reason, index, expect[index], got[index])
     exact = expect.dtype.kind not in "fc" and got.dtype.kind not in "fc"
     if expect.dtype == got.dtype and np.array_equal(expect, got):
@@ -226,7 +226,7 @@ def measure(expect: np.ndarray, got: np.ndarray, labels: tuple[str, str] = ("exp
         return Measure(math.inf, exact, reason, index, expect[index], got[index], absmax, inf_new)
     both = fx & fy
     with np.errstate(invalid="ignore"):
-        each = np.where(both, np.abs(x - y) / np.maximum(np.minimum(np.abs(x), np.abs(y)), 1.0), 0.0)
+        each = np.where(both, np.abs(np.subtract(x, y)) / np.maximum(np.minimum(np.abs(x), np.abs(y)), 1.0), 0.0)
     flat = int(np.argmax(each))
     index = _unravel(flat, expect.shape)
     return Measure(float(each.reshape(-1)[flat]), exact, None, index, expect[index], got[index], absmax, inf_new)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from types import ModuleType
+from typing import Any
 
 from .errors import UsageError
 
@@ -27,7 +27,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 }
 
 
-def require(module: str, *, purpose: str | None = None) -> ModuleType:
+def require(module: str, *, purpose: str | None = None) -> Any:
     """Import ``module`` (``"onnx"``, ``"onnx.helper"``, ``"PIL.Image"``, ...) and return it.
 
     Args:

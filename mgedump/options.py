@@ -535,6 +535,13 @@ class OptimizeOptions(Options):
         "or op types, subgraphs included, e.g. 'Softmax,*/ln/*'); a pattern that matches no node is refused.",
     )
 
+    keep_io_types: bool = option(
+        False,
+        "--keep-io-types",
+        kind=bool,
+        help="With --enable-ioc16/--enable-io16xc32: the model's float inputs and outputs stay float32 (no float16 "
+        "rounding of the outputs; the bundle's test data stays float32).",
+    )
     quantize: str | None = option(
         None,
         "--quantize",
@@ -573,6 +580,11 @@ class OptimizeOptions(Options):
 
     def _check_together(self) -> None:
         object.__setattr__(self, "fp32_nodes", tuple(p.strip() for p in self.fp32_nodes if p.strip()))
+        if self.keep_io_types and not self.float16:
+            raise UsageError(
+                "--keep-io-types keeps a float16 model's inputs and outputs float32: add --enable-ioc16 "
+                "or --enable-io16xc32"
+            )
         if self.quantize and self.float16:
             raise UsageError(f"--quantize {self.quantize} and --enable-{self.float16} exclude each other; pick one")
         defaults = {f.name: default_of(f) for f in fields(self)}
@@ -665,7 +677,7 @@ class PackOptions(Options):
             where a failing test case first diverges (0: none).
     """
 
-    cases: Sequence[Any] = option(
+    cases: Any = option(
         (), "-d", "--data", metavar="SPEC", multiple=True, parse=_as_tuple, check=_cases, help=DATA_HELP
     )
     data: DataOptions = group(DataOptions)
@@ -761,7 +773,7 @@ class VerifyOptions(Options):
             beyond it, a test case is run several times, a part of the tensors each.
     """
 
-    cases: Sequence[Any] = option(
+    cases: Any = option(
         (), "-d", "--data", metavar="SPEC", multiple=True, parse=_as_tuple, check=_cases, help=DATA_HELP
     )
     data: DataOptions = group(DataOptions)
@@ -885,7 +897,7 @@ class DiffOptions(Options):
         report_json: write the comparison as JSON to this file.
     """
 
-    cases: Sequence[Any] = option(
+    cases: Any = option(
         (), "-d", "--data", metavar="SPEC", multiple=True, parse=_as_tuple, check=_cases, help=DATA_HELP
     )
     data: DataOptions = group(DataOptions)

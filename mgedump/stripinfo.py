@@ -132,16 +132,15 @@ def write_strip_info(
             raise OutputError(f"cannot append strip info to {json_path}: {exc}") from None
     models.append(info)
     operators = sorted({(op["domain"], op["opset"], op["op_type"]) for m in models for op in m["operators"]})
+    listed = [{"domain": d, "opset": v, "op_type": t} for d, v, t in operators]
     document = {
         "format": FORMAT,
         "version": VERSION,
         "models": models,
-        "operators": [{"domain": d, "opset": v, "op_type": t} for d, v, t in operators],
+        "operators": listed,
         "dtypes": sorted({d for m in models for d in m["dtypes"]}),
     }
     _, config_path = strip_info_paths(json_path)
     write_bytes_atomic(json_path, (json.dumps(document, indent=1, sort_keys=True) + "\n").encode(), inputs)
-    write_bytes_atomic(
-        config_path, reduced_build_config(document["operators"], [m["model"] for m in models]).encode(), inputs
-    )
+    write_bytes_atomic(config_path, reduced_build_config(listed, [m["model"] for m in models]).encode(), inputs)
     return document

@@ -184,7 +184,7 @@ def validate_manifest(manifest: Any) -> None:
     environment = manifest.get("environment")
     _require(environment is None or isinstance(environment, dict), "'environment' must be an object")
     cases = manifest.get("test_cases")
-    _require(isinstance(cases, list) and cases, "'test_cases' must be a non-empty list")
+    _require(isinstance(cases, list) and bool(cases), "'test_cases' must be a non-empty list")
     n_in, n_out = len(manifest["inputs"]), len(manifest["outputs"])
     for case in cases:
         _require(isinstance(case, dict) and isinstance(case.get("spec"), str), "each test case needs a 'spec'")

@@ -45,7 +45,7 @@ def check_can_make(options: OptimizeOptions) -> None:
 def cpu_has_avx2() -> bool:
     """Whether this CPU has AVX2 (numpy's own CPU feature detection, on any OS)."""
     try:
-        from numpy._core._multiarray_umath import __cpu_features__  # numpy 2
+        from numpy._core._multiarray_umath import __cpu_features__  # type: ignore[import-not-found]  # numpy 2
     except ImportError:  # pragma: no cover - numpy 1.x
         from numpy.core._multiarray_umath import __cpu_features__  # type: ignore[no-redef]
     return bool(__cpu_features__.get("AVX2"))

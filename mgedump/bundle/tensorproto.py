@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from ..deps import require
 from ..protowire import LENGTH_DELIMITED, VARINT, WireError, fields, write_varint
 
 # onnx.TensorProto.DataType
-_CODES = {
+_CODES: dict[np.dtype[Any], int] = {
     np.dtype("float32"): 1,
     np.dtype("uint8"): 2,
     np.dtype("int8"): 3,
@@ -83,7 +84,7 @@ def encode_parts(array: np.ndarray, name: str) -> tuple[bytes, memoryview]:
     if name:
         parts.append(_field(_NAME, name.encode("utf-8")))
     data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
-    payload = memoryview(data.reshape(-1)).cast("B")
+    payload = data.reshape(-1).view(np.uint8).data
     parts.append(write_varint(_RAW_DATA << 3 | LENGTH_DELIMITED) + write_varint(payload.nbytes))
     return b"".join(parts), payload
 

@@ -15,7 +15,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import IO
 
 _DOS_TIME = 0
 _DOS_DATE = (0 << 9) | (1 << 5) | 1  # 1980-01-01
@@ -41,7 +41,7 @@ class _Entry:
 class StoredZipWriter:
     """Write stored members to a binary file opened for writing, then :meth:`close`."""
 
-    def __init__(self, fileobj: BinaryIO) -> None:
+    def __init__(self, fileobj: IO[bytes]) -> None:
         self._f = fileobj
         self._entries: list[_Entry] = []
         self._pos = fileobj.tell()

@@ -168,7 +168,7 @@ def _pillow() -> Iterator[Any]:
 
     Image = require("PIL.Image", purpose="reading images")
 
-    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS  # Pillow's own bound, held to mgedump's
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         yield Image

@@ -48,19 +48,16 @@ class ModelDumper:
         self._scratch = tempfile.TemporaryDirectory(prefix="mgedump-expose-")
         model, data_folder = load_for_exposure(path, self._scratch.name)
         settings = self.settings
-        options = {
-            "threads": settings.threads,
-            "graph_opt": settings.graph_opt,
-            "data_folder": data_folder,
-            "arena": False,
-        }
+        opts = session_options(
+            threads=settings.threads, graph_opt=settings.graph_opt, data_folder=data_folder, arena=False
+        )
 
         def open_exposed(model_bytes: bytes):
             return open_session(
                 model_bytes,
                 label=f"{self.label} (every tensor exposed)",
                 providers=settings.providers,
-                options=session_options(**options),
+                options=opts,
             )
 
         self.runner = ExposedRunner(model, open_exposed, settings.budget)

@@ -203,9 +203,9 @@ def estimate_sizes(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, int
         t = value.type.tensor_type
         if not value.type.HasField("tensor_type") or not t.HasField("shape") or not t.elem_type:
             continue
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
-        if any(d is None for d in dims):
+        if not all(d.HasField("dim_value") for d in t.shape.dim):
             continue
+        dims = [int(d.dim_value) for d in t.shape.dim]
         try:
             itemsize = np.dtype(tensor_dtype_to_np_dtype(t.elem_type)).itemsize
         except (KeyError, TypeError, ValueError):
@@ -308,12 +308,14 @@ class ExposedRunner:
             values = infer(session, dict(feeds), output_names=wanted)
             self.parts_run += 1
             del session
+            held: list[Any] = list(values)
+            del values
             for k, name in enumerate(wanted):
-                value, values[k] = values[k], None  # let each tensor go as soon as the caller is done with it
+                value, held[k] = held[k], None  # let each tensor go as soon as the caller is done with it
                 if isinstance(value, np.ndarray):
                     yield name, value
                 del value
-            del values
+            del held
             release_memory()
 
 
