@@ -153,12 +153,13 @@ def optimize_file(
                     maxerr=limit,
                     fp32_nodes=options.fp32_nodes,
                     scratch=tmp,
+                    keep_io=options.keep_io_types,
                 )
                 model, float16 = found.model, found.to_json()
             else:
                 name_nodes(model)
                 kept = matching_nodes(model, options.fp32_nodes)
-                conversion = convert(model, options.float16, kept)
+                conversion = convert(model, options.float16, kept, keep_io=options.keep_io_types)
                 float16 = {
                     "mode": options.float16,
                     "kept_float32": [{"node": n, "op_type": "", "why": why} for n, why in kept.items()],

@@ -122,6 +122,7 @@ def choose_precision(
     fp32_nodes: Sequence[str] = (),
     scratch: str,
     settings: RunSettings | None = None,
+    keep_io: bool = False,
 ) -> Autocast:
     """Find which nodes must stay float32 for the float16 model to meet ``maxerr`` on the test cases.
 
@@ -133,6 +134,7 @@ def choose_precision(
         fp32_nodes: glob patterns of node names or op types to keep float32.
         scratch: a folder for the dumps and candidate models.
         settings: onnxruntime settings for the runs.
+        keep_io: the model's float inputs and outputs stay float32 (``--keep-io-types``).
 
     Returns:
         The converted model and the decisions.
@@ -147,13 +149,14 @@ def choose_precision(
     name_nodes(base)
     named = os.path.join(scratch, "base.onnx")
     _save(base, named)
-    cases = [(k, _rounded(feeds)) for k, feeds in enumerate(test_inputs)]
+    cases = [(k, dict(feeds) if keep_io else _rounded(feeds)) for k, feeds in enumerate(test_inputs)]
     budget = (settings or RunSettings()).budget
     with ModelDumper(named, "reference", settings, label="the float32 model") as dumper:
         # the reference is read once per round: in memory when it fits the budget, on disk otherwise
         ref = dumper.collect(cases) if dumper.estimate(cases) <= budget else dump_to_scratch(dumper, cases, scratch)
     outputs = [v.name for v in base.graph.output]
-    _check_rounding_floor(ref, outputs, maxerr, mode)
+    if not keep_io:  # float32 outputs have no float16 rounding of their own
+        _check_rounding_floor(ref, outputs, maxerr, mode)
     op_types = {node.name: node.op_type for node in base.graph.node}
     kept: dict[str, str] = {}
     kept.update(matching_nodes(base, fp32_nodes))
@@ -164,7 +167,7 @@ def choose_precision(
     with Opener() as opener:  # every candidate is opened in a child first: a crash there is a refusal
         for rounds in range(1, MAX_ROUNDS + 1):
             candidate = copy.deepcopy(base)
-            conversion = convert(candidate, mode, kept)
+            conversion = convert(candidate, mode, kept, keep_io=keep_io)
             path = os.path.join(scratch, f"candidate-{rounds}.onnx")
             _save(candidate, path)
             opener.check(path, f"--enable-{mode}")
@@ -262,24 +265,32 @@ def _check_rounding_floor(ref: IoDump | MemoryDump, outputs: Sequence[str], maxe
     """Refuse at once when rounding the float32 outputs to float16 alone misses maxerr: the model's outputs are
     float16 in both modes, so no search can do better.
 
+    The floor is each output's own float16 rounding at its largest value: float16 holds 11 significant bits, so a
+    value of 34.7 is stored to within 2**-6 (0.0156). ``--keep-io-types`` keeps the outputs float32 and removes it.
+
     Raises:
-        OptimizeError: with the error that rounding alone gives, and a --maxerr hint when that error is small.
+        OptimizeError: with the error that rounding alone gives, where, and the choices that would pass.
     """
-    worst, where, scale = 0.0, "", 0.0
+    worst, where, scale, largest = 0.0, "", 0.0, 0.0
     for number, case in ref.cases.items():
         for name in outputs:
             if name not in case.by_name or case.by_name[name]["dtype"] != "float32":
                 continue
             value = case.tensor(name)
             err = tensor_err(name, value, value.astype(np.float16).astype(np.float32)).err
+            top = float(np.abs(value[np.isfinite(value)]).max(initial=0.0))
             if err > worst:
-                worst, where = err, f"(name={name}, test case {number})"
-            scale = max(scale, float(np.abs(value[np.isfinite(value)]).max(initial=0.0)))
+                worst, where, largest = err, f"(name={name}, test case {number})", top
+            scale = max(scale, top)
     if worst > maxerr:
+        step = float(np.spacing(np.float16(largest))) if largest else 0.0
+        hint = maxerr_hint(worst, scale)
+        keep = "--keep-io-types keeps the model's inputs and outputs float32 and removes this floor"
         raise OptimizeError(
             f"the optimised model misses --maxerr {maxerr:g}: err={worst:.3g} {where}: --enable-{mode} makes the "
-            "model's outputs float16, and rounding them to float16 alone gives that error",
-            hint=maxerr_hint(worst, scale),
+            f"model's outputs float16, and rounding them to float16 alone gives that error (the output reaches "
+            f"{largest:.4g}, where float16 values are {step:g} apart)",
+            hint=f"{hint}, or {keep}" if hint else keep,
         )
 
 

@@ -272,11 +272,14 @@ class _Scope:
 
 
 class _Converter:
-    def __init__(self, model: Any, mode: str, keep32: Mapping[str, str], compute16_ops: set[str]) -> None:
+    def __init__(
+        self, model: Any, mode: str, keep32: Mapping[str, str], compute16_ops: set[str], keep_io: bool = False
+    ) -> None:
         import onnx
 
         self.model = model
         self.mode = mode
+        self.keep_io = keep_io  # the model's float inputs and outputs stay float32
         self.keep32 = keep32
         self.compute16_ops = compute16_ops - set(FLOAT32_ONLY_OPS) - set(CONTROL_FLOW) - set(_NOT_ELEMENTWISE_TYPED)
         self.opsets = _opsets(model)
@@ -463,7 +466,7 @@ class _Converter:
                 continue
             if not self.is_float(value.name):
                 continue
-            if main:
+            if main and not self.keep_io:
                 value.type.tensor_type.elem_type = _FLOAT16
                 scope.storage[value.name] = _FLOAT16
             else:
@@ -479,9 +482,10 @@ class _Converter:
             if have is None:
                 continue
             if main:
-                if have != _FLOAT16:
-                    raise ModelError(f"float16 conversion left the output {value.name!r} in float32")
-                value.type.tensor_type.elem_type = _FLOAT16
+                wanted = _FLOAT if self.keep_io else _FLOAT16
+                if have != wanted:
+                    raise ModelError(f"float16 conversion left the output {value.name!r} in the wrong type")
+                value.type.tensor_type.elem_type = wanted
             elif have != _FLOAT:
                 value.name = self.read_as(scope, value.name, _FLOAT, nodes)
         del graph.node[:]
@@ -493,9 +497,9 @@ class _Converter:
     ) -> bool:
         """Whether a float tensor is stored float16: an output of the model, or (io16xc32) any tensor passed
         between nodes that convert, unless a reader needs it exact."""
-        return (main and name in graph_outputs) or (
-            self.mode == IO16XC32 and not kept and not self._needs_exact(name, readers)
-        )
+        if main and name in graph_outputs:
+            return not self.keep_io
+        return self.mode == IO16XC32 and not kept and not self._needs_exact(name, readers)
 
     def convert_node(
         self,
@@ -532,8 +536,8 @@ class _Converter:
             stored = made
             if self._stored16(name, main, graph_outputs, kept, readers):
                 stored = _FLOAT16
-            elif made == _FLOAT16 and self._needs_exact(name, readers):
-                stored = _FLOAT
+            elif (made == _FLOAT16 and self._needs_exact(name, readers)) or (main and name in graph_outputs):
+                stored = _FLOAT  # an exact value, or a model output kept float32 (keep_io)
             self.store_as(scope, node, k, made, stored, out)
         if compute16:
             self.result.computes16.append(node.name)
@@ -577,11 +581,17 @@ class _Converter:
         final = stored
         if self._stored16(name, main, graph_outputs, kept, readers):
             final = _FLOAT16
+        elif main and name in graph_outputs:
+            final = _FLOAT
         self.store_as(scope, node, 0, stored, final, out)
 
 
 def convert(
-    model: Any, mode: str, keep32: Mapping[str, str] | None = None, compute16_ops: set[str] | None = None
+    model: Any,
+    mode: str,
+    keep32: Mapping[str, str] | None = None,
+    compute16_ops: set[str] | None = None,
+    keep_io: bool = False,
 ) -> Conversion:
     """Convert a float32 model to float16 in place, as ``mode`` says, keeping ``keep32``'s nodes float32.
 
@@ -591,6 +601,7 @@ def convert(
         keep32: node name -> why it stays float32.
         compute16_ops: ops that may compute in float16 (ioc16). Defaults to
             those with a float16 kernel in onnxruntime's CPU provider.
+        keep_io: the model's float inputs and outputs keep their float32 type (``--keep-io-types``).
 
     Returns:
         What was converted.
@@ -603,7 +614,8 @@ def convert(
     if mode not in (IOC16, IO16XC32):
         raise ValueError(f"mode must be {IOC16!r} or {IO16XC32!r}, got {mode!r}")
     name_nodes(model)
-    converter = _Converter(model, mode, keep32 or {}, cpu_float16_ops() if compute16_ops is None else compute16_ops)
+    ops = cpu_float16_ops() if compute16_ops is None else compute16_ops
+    converter = _Converter(model, mode, keep32 or {}, ops, keep_io)
     converter.convert_graph(model.graph, None, keep_all=False)
     try:
         onnx.checker.check_model(model)

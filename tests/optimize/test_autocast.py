@@ -165,3 +165,25 @@ def test_the_refusal_says_why_the_search_stopped(tmp_path, mgedump, monkeypatch)
     assert "output 'prob' misses it (err inf, test case 0); the search stopped after 2 rounds" in result.err
     assert "kept float32: 3 node(s): 'norm/rsqrt'" in result.err
     assert "io16xc32 search round 1: 0 node(s) kept float32; output 'prob' misses --maxerr 0.01" in result.err
+
+
+@pytest.mark.parametrize("mode", ["ioc16", "io16xc32"])
+def test_keep_io_types_removes_the_output_rounding_floor(mode, tmp_path, mgedump, mgerun):
+    model = sample("cnn.onnx")
+    base = ["-d", "#randn(0,1)", "--optimize-for-inference", f"--enable-{mode}", "--maxerr", "2e-5"]
+    floor = mgedump(model.path, *base, "-o", tmp_path / "f.mgetest")
+    assert floor.code == 2 and "rounding them to float16 alone gives that error" in floor.err
+    assert "where float16 values are" in floor.err and "--keep-io-types keeps" in floor.err
+    out = tmp_path / "k.mgetest"
+    kept = mgedump(model.path, *base[:-1], "1e-3", "--keep-io-types", "-o", out)
+    assert kept.code == 0, kept.err
+    manifest = bundle_manifest(out)
+    assert "keep-io-types" in manifest["optimizations"]
+    assert manifest["inputs"][0]["dtype"] == "float32" and manifest["outputs"][0]["dtype"] == "float32"
+    assert mgerun(out, "--iter", "1").code == 0
+
+
+def test_keep_io_types_needs_a_float16_mode(tmp_path, mgedump):
+    model = sample("cnn.onnx")
+    result = mgedump(model.path, "-d", model.spec, "--keep-io-types", "-o", tmp_path / "o")
+    assert result.code == 2 and "--keep-io-types keeps a float16 model's inputs and outputs float32" in result.err
