@@ -17,6 +17,11 @@ import click
 from ..options import NOT_GIVEN, Flag, declared_flags, default_of
 
 
+# values that are paths, by their placeholder: the shell completes them (file and folder names). The checks of
+# what they may be (an existing regular file, a folder that can be made) are the commands' own, with their messages.
+_PATHS = {"FILE": click.Path(), "SPEC": click.Path(), "DIR": click.Path(file_okay=False)}
+
+
 def _param_name(path: tuple[str, ...]) -> str:
     return "__".join(path)
 
@@ -30,6 +35,8 @@ def _click_option(path: tuple[str, ...], f: Any, flag: Flag) -> Callable[[Any], 
         kwargs["is_flag"] = True
     elif flag.choices is not None:
         kwargs["type"] = click.Choice(flag.choices)
+    elif flag.metavar in _PATHS:
+        kwargs["type"] = _PATHS[flag.metavar]
     else:
         kwargs["type"] = flag.kind
     if flag.metavar:

@@ -15,7 +15,9 @@ from .output import print_packed
 
 @click.command(context_settings=CONTEXT)
 @click.argument("model", metavar="MODEL", type=click.Path())
-@click.option("-o", "--output", required=True, metavar="OUT", help="The bundle to write (e.g. model.mgetest).")
+@click.option(
+    "-o", "--output", required=True, metavar="OUT", type=click.Path(), help="The bundle to write (e.g. model.mgetest)."
+)
 @declared_options(PackOptions)
 @common_options
 @click.pass_context

@@ -191,7 +191,7 @@ CASES = [
         "fp32-nodes-without-float16",
         "mgedump",
         lambda t: [SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--optimize-for-inference", "--fp32-nodes", "Conv"],
-        "--fp32-nodes keeps nodes float32 in a float16 mode",
+        "--fp32-nodes keeps nodes float in a float16 or int8 mode",
     ),
     ("io-dump-into-a-file", "mgerun", lambda t: [_bundle(t), "--io-dump", _write(t / "f", b"x")], "--io-dump"),
     (
