@@ -16,7 +16,6 @@ import click
 
 from ..options import NOT_GIVEN, Flag, declared_flags, default_of
 
-
 # values that are paths, by their placeholder: the shell completes them (file and folder names). The checks of
 # what they may be (an existing regular file, a folder that can be made) are the commands' own, with their messages.
 _PATHS = {"FILE": click.Path(), "SPEC": click.Path(), "DIR": click.Path(file_okay=False)}
