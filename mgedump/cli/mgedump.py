@@ -11,6 +11,7 @@ from ..options import PackOptions
 from .common import CONTEXT, common_options, setup
 from .declared import build, declared_options
 from .output import print_packed
+from .status import Status
 
 
 @click.command(context_settings=CONTEXT)
@@ -39,7 +40,8 @@ def mgedump_command(
     from ..commands.pack import pack
 
     options = build(PackOptions, ctx, values)
-    result = pack(model, output, options)
+    with Status("mgedump", enabled=not quiet) as status:
+        result = pack(model, output, options, on_stage=status)
     if not quiet:
         print_packed(output, result)
     return 0

@@ -80,6 +80,7 @@ class _Packing:
     cases: list[TestCase] = field(default_factory=list)
     optimized: OptimizeResult | None = None
     optimized_session: Any = None
+    stage: Callable[[str], None] = field(default=lambda text: None, repr=False)
     b_inputs: list[TensorInfo] = field(default_factory=list)
     b_outputs: list[TensorInfo] = field(default_factory=list)
     stored: list[_Case] = field(default_factory=list)
@@ -92,7 +93,13 @@ class _Packing:
             check_target(path, self.protected)
 
 
-def pack(model: str | os.PathLike[str] | Any, output_path: str | os.PathLike[str], options: PackOptions) -> PackResult:
+def pack(
+    model: str | os.PathLike[str] | Any,
+    output_path: str | os.PathLike[str],
+    options: PackOptions,
+    *,
+    on_stage: Callable[[str], None] | None = None,
+) -> PackResult:
     """Run the model on every test case and write the bundle.
 
     Expected outputs come from the model as given. With ``options.optimize``,
@@ -105,6 +112,7 @@ def pack(model: str | os.PathLike[str] | Any, output_path: str | os.PathLike[str
         model: an ONNX model file, or an ``onnx.ModelProto`` in memory.
         output_path: the bundle to write.
         options: the test cases (``-d`` texts, arrays, or :class:`~mgedump.data.TestData`) and everything else.
+        on_stage: called with what it starts doing (``"running test case 3 of 40"``), for a status line.
 
     Raises:
         MgeError: bad model, spec, data or output path, or an optimised model
@@ -119,7 +127,7 @@ def pack(model: str | os.PathLike[str] | Any, output_path: str | os.PathLike[str
         check_target(path, [*given, *data.list_files])
     with tempfile.TemporaryDirectory(prefix=".mgedump-", dir=_folder_of(output_path)) as tmp:
         model_path = _model_file(model, tmp)
-        state = _Packing(model_path, output_path, options, tmp, [model_path], targets)
+        state = _Packing(model_path, output_path, options, tmp, [model_path], targets, stage=on_stage or _quiet)
         state.protect(data.list_files)
         check_model_path(model_path)
         state.source = model_source(model_path, DATA_MEMBER)
@@ -132,14 +140,22 @@ def pack(model: str | os.PathLike[str] | Any, output_path: str | os.PathLike[str
                 _build_cases(state, data)
                 _optimize(state)
                 state.stored = _expected_outputs(
-                    state.session, state.cases, state.inputs, state.b_inputs, state.b_outputs, not options.no_assert
+                    state.session,
+                    state.cases,
+                    state.inputs,
+                    state.b_inputs,
+                    state.b_outputs,
+                    not options.no_assert,
+                    stage=state.stage,
                 )
                 _self_check_optimized(state)
+                state.stage("hashing the weights")
                 digest = hashing.result()
             except BaseException:
                 cancel.set()
                 raise
         members, manifest = _manifest(state, digest)
+        state.stage(f"writing {os.path.basename(output_path)}")
         written = write_bundle(output_path, manifest, members, inputs=state.protected)
         if strip_info:
             write_strip_info(
@@ -149,6 +165,10 @@ def pack(model: str | os.PathLike[str] | Any, output_path: str | os.PathLike[str
                 inputs=state.protected,
             )
     return PackResult(output_path, written, state.checks)
+
+
+def _quiet(text: str) -> None:
+    """No status line."""
 
 
 def _folder_of(path: str) -> str:
@@ -171,8 +191,10 @@ def _model_file(model: Any, tmp: str) -> str:
 
 def _build_cases(state: _Packing, data: TestData) -> None:
     """Open the model as given and build every test case's inputs."""
+    state.stage(f"loading {os.path.basename(state.model_path)}")
     state.session = open_session(state.model_path)
     state.inputs, state.outputs = model_io(state.session)
+    state.stage(f"building {len(data.cases)} test case(s)")
     _check_output_names(state.options, state.outputs)
     state.cases = data.build(state.inputs, state.options.data)
     state.protect([path for case in state.cases for path in case.files])  # the data files are known now
@@ -190,6 +212,7 @@ def _optimize(state: _Packing) -> None:
         return
     calibration = TestData.parse(options.calibrate).build(state.inputs, options.data) if options.calibrate else []
     state.protect([path for case in calibration for path in case.files])
+    state.stage(f"optimising ({', '.join(options.optimize.names())})")
     state.optimized = optimize_file(
         state.model_path,
         os.path.join(state.tmp, MODEL_MEMBER),
@@ -211,6 +234,7 @@ def _self_check_optimized(state: _Packing) -> None:
     if state.optimized is None:
         return
     optimized_path = state.optimized.path
+    state.stage("checking the optimised model on every test case")
     state.checks = _self_check(
         state.optimized_session,
         state.stored,
@@ -289,6 +313,7 @@ def _expected_outputs(
     b_inputs: Sequence[TensorInfo],
     b_outputs: Sequence[TensorInfo],
     asserted: bool = True,
+    stage: Callable[[str], None] = _quiet,
 ) -> list[_Case]:
     """Run the model as given on each case's inputs as the bundled model takes them (e.g. float16).
 
@@ -302,6 +327,7 @@ def _expected_outputs(
     by_name = {info.name: info for info in b_inputs}
     stored = []
     for index, case in enumerate(cases):
+        stage(f"running test case {index + 1} of {len(cases)}")
         feeds = []
         for (name, array), info in zip(case.inputs, inputs, strict=True):
             target = by_name.get(name, info)
