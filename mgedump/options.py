@@ -363,6 +363,24 @@ DATA_HELP = (
 )
 
 
+def _cases_option() -> Any:
+    """``-d/--data SPEC``: the field of the test cases, in every command."""
+    return option((), "-d", "--data", metavar="SPEC", multiple=True, parse=_as_tuple, check=_cases, help=DATA_HELP)
+
+
+def _io_dump_budget(help: str) -> Any:
+    """``--io-dump-budget MB``: how much of a run's tensors one run may expose, for the commands that expose them."""
+    return option(
+        IO_DUMP_BUDGET_MB,
+        "--io-dump-budget",
+        kind=int,
+        metavar="MB",
+        show_default=True,
+        check=at_least(1, "--io-dump-budget", " (MiB)"),
+        help=help,
+    )
+
+
 @dataclass(frozen=True)
 class DataOptions(Options):
     """How test data is made from ``-d`` specs (docs/data-specs.md).
@@ -677,9 +695,7 @@ class PackOptions(Options):
             where a failing test case first diverges (0: none).
     """
 
-    cases: Any = option(
-        (), "-d", "--data", metavar="SPEC", multiple=True, parse=_as_tuple, check=_cases, help=DATA_HELP
-    )
+    cases: Any = _cases_option()
     data: DataOptions = group(DataOptions)
     maxerr: float = option(
         DEFAULT_MAXERR,
@@ -773,9 +789,7 @@ class VerifyOptions(Options):
             beyond it, a test case is run several times, a part of the tensors each.
     """
 
-    cases: Any = option(
-        (), "-d", "--data", metavar="SPEC", multiple=True, parse=_as_tuple, check=_cases, help=DATA_HELP
-    )
+    cases: Any = _cases_option()
     data: DataOptions = group(DataOptions)
     maxerr: float | None = option(
         None,
@@ -865,15 +879,7 @@ class VerifyOptions(Options):
     io_dump: str | None = option(
         None, "--io-dump", metavar="DIR", help="Write every tensor of every test case into DIR (an io dump)."
     )
-    io_dump_budget_mb: int = option(
-        IO_DUMP_BUDGET_MB,
-        "--io-dump-budget",
-        kind=int,
-        metavar="MB",
-        show_default=True,
-        check=at_least(1, "--io-dump-budget", " (MiB)"),
-        help="MiB of tensors one run may expose; beyond it a test case runs in parts.",
-    )
+    io_dump_budget_mb: int = _io_dump_budget("MiB of tensors one run may expose; beyond it a test case runs in parts.")
 
     def _check_together(self) -> None:
         if self.maxerr is not None:
@@ -897,9 +903,7 @@ class DiffOptions(Options):
         report_json: write the comparison as JSON to this file.
     """
 
-    cases: Any = option(
-        (), "-d", "--data", metavar="SPEC", multiple=True, parse=_as_tuple, check=_cases, help=DATA_HELP
-    )
+    cases: Any = _cases_option()
     data: DataOptions = group(DataOptions)
     maxerr: float | None = option(
         None,
@@ -912,15 +916,7 @@ class DiffOptions(Options):
     provider: str | None = option(
         None, "--provider", metavar="NAME", help="Execution provider for the runs (default CPU)."
     )
-    io_dump_budget_mb: int = option(
-        IO_DUMP_BUDGET_MB,
-        "--io-dump-budget",
-        kind=int,
-        metavar="MB",
-        show_default=True,
-        check=at_least(1, "--io-dump-budget", " (MiB)"),
-        help="MiB of tensors one run may expose.",
-    )
+    io_dump_budget_mb: int = _io_dump_budget("MiB of tensors one run may expose.")
     report_json: str | None = option(None, "--report-json", metavar="FILE", help="Write the comparison as JSON.")
 
     def _check_together(self) -> None:
