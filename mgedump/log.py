@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import logging
-import re
 import sys
 
-# C0 and C1 controls (escape sequences, carriage returns, newlines), and the Unicode ones that reorder or hide text
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+from .text import terminal
 
 
-def printable(text: str) -> str:
-    """Text as it may reach a terminal: every control character escaped (``\\x1b``), so what came from a file (a
-    spec, a tensor name, a manifest) can neither drive the terminal nor fake a line."""
-    return _UNPRINTABLE.sub(
-        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text
-    )
+def printable(text: object) -> str:
+    """Text as it may reach a terminal (:func:`mgedump.text.terminal`): every control character and every
+    character that reorders or hides text escaped (``\\x1b``), bytes that are not UTF-8 shown as ``\\xff``, so
+    what came from a file (a spec, a tensor name, a manifest) can neither drive the terminal nor fake a line."""
+    return terminal(text)
 
 
 LOGGER_NAME = "mgedump"

@@ -31,3 +31,12 @@ def test_a_warning_from_a_file_is_escaped(capsys):
     log.setup(0, prog="prog")
     log.warn_once("input 'x\x1b[31m': careful")
     assert capsys.readouterr().err == "prog: warning: input 'x\\x1b[31m': careful\n"
+
+
+def test_printable_is_the_terminal_cleaning_and_keeps_bytes_recoverable():
+    from mgedump import text
+
+    name = b"\xff\xfe.npy".decode("utf-8", "surrogateescape")  # how Python holds a file name that is not UTF-8
+    assert log.printable(name) == text.terminal(name) == "\\xff\\xfe.npy"
+    assert log.printable(b"x\xffy") == "x\\xffy" and log.printable("\ud800") == "\\ud800"
+    log.printable(name).encode("utf-8")  # no lone surrogate is left: it prints anywhere

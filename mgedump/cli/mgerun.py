@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ..options import VerifyOptions
+from ..report import stdout_targets
 from .common import CONTEXT, common_options, setup
 from .declared import build, declared_options, given_flags
 from .output import ProgressBar, RunPrinter
@@ -38,7 +39,9 @@ def mgerun_command(ctx: click.Context, paths: tuple[str, ...], verbose: int, qui
     data_flags = given_flags(VerifyOptions, ctx, "data")
     options = build(VerifyOptions, ctx, values)
     plan = plan_runs(paths, options, data_flags=data_flags)
-    printer = RunPrinter(verbose, len(plan.bundles) > 1)
+    # a report on stdout (--report-json -) keeps stdout to itself: the lines people read go to stderr
+    to_stdout = bool(stdout_targets((options.report_json, options.junit_xml, options.report_html)))
+    printer = RunPrinter(verbose, len(plan.bundles) > 1, err=to_stdout)
     progress = ProgressBar() if sys.stderr.isatty() and not quiet else None
     summary = verify_all(
         plan,

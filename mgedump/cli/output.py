@@ -8,14 +8,25 @@ from typing import Any
 
 import click
 
+from ..environment import summary as environment_summary
 from ..log import printable
+from ..report.schema import STATS, BundleRecord, CaseRecord, OpRow, rate_text
 
-STAT_COLUMNS = ("min", "median", "mean", "p90", "p99", "max", "stddev")
+STAT_COLUMNS = STATS
 
 
 def say(line: str = "", err: bool = False) -> None:
-    """Print one line (to stdout, or stderr with ``err``), escaped."""
-    click.echo(printable(line), err=err)
+    """Print one line (to stdout, or stderr with ``err``), escaped (:func:`mgedump.text.terminal`). A reader that
+    closed stdout early (``mgerun ... | head -1``) ends the printing quietly; the command goes on to its own exit
+    code."""
+    try:
+        click.echo(printable(line), err=err)
+    except BrokenPipeError:
+        if err:
+            return
+        from ..report import silence_stdout
+
+        silence_stdout()
 
 
 def print_packed(output: str, result: Any) -> None:
@@ -92,30 +103,29 @@ def float16_lines(float16: dict[str, Any] | None, limit: int = 10) -> list[str]:
     return lines
 
 
-def case_lines(case: Any, report: Any, verbose: int = 0) -> list[str]:
-    """One test case: a head line, then every output (verbose) or the failures only (silent)."""
+def case_lines(
+    case: CaseRecord, show_passing: bool = False, verbose: int = 0, elsewhere: Sequence[str] = ()
+) -> list[str]:
+    """One test case: a head line, then every output (``show_passing``) or the failures only (silent).
+
+    Args:
+        verbose: 1 and more: every run's latency too.
+        elsewhere: what differs from where the bundle was packed, said beside a failed check.
+    """
     lines = []
-    for check in case.checks:
-        if not check.passed:
-            lines += check.failure_lines()
-        elif report.verbose:
-            lines.append(f"AssertEqual: err={check.err:g} (name={check.name})")
-    head = f"test case {case.index} ({case.origin}: {case.spec})"
+    for out in case.outputs:
+        if not out.passed:
+            lines += out.failure or [f"{out.name} failed"]
+        elif show_passing:
+            lines.append(f"AssertEqual: err={out.err:g} (name={out.name})")
     if case.error:
-        lines.insert(0, f"{head}: FAILED: {case.error}")
-    elif lines or report.verbose:
-        lines.insert(0, head)
-    diagnosis = getattr(case, "diagnosis", None)
-    if diagnosis is not None:
-        if diagnosis.get("text"):
-            lines.append(f"  first divergence (against the bundle's embedded io dump): {diagnosis['text']}")
-        elif diagnosis.get("error"):
-            lines.append(f"  no diagnosis: {diagnosis['error']}")
-        else:
-            lines.append(
-                f"  no node introduces error above maxerr {diagnosis['maxerr']:g} among the "
-                f"{diagnosis.get('matched', 0)} tensors that match the embedded io dump"
-            )
+        lines.insert(0, f"{case.head}: FAILED: {case.error}")
+    elif lines or show_passing:
+        lines.insert(0, case.head)
+    if case.diagnosis is not None:
+        lines.append(f"  {case.diagnosis.line()}")
+    if not case.passed and elsewhere:
+        lines.append("  where it ran differs from where it was packed: " + "; ".join(elsewhere))
     if verbose > 0 and case.timing.latencies_ms:
         lines.append("  iterations (ms): " + " ".join(f"{ms:.3f}" for ms in case.timing.latencies_ms))
     return lines
@@ -133,47 +143,42 @@ def table(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-def timing_lines(report: Any) -> list[str]:
+def timing_lines(bundle: BundleRecord) -> list[str]:
     """The latency table (ms) of every test case, then the batch sweep if any."""
     lines: list[str] = []
-    load = report.session.get("concurrency", 1) if report.session else 1
+    load = bundle.session.concurrency if bundle.session else 1
     title = "latency (ms)" if load == 1 else f"latency (ms), {load} at once"
-    rows = [[title, "batch", "iters", *STAT_COLUMNS, "inf/s", "samples/s"]]
-    for case in report.cases:
-        stats = case.timing.stats()
-        if not stats.get("count"):
+    rows = [[title, "batch", "iters", *STATS, "inf/s", "samples/s"]]
+    for case in bundle.test_cases:
+        timing = case.timing
+        if not timing.latency.count:
             continue
-        rate = case.timing.throughput()
         rows.append(
             [
                 f"test case {case.index}",
-                str(case.timing.batch),
-                str(stats["count"]),
-                *(f"{stats[c]:.3f}" for c in STAT_COLUMNS),
-                _rate(rate["inferences_per_s"]),
-                _rate(rate["samples_per_s"]),
+                str(timing.batch),
+                str(timing.latency.count),
+                *(timing.latency.cell(stat) for stat in STATS),
+                rate_text(timing.inferences_per_s),
+                rate_text(timing.samples_per_s),
             ]
         )
     if len(rows) > 1:
         lines += table(rows)
     sweep = [["batch sweep (ms)", "batch", "median", "min", "p90", "ms/sample", "inf/s", "samples/s"]]
-    for case in report.cases:
+    for case in bundle.test_cases:
         for timing in case.sweep:
-            stats, rate = timing.stats(), timing.throughput()
+            per_sample = timing.ms_per_sample
             sweep.append(
                 [
                     f"test case {case.index}",
                     str(timing.batch),
-                    f"{stats['median']:.3f}",
-                    f"{stats['min']:.3f}",
-                    f"{stats['p90']:.3f}",
-                    f"{stats['median'] / timing.batch:.3f}",
-                    _rate(rate["inferences_per_s"]),
-                    _rate(rate["inferences_per_s"] * timing.batch),
+                    timing.latency.cell("median"),
+                    timing.latency.cell("min"),
+                    timing.latency.cell("p90"),
+                    "-" if per_sample is None else f"{per_sample:.3f}",
+                    rate_text(timing.inferences_per_s),
+                    rate_text(timing.sample_rate),
                 ]
             )
     if len(sweep) > 1:
@@ -181,92 +186,101 @@ def timing_lines(report: Any) -> list[str]:
     return lines
 
 
-def cold_start_line(report: Any, peak_rss_mib: float | None = None) -> str:
-    """Creating the session, the first run, and (for one bundle) the process's peak memory."""
-    cold = report.cold_start()
-    parts = []
-    if cold["session_create_ms"] is not None:
-        parts.append(f"session created in {cold['session_create_ms']:.1f} ms")
-    if cold["first_run_ms"] is not None:
-        parts.append(f"first run {cold['first_run_ms']:.3f} ms")
-    if peak_rss_mib is not None:
-        parts.append(f"peak memory {peak_rss_mib:.0f} MiB")
-    return "cold start: " + ", ".join(parts) if parts else ""
-
-
-def op_profile_lines(op_profile: Sequence[dict[str, Any]] | None, top: int | None = 10) -> list[str]:
+def op_profile_lines(op_profile: Sequence[OpRow] | None, top: int | None = 10) -> list[str]:
     """The time per operator type of ``--profile``, as load_and_run's profiler prints it."""
     if not op_profile:
         return []
     rows = [["op type (profile)", "nodes", "calls", "total ms", "ms/run", "share"]]
     for row in op_profile[:top]:
-        nodes = "-" if row["nodes"] is None else f"{row['nodes']:g}"
-        per_run = "-" if row["ms_per_run"] is None else f"{row['ms_per_run']:.3f}"
-        rows.append(
-            [row["op_type"], nodes, str(row["calls"]), f"{row['total_ms']:.3f}", per_run, f"{row['share']:.1%}"]
-        )
+        nodes = "-" if row.nodes is None else f"{row.nodes:g}"
+        per_run = "-" if row.ms_per_run is None else f"{row.ms_per_run:.3f}"
+        rows.append([row.op_type, nodes, str(row.calls), f"{row.total_ms:.3f}", per_run, f"{row.share:.1%}"])
     lines = table(rows)
     if top is not None and len(op_profile) > top:
         lines.append(f"... and {len(op_profile) - top} more op type(s) (-v lists them all)")
     return lines
 
 
-def summary_line(report: Any, prefix: str = "") -> str:
-    """How many test cases failed, or that all passed ("" when silent and all passed, for one bundle)."""
-    failed = [case for case in report.cases if not case.passed]
-    if failed:
-        return f"{prefix}FAILED: {len(failed)} of {len(report.cases)} test case(s) failed"
-    if report.verbose or prefix:
-        what = "passed" if report.assertion else "ran (no assertions)"
-        return f"{prefix}all {len(report.cases)} test case(s) {what}"
-    return ""
+def environment_lines(bundle: BundleRecord) -> list[str]:
+    """What differs between where a bundle was packed and where it ran (or that the former is unknown)."""
+    if not bundle.environment_differences:
+        return []
+    if not bundle.packed_environment:
+        return list(bundle.environment_differences)
+    return ["where it ran differs from where it was packed: " + "; ".join(bundle.environment_differences)]
 
 
 class RunPrinter:
     """What ``mgerun`` prints as it goes: each test case; after each bundle its timing, cold start, operator
-    profile and summary line; with several bundles, a header before each and a total at the end.
+    profile, what differs from where it was packed, and its verdict; at the end, where it ran and, with several
+    bundles, the total. Everything is rendered from the report's records (:mod:`mgedump.report.schema`).
 
     --silent leaves out passing assertions only: the timing is always printed, as load_and_run prints it.
+
+    Args:
+        err: print on stderr (a report goes to stdout: ``--report-json -``).
     """
 
-    def __init__(self, verbose: int = 0, many: bool = False) -> None:
+    def __init__(self, verbose: int = 0, many: bool = False, err: bool = False) -> None:
         self.verbose = verbose
         self.many = many
+        self.err = err
+
+    def _say(self, lines: Sequence[str]) -> None:
+        for line in lines:
+            say(line, err=self.err)
 
     def start(self, path: str) -> None:
         if self.many:
-            say(f"== {path}")
+            self._say([f"== {path}"])
 
     def case(self, case: Any, report: Any) -> None:
-        for line in case_lines(case, report, self.verbose):
-            say(line)
+        """After each test case: ``case`` is a :class:`~mgedump.commands.verify.CaseReport` of ``report``."""
+        elsewhere = differences_known(report)
+        self._say(case_lines(case.record(), report.verbose, self.verbose, elsewhere))
 
     def bundle(self, result: Any) -> None:
+        """After each bundle: ``result`` is a :class:`~mgedump.commands.verify_many.BundleResult`."""
         if result.error is not None:  # only with several bundles: one alone raises
             message = result.error.one_line()
             say(f"mgerun: error: {message}", err=True)
-            say(f"{result.path}: ERROR (exit {result.error.exit_code}): {message.removeprefix(result.path + ': ')}")
+            self._say(
+                [f"{result.path}: ERROR (exit {result.error.exit_code}): {message.removeprefix(result.path + ': ')}"]
+            )
             return
-        report = result.report
-        lines = timing_lines(report)
-        cold = cold_start_line(report, None if self.many else result.peak_rss_mib)
+        bundle = result.record()
+        lines = timing_lines(bundle)
+        cold = bundle.cold_start.line(None if self.many else bundle.peak_rss_mib)
         lines += [cold] if cold else []
-        lines += op_profile_lines(report.op_profile, None if self.verbose else 10)
-        last = summary_line(report, f"{result.path}: " if self.many else "")
+        lines += op_profile_lines(bundle.op_profile, None if self.verbose else 10)
+        if not self.many:  # with several, said once at the end
+            lines.append(f"ran with {environment_summary(result.report.environment)}")
+        lines += environment_lines(bundle)
+        last = bundle.verdict_line(
+            f"{result.path}: " if self.many else "", quiet_pass=not (result.report.verbose or self.many)
+        )
         lines += [last] if last else []
-        for line in lines:
-            say(line)
+        self._say(lines)
 
     def total(self, summary: Any) -> None:
-        if not self.many:
-            return
-        counts = {"passed": 0, "failed": 0, "error": 0}
-        for result in summary.results:
-            counts["error" if result.error else "passed" if result.exit_code == 0 else "failed"] += 1
-        say(
-            f"{len(summary.results)} bundle(s): {counts['passed']} passed, {counts['failed']} failed, "
-            f"{counts['error']} could not run; peak memory {summary.peak_rss_mib:.0f} MiB; exit {summary.exit_code}"
-        )
+        """At the end, with several bundles: where they ran, and how many passed."""
+        lines = []
+        if summary.environment and self.many:
+            lines.append(f"ran with {environment_summary(summary.environment)}")
+        if self.many:
+            counts = {"passed": 0, "failed": 0, "error": 0}
+            for result in summary.results:
+                counts["error" if result.error else "passed" if result.exit_code == 0 else "failed"] += 1
+            lines.append(
+                f"{len(summary.results)} bundle(s): {counts['passed']} passed, {counts['failed']} failed, "
+                f"{counts['error']} could not run; peak memory {summary.peak_rss_mib:.0f} MiB; exit {summary.exit_code}"
+            )
+        self._say(lines)
+
+
+def differences_known(report: Any) -> list[str]:
+    """What differs from a known packing environment (none when it is unknown: that is said once per bundle)."""
+    return report.environment_differences() if report.packed_environment else []
 
 
 class ProgressBar:

@@ -17,11 +17,25 @@ from ..assertion import OutputCheck, assert_equal
 from ..bundle import Bundle, case_folder
 from ..bundle.requirements import check_requirements
 from ..data import TestData, check_shape
+from ..environment import differences, run_environment
 from ..errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
 from ..fileio import atomic_output, check_folder_target, check_target, hash_files
 from ..limits import available_memory, require_memory
 from ..log import warn_once
 from ..options import VerifyOptions
+from ..report import bundle_name, check_report_targets
+from ..report.schema import (
+    Assertion,
+    BundleRecord,
+    CaseRecord,
+    ColdStart,
+    Diagnosis,
+    OpRow,
+    OutputRecord,
+    Session,
+    TensorRecord,
+    TimingRecord,
+)
 from ..runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
 from ..timing import Progress, Timing, batch_of, time_runs
 
@@ -30,7 +44,7 @@ __all__ = ["CaseReport", "Report", "VerifyOptions", "is_plain_model", "verify"]
 
 @dataclass
 class CaseReport:
-    """One test case's checks and timings."""
+    """One test case's checks and timings; :meth:`record` is what the reports show of it."""
 
     index: int
     spec: str
@@ -50,32 +64,29 @@ class CaseReport:
     def latency(self) -> dict[str, float | int]:
         return self.timing.stats()
 
+    def record(self) -> CaseRecord:
+        """The test case as the reports show it (docs/reports.md, "A test case")."""
+        return CaseRecord(
+            index=self.index,
+            spec=self.spec,
+            origin=self.origin,
+            passed=self.passed,
+            error=self.error,
+            outputs=[OutputRecord.of(check) for check in self.checks],
+            timing=TimingRecord.of(self.timing),
+            seconds=self.seconds,
+            sweep=[TimingRecord.of(timing) for timing in self.sweep],
+            diagnosis=None if self.diagnosis is None else Diagnosis.from_json(self.diagnosis),
+        )
+
     def to_json(self) -> dict[str, Any]:
-        timing = self.timing.to_json()
-        return {
-            "index": self.index,
-            "spec": self.spec,
-            "origin": self.origin,
-            "passed": self.passed,
-            "error": self.error,
-            "outputs": [check.to_json() for check in self.checks],
-            "batch": timing["batch"],
-            "latency_ms": timing["latency_ms"],
-            "latencies_ms": timing["latencies_ms"],
-            "inferences_per_s": timing["inferences_per_s"],
-            "samples_per_s": timing["samples_per_s"],
-            "warmup_ms": timing["warmup_ms"],
-            "concurrency": timing["concurrency"],
-            "wall_s": timing["wall_s"],
-            "seconds": self.seconds,
-            "sweep": [t.to_json() for t in self.sweep],
-            "diagnosis": self.diagnosis,
-        }
+        return self.record().to_json()
 
 
 @dataclass
 class Report:
-    """The result of :func:`verify`; :attr:`exit_code` is the command's exit code."""
+    """The result of :func:`verify`; :attr:`exit_code` is the command's exit code; :meth:`record` is what the
+    reports show of it."""
 
     source: str
     kind: str
@@ -90,11 +101,20 @@ class Report:
     op_profile: list[dict[str, Any]] | None = None  # with --profile: time per operator type, most first
     session_create_ms: float | None = None
     files: list[str] = field(default_factory=list, repr=False)  # every file read: outputs must not overwrite them
+    packed_environment: dict[str, Any] | None = None  # the manifest's: where the bundle was packed
+    environment: dict[str, Any] = field(default_factory=run_environment, repr=False)  # where it runs
 
     def cold_start(self) -> dict[str, float | None]:
         """Creating the session, and the first run (its first warm-up run, else its first timed run)."""
         first = next((ms for ms in (c.timing.first_run_ms() for c in self.cases) if ms is not None), None)
         return {"session_create_ms": self.session_create_ms, "first_run_ms": first}
+
+    def environment_differences(self) -> list[str]:
+        """What differs between where the bundle was packed and where it runs that can change results (for a
+        bundle that does not record it, one sentence saying so); none for a plain model."""
+        if self.kind != "bundle":
+            return []
+        return differences(self.packed_environment, self.environment)
 
     @property
     def passed(self) -> bool:
@@ -104,23 +124,28 @@ class Report:
     def exit_code(self) -> int:
         return EXIT_OK if self.passed else EXIT_FAILED
 
+    def record(self, name: str | None = None) -> BundleRecord:
+        """The bundle as the reports show it (docs/reports.md, "A bundle"); ``name`` defaults to
+        :func:`~mgedump.report.bundle_name` of the source."""
+        return BundleRecord(
+            source=self.source,
+            name=name or bundle_name(self.source),
+            kind=self.kind,
+            exit_code=self.exit_code,
+            assertion=Assertion(self.assertion, self.maxerr),
+            session=Session.from_json(self.session),
+            cold_start=ColdStart.from_json(self.cold_start()),
+            inputs=[TensorRecord.from_json(info.to_json()) for info in self.inputs],
+            outputs=[TensorRecord.from_json(info.to_json()) for info in self.outputs],
+            profile=self.profile,
+            op_profile=None if self.op_profile is None else [OpRow.from_json(row) for row in self.op_profile],
+            test_cases=[case.record() for case in self.cases],
+            packed_environment=self.packed_environment,
+            environment_differences=self.environment_differences(),
+        )
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "report_version": 1,
-            "source": self.source,
-            "kind": self.kind,
-            "passed": self.passed,
-            "exit_code": self.exit_code,
-            "assertion": {"enabled": self.assertion, "maxerr": self.maxerr},
-            "session": self.session,
-            "inputs": [info.to_json() for info in self.inputs],
-            "outputs": [info.to_json() for info in self.outputs],
-            "test_cases": [case.to_json() for case in self.cases],
-            "profile": self.profile,
-            "op_profile": self.op_profile,
-            "cold_start": self.cold_start(),
-            "error": None,
-        }
+        return self.record().to_json()
 
 
 @dataclass
@@ -145,6 +170,7 @@ class _Prepared:
     model_path: str = ""
     model_sha256: str = ""
     reference: str | None = None  # the embedded io dump's folder, extracted
+    packed_environment: dict[str, Any] | None = None  # the manifest's: where the bundle was packed
     files: list[str] = field(default_factory=list)  # data files read (outputs must not overwrite them)
     session_ms: float = 0.0  # creating the session: the cold start
 
@@ -225,6 +251,7 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         model_path=model_path,
         model_sha256=model.sha256,
         reference=reference,
+        packed_environment=manifest.environment,
         session_ms=session_ms,
     )
 
@@ -259,9 +286,9 @@ def is_plain_model(path: str, options: VerifyOptions) -> bool:
 
 def _check_outputs(options: VerifyOptions, protected: Sequence[str]) -> None:
     """Refuse outputs that cannot be written, or would overwrite an input, before any work starts."""
-    for target in (options.profile, options.report_json, options.junit_xml, options.report_html):
-        if target:
-            check_target(target, protected)
+    if options.profile:
+        check_target(options.profile, protected)
+    check_report_targets((options.report_json, options.junit_xml, options.report_html), protected)
     if options.bin_out_dump:
         check_folder_target(options.bin_out_dump, "--bin-out-dump", protected)
     if options.io_dump:
@@ -358,6 +385,7 @@ def _new_report(path: str, prepared: _Prepared, options: VerifyOptions, protecte
         verbose=prepared.verbose if options.silent is None else not options.silent,
         session=session_info,
         session_create_ms=prepared.session_ms,
+        packed_environment=prepared.packed_environment,
         files=list(protected),
     )
 
@@ -388,17 +416,28 @@ def _run_case(
 ) -> CaseReport:
     batch = batch_of(case.feeds)
     began = time.perf_counter()
-    load = {"duration_s": options.duration_s, "concurrency": options.concurrency, "max_runs": max_runs}
     label = f"{prefix}test case {index}"
+
+    def timed(feeds: dict[str, np.ndarray], what: str) -> tuple[Timing, Any]:
+        return time_runs(
+            prepared.session,
+            feeds,
+            options.iters,
+            options.warmup,
+            progress,
+            what,
+            duration_s=options.duration_s,
+            concurrency=options.concurrency,
+            max_runs=max_runs,
+        )
+
     try:
-        timing, first = time_runs(prepared.session, case.feeds, options.iters, options.warmup, progress, label, **load)
+        timing, first = timed(case.feeds, label)
         got = to_numpy_outputs(first or [], prepared.outputs)
         sweep = []
         for n in options.repeat_sweep:
             feeds = {k: (np.repeat(v, n, axis=0) if v.ndim else v) for k, v in case.feeds.items()}
-            swept, _ = time_runs(
-                prepared.session, feeds, options.iters, options.warmup, progress, f"{label}, batch x{n}", **load
-            )
+            swept, _ = timed(feeds, f"{label}, batch x{n}")
             sweep.append(swept)
     except (RunError, ModelError) as exc:
         error = exc.one_line()
@@ -484,6 +523,7 @@ def _diagnose(
     from ..diagnose.exposed import ModelDumper
     from ..diagnose.iodump import IoDump
 
+    assert prepared.reference is not None  # the caller diagnoses only bundles that carry an io dump
     reference = IoDump(prepared.reference)  # members were hash-checked with the bundle
     if index not in reference.cases:
         return None

@@ -15,7 +15,6 @@ and ``--io-dump DIR`` write into ``DIR/NAME/``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -24,27 +23,28 @@ from typing import Any
 
 from ..bundle.format import BUNDLE_SUFFIX
 from ..data import TestData
+from ..environment import run_environment
 from ..errors import EXIT_OK, MgeError, UsageError
-from ..fileio import check_folder_target, check_target, write_bytes_atomic
+from ..fileio import check_folder_target
 from ..limits import peak_rss_mib
 from ..options import VerifyOptions, changed
-from ..report import bundle_name
+from ..report import bundle_name, check_report_targets, unique_names, utc_timestamp, write_report
+from ..report.schema import BundleRecord, RunReport, dumps
 from ..runtime import resolve_providers
 from ..timing import Progress
 from .verify import CaseReport, Report, is_plain_model, verify
 
-REPORT_VERSION = 2
-
 
 @dataclass
 class BundleResult:
-    """One bundle's outcome: its report, or the error that stopped it."""
+    """One bundle's outcome: its report, or the error that stopped it; :meth:`record` is what the reports show."""
 
     path: str
     report: Report | None = None
     error: MgeError | None = None
     seconds: float = 0.0
     peak_rss_mib: float | None = None  # the process's peak memory when the bundle ended
+    started: str = field(default_factory=utc_timestamp)  # ISO 8601, UTC
 
     @property
     def exit_code(self) -> int:
@@ -53,30 +53,33 @@ class BundleResult:
         assert self.report is not None
         return self.report.exit_code
 
-    def to_json(self) -> dict[str, Any]:
+    def record(self, name: str | None = None) -> BundleRecord:
+        """The bundle as the reports show it; ``name`` defaults to its :func:`~mgedump.report.bundle_name`."""
         if self.report is not None:
-            document = self.report.to_json()
-            document.pop("report_version", None)
+            record = self.report.record(name)
         else:
             assert self.error is not None
-            document = {
-                "source": self.path,
-                "kind": "bundle",
-                "passed": False,
-                "exit_code": self.error.exit_code,
-                "error": self.error.one_line(),
-                "test_cases": [],
-            }
-        document["seconds"] = self.seconds
-        return document
+            record = BundleRecord(
+                source=self.path,
+                name=name or bundle_name(self.path),
+                kind="bundle",
+                exit_code=self.error.exit_code,
+                error=self.error.one_line(),
+            )
+        record.seconds, record.started, record.peak_rss_mib = self.seconds, self.started, self.peak_rss_mib
+        return record
+
+    def to_json(self) -> dict[str, Any]:
+        return self.record().to_json()
 
 
 @dataclass
 class Summary:
-    """Every bundle's outcome; :attr:`exit_code` is the worst of them."""
+    """Every bundle's outcome; :attr:`exit_code` is the worst of them; :meth:`record` is the report of them all."""
 
     results: list[BundleResult] = field(default_factory=list)
     peak_rss_mib: float | None = None
+    environment: dict[str, Any] = field(default_factory=run_environment)  # where this call runs
 
     @property
     def exit_code(self) -> int:
@@ -86,14 +89,18 @@ class Summary:
     def passed(self) -> bool:
         return self.exit_code == EXIT_OK
 
+    def record(self) -> RunReport:
+        """The report of every bundle (docs/reports.md): what the JSON, JUnit and HTML reports render."""
+        names = unique_names([result.path for result in self.results])
+        return RunReport(
+            bundles=[result.record(name) for result, name in zip(self.results, names, strict=True)],
+            exit_code=self.exit_code,
+            peak_rss_mib=self.peak_rss_mib,
+            environment=self.environment,
+        )
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "report_version": REPORT_VERSION,
-            "passed": self.passed,
-            "exit_code": self.exit_code,
-            "peak_rss_mib": self.peak_rss_mib,
-            "bundles": [result.to_json() for result in self.results],
-        }
+        return self.record().to_json()
 
 
 def expand_paths(paths: Sequence[str]) -> list[str]:
@@ -166,9 +173,7 @@ def plan_runs(
     _check_unique_names(bundles, options, many)
     list_files = options.cases.list_files if isinstance(options.cases, TestData) else []
     protected = (*bundles, *list_files)
-    for target in (options.report_json, options.junit_xml, options.report_html):
-        if target:
-            check_target(target, protected)
+    check_report_targets((options.report_json, options.junit_xml, options.report_html), protected)
     return RunPlan(tuple(bundles), options, protected)
 
 
@@ -265,18 +270,18 @@ def _check_unique_names(bundles: Sequence[str], options: VerifyOptions, many: bo
 
 
 def write_reports(summary: Summary, options: VerifyOptions, protected: Sequence[str]) -> None:
-    """Write the JSON, JUnit XML and HTML reports the options ask for, all from the one JSON document."""
+    """Write the JSON, JUnit XML and HTML reports the options ask for, all from the one report's records; a
+    target ``-`` is standard output."""
     if not (options.report_json or options.junit_xml or options.report_html):
         return
-    document = summary.to_json()
+    report = summary.record()
     if options.report_json:
-        text = json.dumps(document, indent=1, sort_keys=True) + "\n"
-        write_bytes_atomic(options.report_json, text.encode(), protected)
+        write_report(options.report_json, dumps(report.to_json()).encode(), protected)
     if options.junit_xml:
         from ..report.junit import render_junit
 
-        write_bytes_atomic(options.junit_xml, render_junit(document), protected)
+        write_report(options.junit_xml, render_junit(report), protected)
     if options.report_html:
         from ..report.html import render_html
 
-        write_bytes_atomic(options.report_html, render_html(document).encode(), protected)
+        write_report(options.report_html, render_html(report).encode(), protected)

@@ -1,18 +1,124 @@
-"""Reports rendered from the JSON report (``mgerun --report-json``, report version 2): JUnit XML for CI servers
-(:mod:`.junit`) and a self-contained HTML page for people (:mod:`.html`, plots in :mod:`.svg`).
+"""The reports of ``mgerun``: typed records (:mod:`.schema`) that every renderer reads, the JSON report
+(report version 2), JUnit XML for CI servers (:mod:`.junit`) and a self-contained HTML page for people
+(:mod:`.html`, plots in :mod:`.svg`).
 
-Rendering from the one JSON document keeps the three reports in agreement, and
-lets a report be rendered again later from a saved JSON file.
+Rendering every report from the one :class:`~.schema.RunReport` keeps them in
+agreement, and lets a report be rendered again later from a saved JSON file
+(``RunReport.from_json``). A report's target ``-`` is standard output
+(:func:`write_report`).
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
 
-from ..bundle.format import BUNDLE_SUFFIX
+STDOUT = "-"
 
 
 def bundle_name(path: str) -> str:
     """What a bundle is called in reports and per-bundle output names: its file name without its suffix."""
+    from ..bundle.format import BUNDLE_SUFFIX  # here: the bundle package imports numpy
+
     base = os.path.basename(str(path))
     return base.removesuffix(BUNDLE_SUFFIX) or base
+
+
+def unique_names(paths: Sequence[str]) -> list[str]:
+    """What the reports call each bundle of one call: its :func:`bundle_name`, or, where two bundles share it
+    (``x/a/m.mgetest`` and ``x/b/m.mgetest``), as many of their last path components as tell them apart
+    (``a/m``, ``b/m``), so that no two suites or sections of a report share a name."""
+    from ..bundle.format import BUNDLE_SUFFIX
+
+    names = [bundle_name(path) for path in paths]
+    parts = [os.path.normpath(os.path.abspath(str(path))).removesuffix(BUNDLE_SUFFIX).split(os.sep) for path in paths]
+    for name in {n for n in names if names.count(n) > 1}:
+        group = [k for k, n in enumerate(names) if n == name]
+        for depth in range(2, max(len(parts[k]) for k in group) + 1):
+            tails = ["/".join(parts[k][-depth:]) for k in group]
+            if len(set(tails)) == len(tails) or depth == max(len(parts[k]) for k in group):
+                for k, tail in zip(group, tails, strict=True):
+                    names[k] = tail
+                break
+    return names
+
+
+def utc_timestamp() -> str:
+    """Now, ISO 8601 in UTC to the second: ``2025-01-31T09:30:00Z``."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def is_stdout(target: str | None) -> bool:
+    """Whether a report's target is this process's standard output: ``-``, or a name of the file standard output
+    is (``/dev/stdout``, ``/dev/fd/1``, ``/proc/self/fd/1``, or the log file it is redirected to). Those are
+    written in place, never replaced by a new file (which would drop what was printed before)."""
+    if not target:
+        return False
+    if target == STDOUT:
+        return True
+    try:
+        there, out = os.stat(target), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return os.path.samestat(there, out) and not stat.S_ISDIR(there.st_mode)
+
+
+def stdout_targets(targets: Iterable[str | None]) -> list[str]:
+    """The targets among these that are standard output."""
+    return [t for t in targets if t and is_stdout(t)]
+
+
+def check_report_targets(targets: Iterable[str | None], protected: Iterable[str] = ()) -> None:
+    """Check, before any work, that each report's target can be written: at most one of them on standard output
+    (two would interleave), the others files that can be created (:func:`mgedump.fileio.check_target`).
+
+    Raises:
+        UsageError: several reports to standard output.
+        OutputError: a file that cannot be written.
+    """
+    from ..errors import UsageError
+    from ..fileio import check_target
+
+    given = [t for t in targets if t]
+    if len(stdout_targets(given)) > 1:
+        raise UsageError("only one report can go to standard output (-): give the others a file")
+    for target in given:
+        if not is_stdout(target):
+            check_target(target, protected)
+
+
+def write_report(target: str, data: bytes, protected: Iterable[str] = ()) -> None:
+    """Write one report: to standard output for ``-`` (and its other names, see :func:`is_stdout`), else
+    atomically beside the target (:func:`mgedump.fileio.write_bytes_atomic`).
+
+    A reader that closes the pipe early (``mgerun ... --report-json - | head -c 10``) ends the writing quietly:
+    standard output is pointed at the null device, so nothing written later fails either.
+
+    Raises:
+        OutputError: the target cannot be written.
+    """
+    if not is_stdout(target):
+        from ..fileio import write_bytes_atomic
+
+        write_bytes_atomic(target, data, protected)
+        return
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def silence_stdout() -> None:
+    """Point standard output at the null device: after a reader closed the pipe, what is still printed (and
+    Python's own flush at exit) goes nowhere instead of failing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

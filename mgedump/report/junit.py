@@ -1,110 +1,188 @@
-"""JUnit XML from the JSON report: what Jenkins, GitLab and GitHub test reporters read.
+"""JUnit XML from the report's records: what Jenkins, GitLab and GitHub test reporters read.
 
-One ``<testsuite>`` per bundle and one ``<testcase>`` per (bundle, test case):
-``classname`` is the bundle's name, ``name`` the test case and its spec,
-``time`` its wall time in seconds. A failed assertion is a ``<failure>`` holding
-the AssertEqual lines ``mgerun`` prints; a model that failed to run is an
-``<error>``; a bundle that could not be read at all is one ``<testcase>`` named
-``bundle`` with an ``<error>``. Each test case's latency line goes in its
-``<system-out>``.
+The document follows Jenkins' JUnit schema (``jenkins-junit.xsd``; the tests
+check every rule of it) and parses with junitparser and xunitparser:
+
+- one ``<testsuite>`` per bundle, named as the other reports name it (its file
+  name without ``.mgetest``; ``a/m`` and ``b/m`` where two share a file name),
+  with ``timestamp`` (when it started, UTC) and ``hostname`` (where it ran);
+- ``<properties>``: how it ran, where it ran, where it was packed and what
+  differs; each name carries the suite's name (``source (cnn)``), so that no
+  two suites of the document hold one property name;
+- one ``<testcase>`` per test case: ``classname`` is the suite's name, ``name``
+  is ``test case N (ORIGIN: SPEC)`` with the packing machine's folders left
+  out of paths, ``time`` its wall time in seconds;
+- a failed assertion is a ``<failure type="AssertEqual">`` holding the lines
+  ``mgerun`` prints, then the first divergence and what differs from where the
+  bundle was packed; a model that failed to run is an ``<error
+  type="RunError">``; a test case whose outputs were not checked (``--no-assert``,
+  a plain model) is ``<skipped>``; a bundle that could not be read is one
+  ``<testcase name="bundle">`` with an ``<error type="BundleError">``;
+- each test case's ``<system-out>`` holds its latency line and its full spec.
+
+Text goes through :func:`mgedump.text.xml` and the standard library's
+:class:`~xml.sax.saxutils.XMLGenerator`: characters XML 1.0 cannot hold are
+shown as visible escapes, never as character references parsers refuse.
 """
 
 from __future__ import annotations
 
-import re
-import xml.etree.ElementTree as ET
+import io
 from typing import Any
+from xml.sax.saxutils import XMLGenerator
+from xml.sax.xmlreader import AttributesImpl
 
-from . import bundle_name
+from .. import text
+from ..environment import summary as environment_summary
+from .schema import BundleRecord, CaseRecord, RunReport, as_report
 
-# characters XML 1.0 cannot hold at all, even escaped
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-
-
-def _text(value: Any) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+SKIPPED = "not checked: assertions are off (run and timed only)"
 
 
-def _seconds(value: Any) -> str:
+def _seconds(value: float | None) -> str:
     return f"{float(value or 0.0):.6f}"
 
 
-def _latency_line(case: dict[str, Any]) -> str:
-    stats = case.get("latency_ms") or {}
-    if not stats.get("count"):
-        return ""
-    rate = case.get("inferences_per_s")
-    return (
-        f"latency (ms): median {stats['median']:.3f}, min {stats['min']:.3f}, p90 {stats['p90']:.3f}, "
-        f"p99 {stats['p99']:.3f} over {stats['count']} runs"
-        + (f"; {rate:.1f} inf/s" if rate else "")
-        + (f" at {case['concurrency']} concurrent runs" if case.get("concurrency", 1) > 1 else "")
+def _timestamp(started: str) -> str:
+    """JUnit's timestamp: ISO 8601 without a zone (it is UTC)."""
+    return started.removesuffix("Z")
+
+
+class _Writer:
+    """Indented XML through :class:`XMLGenerator`, every text and attribute cleaned by :func:`mgedump.text.xml`."""
+
+    def __init__(self) -> None:
+        self.out = io.StringIO()
+        self.xml = XMLGenerator(self.out, encoding="utf-8", short_empty_elements=True)
+        self.depth = 0
+
+    def _indent(self) -> None:
+        self.xml.ignorableWhitespace("\n" + "  " * self.depth)
+
+    def open(self, tag: str, **attrs: Any) -> None:
+        self._indent()
+        self.xml.startElement(tag, AttributesImpl({k: text.xml(v) for k, v in attrs.items()}))
+        self.depth += 1
+
+    def close(self, tag: str) -> None:
+        self.depth -= 1
+        self._indent()
+        self.xml.endElement(tag)
+
+    def leaf(self, tag: str, body: str | None = None, **attrs: Any) -> None:
+        self._indent()
+        self.xml.startElement(tag, AttributesImpl({k: text.xml(v) for k, v in attrs.items()}))
+        if body:
+            self.xml.characters(text.xml(body, lines=True))
+        self.xml.endElement(tag)
+
+    def document(self) -> bytes:
+        return b'<?xml version="1.0" encoding="utf-8"?>' + self.out.getvalue().encode("utf-8") + b"\n"
+
+
+def _properties(bundle: BundleRecord, environment: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """(name, value) of a suite's properties."""
+    found = [("source", bundle.source), ("kind", bundle.kind)]
+    if bundle.error is not None:
+        return [*found, ("error", bundle.error)]
+    session, assertion = bundle.session, bundle.assertion
+    assert session is not None and assertion is not None
+    found += [
+        ("providers", ", ".join(session.providers)),
+        ("threads", str(session.threads or "default")),
+        ("graph_opt", session.graph_opt),
+        ("iters", str(session.iters)),
+        ("warmup", str(session.warmup)),
+        ("concurrency", str(session.concurrency)),
+        ("maxerr", f"{assertion.maxerr:g}" if assertion.enabled else "no assertions"),
+    ]
+    if environment:
+        found.append(("environment", environment_summary(environment)))
+    if bundle.kind == "bundle":
+        packed = bundle.packed_environment
+        found.append(("packed environment", environment_summary(packed) if packed else "unknown"))
+        found.append(("environment differences", "; ".join(bundle.environment_differences) or "none"))
+    return found
+
+
+def _failure_text(case: CaseRecord, bundle: BundleRecord) -> str:
+    lines = case.failure_lines()
+    if case.diagnosis is not None:
+        lines.append(case.diagnosis.line())
+    if bundle.environment_differences:
+        lines.append("where it ran differs from where it was packed: " + "; ".join(bundle.environment_differences))
+    return "\n".join(lines)
+
+
+def _outcome(case: CaseRecord, bundle: BundleRecord) -> str:
+    """``passed``, ``failure``, ``error`` (the model failed to run) or ``skipped`` (outputs not checked)."""
+    if case.error:
+        return "error"
+    if not case.passed:
+        return "failure"
+    return "passed" if bundle.checked else "skipped"
+
+
+def _testcase(w: _Writer, suite: str, case: CaseRecord, bundle: BundleRecord) -> None:
+    w.open("testcase", name=case.short_head, classname=suite, time=_seconds(case.seconds))
+    outcome = _outcome(case, bundle)
+    if outcome == "error":
+        w.leaf("error", case.error, message=case.error, type="RunError")
+    elif outcome == "failure":
+        lines = case.failure_lines() or ["the check failed"]
+        w.leaf("failure", _failure_text(case, bundle), message=lines[0], type="AssertEqual")
+    elif outcome == "skipped":
+        w.leaf("skipped", SKIPPED)
+    out = [line for line in (case.timing.line(), f"spec: {case.spec}", f"origin: {case.origin}") if line]
+    w.leaf("system-out", "\n".join(out))
+    w.close("testcase")
+
+
+def _counts(bundle: BundleRecord) -> dict[str, int]:
+    counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
+    outcomes = ["error"] if bundle.error is not None else [_outcome(case, bundle) for case in bundle.test_cases]
+    for outcome in outcomes:
+        counts["tests"] += 1
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
+
+
+def render_junit(document: RunReport | dict[str, Any]) -> bytes:
+    """The JUnit XML document (UTF-8 bytes) of a report: its records, or a JSON report (report version 2)."""
+    report = as_report(document)
+    host = str((report.environment or {}).get("host") or "")
+    counts = [_counts(bundle) for bundle in report.bundles]
+    w = _Writer()
+    w.open(
+        "testsuites",
+        name="mgerun",
+        tests=str(sum(c["tests"] for c in counts)),
+        failures=str(sum(c["failure"] for c in counts)),
+        errors=str(sum(c["error"] for c in counts)),
+        time=_seconds(sum(bundle.seconds for bundle in report.bundles)),
     )
-
-
-def _testcase(suite: ET.Element, classname: str, case: dict[str, Any]) -> tuple[int, int]:
-    """Add one test case; return (failures, errors) it counts for."""
-    element = ET.SubElement(
-        suite,
-        "testcase",
-        classname=_text(classname),
-        name=_text(f"test case {case['index']} ({case.get('origin', '')}: {case.get('spec', '')})"),
-        time=_seconds(case.get("seconds")),
-    )
-    failures = errors = 0
-    if case.get("error"):
-        error = ET.SubElement(element, "error", message=_text(case["error"]), type="RunError")
-        error.text = _text(f"the model failed to run: {case['error']}")
-        errors = 1
-    else:
-        failed = [check for check in case.get("outputs", []) if not check.get("passed")]
-        if failed:
-            lines = [line for check in failed for line in (check.get("failure") or [f"{check['name']} failed"])]
-            failure = ET.SubElement(element, "failure", message=_text(lines[0]), type="AssertEqual")
-            failure.text = _text("\n".join(lines))
-            failures = 1
-    latency = _latency_line(case)
-    if latency:
-        ET.SubElement(element, "system-out").text = _text(latency)
-    return failures, errors
-
-
-def render_junit(document: dict[str, Any]) -> bytes:
-    """The JUnit XML document (UTF-8 bytes) of a JSON report (report version 2)."""
-    root = ET.Element("testsuites", name="mgerun")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
-    for bundle in document["bundles"]:
-        name = bundle_name(bundle["source"])
-        suite = ET.SubElement(root, "testsuite", name=_text(name))
-        properties = ET.SubElement(suite, "properties")
-        ET.SubElement(properties, "property", name="source", value=_text(bundle["source"]))
-        for key in ("providers", "threads", "concurrency"):
-            value = (bundle.get("session") or {}).get(key)
-            if value is not None:
-                text = ", ".join(map(str, value)) if isinstance(value, list) else value
-                ET.SubElement(properties, "property", name=key, value=_text(text))
-        counts = {"tests": 0, "failures": 0, "errors": 0}
-        if bundle.get("error"):
-            element = ET.SubElement(suite, "testcase", classname=_text(name), name="bundle", time=_seconds(0))
-            error = ET.SubElement(element, "error", message=_text(bundle["error"]), type="BundleError")
-            error.text = _text(bundle["error"])
-            counts = {"tests": 1, "failures": 0, "errors": 1}
-        for case in bundle.get("test_cases", []):
-            failures, errors = _testcase(suite, name, case)
-            counts["tests"] += 1
-            counts["failures"] += failures
-            counts["errors"] += errors
-        seconds = float(bundle.get("seconds") or 0.0)
-        suite.set("tests", str(counts["tests"]))
-        suite.set("failures", str(counts["failures"]))
-        suite.set("errors", str(counts["errors"]))
-        suite.set("skipped", "0")
-        suite.set("time", _seconds(seconds))
-        for key in ("tests", "failures", "errors"):
-            totals[key] += counts[key]
-        totals["time"] += seconds
-    for key in ("tests", "failures", "errors"):
-        root.set(key, str(totals[key]))
-    root.set("time", _seconds(totals["time"]))
-    ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    for bundle, count in zip(report.bundles, counts, strict=True):
+        w.open(
+            "testsuite",
+            name=bundle.name,
+            tests=str(count["tests"]),
+            failures=str(count["failure"]),
+            errors=str(count["error"]),
+            skipped=str(count["skipped"]),
+            time=_seconds(bundle.seconds),
+            timestamp=_timestamp(bundle.started),
+            hostname=host,
+        )
+        w.open("properties")
+        for key, value in _properties(bundle, report.environment):
+            w.leaf("property", name=f"{key} ({bundle.name})", value=value)
+        w.close("properties")
+        if bundle.error is not None:
+            w.open("testcase", name="bundle", classname=bundle.name, time=_seconds(bundle.seconds))
+            w.leaf("error", bundle.error, message=bundle.error, type="BundleError")
+            w.close("testcase")
+        for case in bundle.test_cases:
+            _testcase(w, bundle.name, case, bundle)
+        w.close("testsuite")
+    w.close("testsuites")
+    return w.document()
