@@ -656,9 +656,12 @@ def _search(
         # a hint may name (the search then only finds what to suggest, and stays short)
         ranking = [n for n in _rank(diagnosis, [t for t in touched if t not in kept]) if n.introduced >= maxerr / 10]
         destroyed = any(s.destroyed for s in output_stats(names, expected, got))
-        if destroyed:
-            ranking = ranking[:MAX_HINT_NODES]
-        found = _bisect(probe, kept, ranking, maxerr) if ranking else None
+        if destroyed:  # one more quantization only: does keeping the worst few float pass? (the hint)
+            hint_keep = _keep_ranked(kept, ranking[:MAX_HINT_NODES], maxerr)
+            outcome = probe(hint_keep) if ranking else None
+            found = (hint_keep, outcome) if outcome is not None and outcome[1].passes(maxerr) else None
+        else:
+            found = _bisect(probe, kept, ranking, maxerr) if ranking else None
         if destroyed or found is None:
             raise _refusal(measure, diagnosis, maxerr, mode, destroyed, found, kept)
         kept, (path, measure, got) = found
@@ -677,18 +680,23 @@ def _search(
     return result, path
 
 
+def _keep_ranked(kept: Mapping[str, str], nodes: Sequence[_NodeErr], maxerr: float) -> dict[str, str]:
+    """The nodes kept float already, and these, each with why."""
+    chosen = dict(kept)
+    for node in nodes:
+        chosen[node.name] = (
+            f"int8 err {node.err:.3g} at its output against {node.carried:.3g} at its inputs on test case "
+            f"{node.case} (maxerr {maxerr:g})"
+        )
+    return chosen
+
+
 def _bisect(probe: Any, kept: Mapping[str, str], ranking: Sequence[_NodeErr], maxerr: float) -> Any:
     """The fewest of the ranked nodes (a prefix of the ranking) to keep float for every output to meet maxerr:
     doubling, then bisecting. Returns (kept, probe's result), or None when even all of them do not do."""
 
     def keep(k: int) -> dict[str, str]:
-        chosen = dict(kept)
-        for node in ranking[:k]:
-            chosen[node.name] = (
-                f"int8 err {node.err:.3g} at its output against {node.carried:.3g} at its inputs on test case "
-                f"{node.case} (maxerr {maxerr:g})"
-            )
-        return chosen
+        return _keep_ranked(kept, ranking[:k], maxerr)
 
     low, high, best = 0, 1, None
     while True:
@@ -738,7 +746,8 @@ def _refusal(
             hint = "keep the nodes that diverge float with --fp32-nodes, or check the calibration data"
         return OptimizeError(message, hint=hint)
     return OptimizeError(
-        f"--quantize int8 ({mode}): with every node int8 the model misses --maxerr {maxerr:g}: err={worst:.3g} "
+        f"--quantize int8 ({mode}): with every node int8{' but those --fp32-nodes names' if kept else ''} the model "
+        f"misses --maxerr {maxerr:g}: err={worst:.3g} "
         f"(name={name}, test case {case}), and keeping float the nodes that introduce error does not bring it "
         f"within{where}",
         hint=maxerr_hint(worst, measure.scale)
