@@ -4,8 +4,8 @@ records.
 The page opens with the verdict, where it ran, and a table of every bundle,
 failing bundles first. Then, per bundle (failing first): its session and cold
 start, what differs from where it was packed, the latency of each test case at
-a glance, a table of its test cases (verdict, every output's err against its
-maxerr, latency figures), and per test case:
+a glance (from 10 test cases), a table of its test cases (verdict, every
+output's err against its maxerr, latency figures), and per test case:
 
 - a failing one, open: its failure lines, the first divergence when the bundle
   carried an io dump, beside them what differs from the packing machine, a
@@ -15,7 +15,9 @@ maxerr, latency figures), and per test case:
   as one line, and the batch-sweep curves;
 
 and with ``--profile``, the share of time of the ten most expensive operator
-types. A bundle of 200 passing test cases is a short page, well under 1 MB.
+types. From 10 test cases, the table and the passing test cases are folded as
+a whole too: a bundle of 200 passing test cases is a page of a few lines,
+about 0.6 MB.
 Every text from outside goes through :func:`mgedump.text.html`.
 """
 
@@ -45,13 +47,15 @@ pre {{ background: #f6f7f9; padding: 8px; font-size: 12px; margin: 4px 0; white-
       overflow-wrap: anywhere; }}
 .meta {{ color: #666; font-size: 13px; margin: 2px 0; overflow-wrap: anywhere; }}
 .elsewhere {{ color: #8a4b00; font-size: 13px; margin: 4px 0; }}
-details.case {{ margin: 2px 0; }} details.case > summary {{ cursor: pointer; font-size: 13px; }}
+details.case {{ margin: 2px 0; }} details > summary {{ cursor: pointer; font-size: 13px; }}
+details.all {{ margin: 8px 0; }} details.all > summary {{ font-size: 14px; font-weight: 600; color: #444; }}
 details.case[open] {{ margin-bottom: 12px; }}
 .plots {{ display: flex; flex-wrap: wrap; gap: 12px; }}
 .plots svg {{ width: 460px; max-width: 100%; height: auto; background: #fff; }}
 {svg.STYLE}"""
 
 VERDICTS = {0: ("PASSED", "pass"), 1: ("FAILED", "fail"), 2: ("ERROR", "error")}
+MANY = 10  # from this many test cases, a bundle's table and its passing test cases are folded as a whole too
 
 
 def _verdict(code: int, checked: bool = True) -> str:
@@ -212,14 +216,27 @@ def _bundle_section(k: int, bundle: BundleRecord) -> list[str]:
             }
             for c in bundle.test_cases
         ]
+        if len(bundle.test_cases) >= MANY
+        else []
     )
     if overview:
         out.append(f'<div class="plots">{overview}</div>')
-    out += _case_table(k, bundle)
+    many = len(bundle.test_cases) >= MANY
+    table = _case_table(k, bundle)
+    if many:
+        table = [f'<details class="all"><summary>every test case: a table of {len(bundle.test_cases)}</summary>']
+        table += _case_table(k, bundle) + ["</details>"]
+    out += table
     failing = [c for c in bundle.test_cases if not c.passed]
     passing = [c for c in bundle.test_cases if c.passed]
-    for case in failing + passing:
+    for case in failing:
         out += _case_section(k, bundle, case)
+    if passing and many:
+        out.append(f'<details class="all"><summary>{len(passing)} passing test case(s)</summary>')
+    for case in passing:
+        out += _case_section(k, bundle, case)
+    if passing and many:
+        out.append("</details>")
     if bundle.op_profile:
         rows = [row.to_json() for row in bundle.op_profile]
         out.append("<h3>Where the time goes (--profile)</h3>")

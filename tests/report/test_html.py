@@ -328,6 +328,8 @@ def test_two_hundred_passing_test_cases_make_a_short_page(tmp_path):
     size = len(text.encode("utf-8"))
     assert size < 1 << 20, f"{size / (1 << 20):.2f} MB"
     page = Page(text)
-    assert len(page.find("details")) == 200 and not page.find("article", **{"class": "case failed"})
+    assert len(page.find("details", **{"class": "case"})) == 200
+    assert len(page.find("details", **{"class": "all"})) == 2  # the table, and the passing test cases, folded
+    assert not page.find("article", **{"class": "case failed"})
     (overview,) = [e for e in page.elements if e["tag"] == "svg" and e["attrs"].get("data-plot") == "cases"]
     assert int(overview["attrs"]["data-points"]) == 200
