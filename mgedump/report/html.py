@@ -199,7 +199,7 @@ def _bundle_section(k: int, bundle: BundleRecord) -> list[str]:
     if bundle.packed_environment:
         out.append(f'<p class="meta packed">Packed with {esc(environment_summary(bundle.packed_environment))}</p>')
     if bundle.session is not None:
-        out.append(f'<p class="meta">{esc(bundle.session.text(bundle.assertion))}</p>')
+        out.append(f'<p class="meta">{esc(bundle.session.text(bundle.maxerr_text()))}</p>')
     cold = bundle.cold_start
     out.append(
         f'<p class="meta cold-start">Cold start: session created in {_ms(cold.session_create_ms, 1)} ms, '

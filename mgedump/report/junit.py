@@ -94,7 +94,7 @@ def _properties(bundle: BundleRecord, environment: dict[str, Any] | None) -> lis
         ("iters", str(session.iters)),
         ("warmup", str(session.warmup)),
         ("concurrency", str(session.concurrency)),
-        ("maxerr", f"{assertion.maxerr:g}" if assertion.enabled else "no assertions"),
+        ("maxerr", bundle.maxerr_text().removeprefix("maxerr ")),
     ]
     if environment:
         found.append(("environment", environment_summary(environment)))

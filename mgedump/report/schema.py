@@ -479,17 +479,16 @@ class Session:
     duration_s: float = 0.0
     concurrency: int = 1
 
-    def text(self, assertion: Assertion | None = None) -> str:
-        """One line: ``CPUExecutionProvider; threads default; 1 warm-up and 10 timed run(s) per test case``."""
+    def text(self, maxerr: str = "") -> str:
+        """One line: ``CPUExecutionProvider; threads default; 1 warm-up and 10 timed run(s) per test case``, then
+        ``maxerr`` (:meth:`BundleRecord.maxerr_text`)."""
         line = (
             f"{', '.join(self.providers)}; threads {self.threads or 'default'}; graph optimisation {self.graph_opt}; "
             f"{self.warmup} warm-up and {self.iters} timed run(s) per test case"
         )
         line += f" (at least {self.duration_s:g} s)" if self.duration_s else ""
         line += f"; {self.concurrency} at once" if self.concurrency > 1 else ""
-        if assertion is not None:
-            line += f"; maxerr {assertion.maxerr:g}" if assertion.enabled else "; no assertions"
-        return line
+        return f"{line}; {maxerr}" if maxerr else line
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -655,6 +654,22 @@ class BundleRecord:
     def packed_elsewhere(self) -> list[str]:
         """The differences from a known packing environment: what a failing check should be read beside."""
         return list(self.environment_differences) if self.packed_environment else []
+
+    def output_bounds(self) -> dict[str, float]:
+        """The outputs held to a maxerr of their own (``--maxerr NAME:X``, or the bundle's per-output bounds): name
+        to maxerr, as the checks applied them."""
+        assert_all = self.assertion.maxerr if self.assertion is not None else None
+        for case in self.test_cases:
+            if case.outputs:
+                return {out.name: out.maxerr for out in case.outputs if out.maxerr != assert_all}
+        return {}
+
+    def maxerr_text(self) -> str:
+        """``maxerr 0.0001``, with the outputs bound otherwise (``; prob 0.01``), or ``no assertions``."""
+        if self.assertion is None or not self.assertion.enabled:
+            return "no assertions"
+        own = "".join(f"; {name} {bound:g}" for name, bound in self.output_bounds().items())
+        return f"maxerr {self.assertion.maxerr:g}{own}"
 
     def failed_cases(self) -> list[CaseRecord]:
         return [case for case in self.test_cases if not case.passed]

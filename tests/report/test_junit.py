@@ -272,3 +272,17 @@ def test_a_different_packing_machine_is_said_beside_the_failure():
     properties = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert properties["environment differences (m)"] == differs[0]
     assert properties["packed environment (m)"].startswith("onnxruntime 1.17.0 on")
+
+
+def test_each_outputs_own_maxerr_is_shown():
+    from mgedump.report.html import render_html
+
+    case = _case(0)
+    case.outputs = [OutputRecord("prob", True, 0.002, 0.01), OutputRecord("box", True, 0.0, 1e-4)]
+    bundle = _bundle("m.mgetest", [case])
+    assert bundle.output_bounds() == {"prob": 0.01} and bundle.maxerr_text() == "maxerr 0.0001; prob 0.01"
+    root = ET.fromstring(render_junit(RunReport([bundle])))
+    properties = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert properties["maxerr (m)"] == "0.0001; prob 0.01"
+    page = render_html(RunReport([bundle]))
+    assert "maxerr 0.0001; prob 0.01" in page and "prob 0.002 / 0.01" in page
