@@ -309,6 +309,21 @@ def render_int8(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> list[str]:
             f"{a.int8.get('quantized_nodes', '-')} | {latency} | {ratio:.2f} ({a.seconds:.2f} s) | "
             f"{'yes' if a.verified else 'no'} |"
         )
+    cpu = cpu_flags()
+    lines += [
+        "",
+        "int8's speed depends on the CPU's integer dot products: with VNNI (AVX-512 VNNI or AVX-VNNI) onnxruntime's "
+        "int8 kernels multiply-accumulate bytes in one instruction; with AVX2 alone they use VPMADDUBSW pairs, and "
+        "the QuantizeLinear/DequantizeLinear around every op that has no int8 kernel cost more than they save on "
+        "small models. "
+        + (
+            "This CPU has no VNNI and no AVX-512, so the latency column shows int8 without its main speed-up."
+            if not any(f in cpu for f in ("vnni", "avx512f", "amx_int8"))
+            else "This CPU has them."
+        ),
+        "A refusal is reported as `mgedump` printed it: int8 does not suit every model, and `mgedump` says why "
+        "rather than write a bundle that holds less than the table claims.",
+    ]
     lines.append("")
     for model, _path, attempts in rows:
         a = next((x for x in attempts if "--quantize" in x.flags), None)
