@@ -16,7 +16,13 @@ ONNX graph::
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
+
+# onnxruntime writes telemetry files outside any output (~/.cache/Microsoft/DeveloperTools/.onnxruntime/ and
+# $TMPDIR/.ses) unless this is set before it is imported; a verification tool writes its named outputs only. A
+# value the user set is kept.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 __version__ = "0.1.0"
 

@@ -77,13 +77,23 @@ class OutputCheck:
             )
         stats = self.stats
         if "abs_err_max" in stats:
+            n = {key: number_text(value) for key, value in stats.items() if key not in ("dtype", "shape")}
             lines.append(
-                f"  {stats['dtype']}{stats['shape']}: abs err max={stats['abs_err_max']:g} "
-                f"mean={stats['abs_err_mean']:g}; "
-                f"expect min={stats['expect_min']:g} max={stats['expect_max']:g} mean={stats['expect_mean']:g}; "
-                f"get min={stats['get_min']:g} max={stats['get_max']:g} mean={stats['get_mean']:g}"
+                f"  {stats['dtype']}{stats['shape']}: abs err max={n['abs_err_max']} mean={n['abs_err_mean']}; "
+                f"expect min={n['expect_min']} max={n['expect_max']} mean={n['expect_mean']}; "
+                f"get min={n['get_min']} max={n['get_max']} mean={n['get_mean']}"
             )
         return lines
+
+
+def number_text(value: Any) -> str:
+    """A statistic as people read it: ``0.00123``, ``inf`` (a mean or difference of finite values that overflows),
+    ``-`` when there is none."""
+    if value is None:
+        return "-"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}"
+    return str(value)
 
 
 def value_text(value: Any) -> str:
@@ -108,6 +118,11 @@ def _stats(expect: np.ndarray, got: np.ndarray) -> dict[str, Any]:
     e = expect.astype(np.float64)
     g = got.astype(np.float64)
     finite = np.isfinite(e).all() and np.isfinite(g).all()
+    with np.errstate(all="ignore"):  # a sum or a difference of finite float64 values can overflow: inf, as a value
+        return _stats_of(expect, e, g, bool(finite))
+
+
+def _stats_of(expect: np.ndarray, e: np.ndarray, g: np.ndarray, finite: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "shape": list(expect.shape),
         "dtype": str(expect.dtype),
@@ -169,6 +184,11 @@ def measure(expect: np.ndarray, got: np.ndarray, labels: tuple[str, str] = ("exp
     Args:
         labels: what the two sides are called in the reasons (``mgediff`` says A and B).
     """
+    with np.errstate(all="ignore"):  # differences of finite float64 values may overflow: an infinite error
+        return _measure(np.asarray(expect), np.asarray(got), labels)
+
+
+def _measure(expect: np.ndarray, got: np.ndarray, labels: tuple[str, str]) -> Measure:
     expect = np.asarray(expect)
     got = np.asarray(got)
     e_name, g_name = labels
@@ -187,6 +207,8 @@ def measure(expect: np.ndarray, got: np.ndarray, labels: tuple[str, str] = ("exp
         index = _unravel(int(np.argmax(differ)), expect.shape)
         reason: str | None = f"{count} of {expect.size} elements differ (exact comparison)"
         return Measure(math.inf, True, reason, index, expect[index], got[index])
+    if "c" in (expect.dtype.kind, got.dtype.kind):
+        return _measure_complex(expect, got, e_name, g_name)
     exact = expect.dtype.kind not in "fc" and got.dtype.kind not in "fc"
     if expect.dtype == got.dtype and np.array_equal(expect, got):
         return Measure(0.0, exact, expect_absmax=_absmax(expect) if expect.dtype.kind == "f" else 0.0)
@@ -232,6 +254,27 @@ def measure(expect: np.ndarray, got: np.ndarray, labels: tuple[str, str] = ("exp
     return Measure(float(each.reshape(-1)[flat]), exact, None, index, expect[index], got[index], absmax, inf_new)
 
 
+def _measure_complex(expect: np.ndarray, got: np.ndarray, e_name: str, g_name: str) -> Measure:
+    """Complex values compared as complex: ``|e - g| / max(min(|e|, |g|), 1)`` with complex magnitudes."""
+    x = expect.astype(np.complex128)
+    y = got.astype(np.complex128)
+    fx, fy = np.isfinite(x), np.isfinite(y)
+    with np.errstate(all="ignore"):
+        absmax = float(np.abs(x[fx]).max()) if fx.any() else 0.0
+        same_nonfinite = ~fx & ~fy & ((np.isnan(x) & np.isnan(y)) | (x == y))
+        broken = ~(fx & fy) & ~same_nonfinite
+        if broken.any():
+            index = _unravel(int(np.argmax(broken)), expect.shape)
+            side = g_name if fx[index] else e_name
+            reason = f"NaN or infinity in {side} only ({int(broken.sum())} elements)"
+            return Measure(math.inf, False, reason, index, expect[index], got[index], absmax)
+        both = fx & fy
+        each = np.where(both, np.abs(x - y) / np.maximum(np.minimum(np.abs(x), np.abs(y)), 1.0), 0.0)
+    flat = int(np.argmax(each))
+    index = _unravel(flat, expect.shape)
+    return Measure(float(each.reshape(-1)[flat]), False, None, index, expect[index], got[index], absmax)
+
+
 def _absmax(a: np.ndarray) -> float:
     finite = np.isfinite(a)
     return float(np.abs(a if finite.all() else a[finite]).max(initial=0.0))
@@ -247,6 +290,8 @@ def assert_equal(name: str, expect: np.ndarray, got: np.ndarray, maxerr: float) 
         reason = f"dtype differs: expect {expect.dtype}, get {got.dtype}"
         return OutputCheck(name, False, None, maxerr, reason, stats=stats)
     m = measure(expect, got)
+    if not math.isfinite(m.err) and m.reason is None:
+        m.reason = "the difference of finite values overflows (inf)"
     passed = m.passes(maxerr)
     err = m.err if math.isfinite(m.err) else None
     return OutputCheck(name, passed, err, maxerr, m.reason, m.index, m.expect_value, m.got_value, stats)

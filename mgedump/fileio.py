@@ -139,13 +139,31 @@ def check_folder_target(path: str, flag: str, inputs: Iterable[str] = ()) -> Non
         OutputError: path is a file or something else, is an input, or its parent is missing.
     """
     parent = os.path.dirname(os.path.abspath(path))
+    if os.path.islink(path) and not os.path.exists(path):
+        raise OutputError(f"{flag} {path} is a link that leads nowhere (a loop, or a missing target); give a folder")
     if os.path.exists(path) and not os.path.isdir(path):
         mode = os.stat(path).st_mode
         kind = "a file" if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "not a folder")
         raise OutputError(f"{flag} {path} is {kind}; give a folder")
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise OutputError(f"{flag}: {parent} is not a folder")
     if not os.path.isdir(parent):
         raise OutputError(f"{flag}: folder {parent} does not exist")
+    if not os.access(parent if not os.path.isdir(path) else path, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag}: {path if os.path.isdir(path) else parent} is not writable")
     check_not_input(path, inputs, flag)
+
+
+def make_folder(path: str, flag: str) -> None:
+    """Create an output folder (and none of its parents), or use the one there; any failure is one line.
+
+    Raises:
+        OutputError: the folder cannot be made or used.
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{flag}: cannot make folder {path}: {exc.strerror or exc}") from None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,62 +30,97 @@ _EXTERNAL = 1
 _MAX_DEPTH = 64
 
 
-def _tensor_is_external(buf: memoryview, start: int, end: int) -> bool:
-    return any(f == _TENSOR_DATA_LOCATION and w == VARINT and v == _EXTERNAL for f, w, v, _ in fields(buf, start, end))
+_TENSOR_EXTERNAL_DATA = 13
+_ENTRY_KEY, _ENTRY_VALUE = 1, 2
+Span = tuple[int, int]
 
 
-def _sparse_is_external(buf: memoryview, start: int, end: int) -> bool:
-    return any(
-        f in (_SPARSE_VALUES, _SPARSE_INDICES) and w == LENGTH_DELIMITED and _tensor_is_external(buf, s, e)
-        for f, w, s, e in fields(buf, start, end)
-    )
+def _sparse_spans(buf: memoryview, start: int, end: int) -> Iterator[Span]:
+    for f, w, s, e in fields(buf, start, end):
+        if f in (_SPARSE_VALUES, _SPARSE_INDICES) and w == LENGTH_DELIMITED:
+            yield s, e
 
 
-def _attribute_is_external(buf: memoryview, start: int, end: int, depth: int) -> bool:
+def _attribute_spans(buf: memoryview, start: int, end: int, depth: int) -> Iterator[Span]:
     for field, wire, s, e in fields(buf, start, end):
         if wire != LENGTH_DELIMITED:
             continue
-        if field in (_ATTR_T, _ATTR_TENSORS) and _tensor_is_external(buf, s, e):
-            return True
-        if field in (_ATTR_SPARSE_TENSOR, _ATTR_SPARSE_TENSORS) and _sparse_is_external(buf, s, e):
-            return True
-        if field in (_ATTR_G, _ATTR_GRAPHS) and _graph_is_external(buf, s, e, depth + 1):
-            return True
-    return False
+        if field in (_ATTR_T, _ATTR_TENSORS):
+            yield s, e
+        elif field in (_ATTR_SPARSE_TENSOR, _ATTR_SPARSE_TENSORS):
+            yield from _sparse_spans(buf, s, e)
+        elif field in (_ATTR_G, _ATTR_GRAPHS):
+            yield from _graph_spans(buf, s, e, depth + 1)
 
 
-def _node_is_external(buf: memoryview, start: int, end: int, depth: int) -> bool:
-    return any(
-        field == _NODE_ATTRIBUTE and wire == LENGTH_DELIMITED and _attribute_is_external(buf, s, e, depth)
-        for field, wire, s, e in fields(buf, start, end)
-    )
+def _node_spans(buf: memoryview, start: int, end: int, depth: int) -> Iterator[Span]:
+    for field, wire, s, e in fields(buf, start, end):
+        if field == _NODE_ATTRIBUTE and wire == LENGTH_DELIMITED:
+            yield from _attribute_spans(buf, s, e, depth)
 
 
-def _graph_is_external(buf: memoryview, start: int, end: int, depth: int = 0) -> bool:
+def _graph_spans(buf: memoryview, start: int, end: int, depth: int = 0) -> Iterator[Span]:
     if depth > _MAX_DEPTH:
         raise ValueError("subgraphs nested too deep")
     for field, wire, s, e in fields(buf, start, end):
         if wire != LENGTH_DELIMITED:
             continue
-        if field == _GRAPH_INITIALIZER and _tensor_is_external(buf, s, e):
-            return True
-        if field == _GRAPH_SPARSE_INITIALIZER and _sparse_is_external(buf, s, e):
-            return True
-        if field == _GRAPH_NODE and _node_is_external(buf, s, e, depth):
-            return True
-    return False
+        if field == _GRAPH_INITIALIZER:
+            yield s, e
+        elif field == _GRAPH_SPARSE_INITIALIZER:
+            yield from _sparse_spans(buf, s, e)
+        elif field == _GRAPH_NODE:
+            yield from _node_spans(buf, s, e, depth)
 
 
-def _function_is_external(buf: memoryview, start: int, end: int) -> bool:
+def _function_spans(buf: memoryview, start: int, end: int) -> Iterator[Span]:
     """A model-local function: its nodes' attributes (subgraphs included) and its attributes' defaults."""
     for field, wire, s, e in fields(buf, start, end):
         if wire != LENGTH_DELIMITED:
             continue
-        if field == _FUNCTION_NODE and _node_is_external(buf, s, e, 0):
-            return True
-        if field == _FUNCTION_ATTRIBUTE_PROTO and _attribute_is_external(buf, s, e, 0):
-            return True
-    return False
+        if field == _FUNCTION_NODE:
+            yield from _node_spans(buf, s, e, 0)
+        elif field == _FUNCTION_ATTRIBUTE_PROTO:
+            yield from _attribute_spans(buf, s, e, 0)
+
+
+def _model_spans(buf: memoryview) -> Iterator[Span]:
+    """Every TensorProto of a serialized model (graphs, subgraphs, local functions), as byte spans: the weights
+    are skipped by their lengths, never parsed."""
+    for field, wire, s, e in fields(buf, 0, len(buf)):
+        if wire != LENGTH_DELIMITED:
+            continue
+        if field == _MODEL_GRAPH:
+            yield from _graph_spans(buf, s, e)
+        elif field == _MODEL_FUNCTIONS:
+            yield from _function_spans(buf, s, e)
+
+
+def _is_external(buf: memoryview, span: Span) -> bool:
+    return any(f == _TENSOR_DATA_LOCATION and w == VARINT and v == _EXTERNAL for f, w, v, _ in fields(buf, *span))
+
+
+def _location(buf: memoryview, span: Span) -> str:
+    """An external tensor's ``location`` entry ("" when it has none)."""
+    for field, wire, s, e in fields(buf, *span):
+        if field != _TENSOR_EXTERNAL_DATA or wire != LENGTH_DELIMITED:
+            continue
+        entry = {f: bytes(buf[a:b]) for f, w, a, b in fields(buf, s, e) if w == LENGTH_DELIMITED}
+        if entry.get(_ENTRY_KEY) == b"location":
+            return entry.get(_ENTRY_VALUE, b"").decode("utf-8", "surrogateescape")
+    return ""
+
+
+def _scan(path: str, found: Callable[[memoryview, Iterator[Span]], Any], empty: Any) -> Any:
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return empty
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            buf = memoryview(mapped)
+            try:
+                return found(buf, _model_spans(buf))
+            finally:
+                buf.release()
 
 
 def uses_external_data(path: str) -> bool:
@@ -94,24 +129,22 @@ def uses_external_data(path: str) -> bool:
     A file that is not valid protobuf gives False: onnxruntime then says what
     is wrong with it.
     """
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return False
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            buf = memoryview(mapped)
-            try:
-                for field, wire, s, e in fields(buf, 0, len(buf)):
-                    if wire != LENGTH_DELIMITED:
-                        continue
-                    if field == _MODEL_GRAPH and _graph_is_external(buf, s, e):
-                        return True
-                    if field == _MODEL_FUNCTIONS and _function_is_external(buf, s, e):
-                        return True
-                return False
-            except (ValueError, IndexError):
-                return False
-            finally:
-                buf.release()
+    try:
+        return bool(_scan(path, lambda buf, spans: any(_is_external(buf, span) for span in spans), False))
+    except (ValueError, IndexError):
+        return False
+
+
+def external_locations(path: str) -> set[str]:
+    """The files the model's external tensors name (their ``location`` entries), read from the wire format.
+
+    Raises:
+        ModelError: the file is not valid protobuf.
+    """
+    try:
+        return set(_scan(path, lambda buf, spans: {_location(buf, sp) for sp in spans if _is_external(buf, sp)}, set()))
+    except (ValueError, IndexError) as exc:
+        raise ModelError(f"{path}: not a valid ONNX model ({exc})") from None
 
 
 @dataclass(frozen=True)

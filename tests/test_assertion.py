@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pytest
 
@@ -121,3 +124,28 @@ def test_the_json_form_is_plain():
     data = check.to_json()
     assert data["expect"] == "inf" and data["get"] == 2.0 and data["worst_index"] == [1]
     assert type(data["get"]) is float
+
+
+def test_finite_values_whose_difference_overflows_are_reported_not_a_crash(recwarn):
+    """float64 values near the largest: the difference and the mean overflow; the check fails with inf, named,
+    and every line formats (it ended in "Unknown format code 'g' for object of type 'str'")."""
+    expect = np.array([1.7e308, 1.7e308])
+    check = assert_equal("y", expect, np.array([-1.7e308, 1.7e308]), 1e-3)
+    assert not check.passed and check.err is None and "overflows" in check.reason
+    lines = check.failure_lines()
+    assert "abs err max=inf" in lines[-1] and "expect min=1.7e+308" in lines[-1] and "mean=inf" in lines[-1]
+    json.dumps(check.to_json(), allow_nan=False)  # strict JSON: no Infinity
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_complex_values_compare_as_complex(recwarn):
+    """mgediff of complex tensors: the imaginary part counts (it was dropped with a ComplexWarning)."""
+    from mgedump.diagnose.divergence import tensor_err
+
+    a = np.array([1 + 1j, 2 + 0j], np.complex64)
+    same_real = np.array([1 + 1.5j, 2 + 0j], np.complex64)
+    t = tensor_err("z", a, same_real)
+    assert t.err == pytest.approx(0.5 / np.sqrt(2), rel=1e-6) and t.index == (0,)
+    assert tensor_err("z", a, a.copy()).err == 0.0
+    assert math.isinf(tensor_err("z", a, np.array([np.nan, 2], np.complex64)).err)
+    assert not list(recwarn)

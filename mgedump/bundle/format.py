@@ -144,6 +144,11 @@ def validate_manifest(manifest: Any) -> None:
         model.get("external_data") is None or isinstance(model.get("external_data"), str),
         "'model.external_data' must be a member name or null",
     )
+    if model.get("external_data") is not None:
+        _require(
+            model["external_data"].rsplit("/", 1)[-1] != model["member"].rsplit("/", 1)[-1],
+            "'model.external_data' must not have the model member's file name (both are extracted side by side)",
+        )
     _require(_is_str_list(manifest.get("optimizations")), "'optimizations' must be a list of strings")
     _require(_is_str_list(manifest.get("requirements")), "'requirements' must be a list of strings")
     float16 = manifest.get("float16")
@@ -231,6 +236,10 @@ def validate_manifest(manifest: Any) -> None:
     referenced = [model["member"]] + ([model["external_data"]] if model.get("external_data") else [])
     for case in cases:
         referenced += case["inputs"] + case["outputs"]
+    seen: set[str] = set()
     for name in referenced:
         if name not in listed:
             raise BundleError(f"bundle manifest refers to member {name!r}, which it does not list")
+        if name in seen:  # a bundle's work is bounded by its bytes: each tensor member stands for one tensor
+            raise BundleError(f"bundle manifest refers to member {name!r} more than once")
+        seen.add(name)

@@ -86,6 +86,7 @@ class Bundle:
         if len(set(names)) != len(names):
             twice = sorted(name for name, count in collections.Counter(names).items() if count > 1)
             raise BundleError(f"{self.path}: member {twice[0]!r} appears twice in the archive")
+        _check_layout(self.path, names)
         if not names or names[0] != MANIFEST:
             raise BundleError(f"{self.path}: not an mgedump bundle (the first member is not {MANIFEST})")
         for info in infos:
@@ -211,3 +212,24 @@ class Bundle:
         if tensor_name and tensor_name != expect_name:
             raise BundleError(f"{self.path}: member {name!r} holds tensor {tensor_name!r}, expected {expect_name!r}")
         return array
+
+
+def _check_layout(path: str, names: list[str]) -> None:
+    """Refuse member names that cannot all be extracted: one that is also the folder of another (``a/b`` and
+    ``a/b/c``), or two that differ only in case (one file on a case-insensitive file system).
+
+    Raises:
+        BundleError: naming the two members.
+    """
+    files = set(names)
+    for name in names:
+        parts = name.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder in files:
+                raise BundleError(f"{path}: member {folder!r} is a file and also the folder of {name!r}")
+    folded: dict[str, str] = {}
+    for name in names:
+        other = folded.setdefault(name.casefold(), name)
+        if other != name:
+            raise BundleError(f"{path}: members {other!r} and {name!r} differ only in case")

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..deps import require
+from ..errors import DataError
+from ..limits import require_memory
 from ..protowire import LENGTH_DELIMITED, VARINT, WireError, fields, write_varint
 
 # onnx.TensorProto.DataType
@@ -128,6 +130,26 @@ def decode(data: bytes) -> tuple[np.ndarray, str]:
     return array.copy(), name
 
 
+PARSED_BYTES_PER_BYTE = 24  # what protobuf's parse may take per byte of a tensor (an empty string: 2 bytes)
+STRING_BYTES = 64  # what one element of a string tensor takes as a Python object (with its pointer)
+FEW_STRINGS = 1 << 20  # a string tensor up to this many elements is read whatever its bytes
+
+
+def _check_strings(count: int, n_bytes: int) -> None:
+    """A string tensor may not ask for much more memory than its bytes justify: millions of empty strings in a
+    few bytes each would take gigabytes as Python objects.
+
+    Raises:
+        DataError: too many elements for its bytes, or more memory than this process has.
+    """
+    if count > FEW_STRINGS and count * 4 > n_bytes:
+        raise DataError(
+            f"a string tensor of {count} elements in {n_bytes} bytes (mostly empty strings) asks for "
+            f"{count * STRING_BYTES / (1 << 30):.1f} GiB as objects: more than its bytes justify"
+        )
+    require_memory(count * STRING_BYTES, f"a string tensor of {count} elements", DataError)
+
+
 def _check_dims(dims: list[int]) -> None:
     if any(d < 0 for d in dims):
         raise ValueError(f"negative dim in dims {dims}")
@@ -137,6 +159,8 @@ def _decode_with_onnx(data: bytes) -> tuple[np.ndarray, str]:
     onnx = require("onnx", purpose="reading this tensor (a layout only onnx decodes)")
     TensorProto, numpy_helper = onnx.TensorProto, onnx.numpy_helper
 
+    # protobuf holds each element of a repeated field in a few words: bounded by the bytes, before parsing
+    require_memory(len(data) * PARSED_BYTES_PER_BYTE, f"a tensor of {len(data)} bytes", DataError)
     proto = TensorProto()
     try:
         proto.ParseFromString(data)
@@ -145,6 +169,9 @@ def _decode_with_onnx(data: bytes) -> tuple[np.ndarray, str]:
         _check_dims(list(proto.dims))
         if proto.data_type not in TensorProto.DataType.values():
             raise ValueError(f"unknown data_type {proto.data_type}")
+        count = math.prod(proto.dims)
+        if proto.data_type == TensorProto.STRING:
+            _check_strings(count, len(data))
         return numpy_helper.to_array(proto), proto.name
     except ValueError:
         raise

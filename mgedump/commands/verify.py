@@ -19,9 +19,10 @@ from ..bundle.requirements import check_requirements
 from ..data import TestData, check_shape
 from ..environment import differences, run_environment
 from ..errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
-from ..fileio import atomic_output, check_folder_target, check_target, hash_files
+from ..fileio import atomic_output, check_folder_target, check_target, hash_files, make_folder
 from ..limits import available_memory, require_memory
 from ..log import warn_once
+from ..modelfile import external_locations
 from ..options import VerifyOptions
 from ..report import bundle_name, check_report_targets
 from ..report.schema import (
@@ -170,6 +171,7 @@ class _Prepared:
     model_path: str = ""
     model_sha256: str = ""
     reference: str | None = None  # the embedded io dump's folder, extracted
+    output_maxerr: dict[str, float] = field(default_factory=dict)  # the outputs with a bound of their own
     packed_environment: dict[str, Any] | None = None  # the manifest's: where the bundle was packed
     files: list[str] = field(default_factory=list)  # data files read (outputs must not overwrite them)
     session_ms: float = 0.0  # creating the session: the cold start
@@ -210,10 +212,14 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         model = manifest.model
         label = f"{path}:{model.member}"
         check_requirements(manifest.requirements, resolve_providers(options.provider)[0])
-        # onnxruntime loads a file with a third less memory than the same bytes from Python
-        model_path = bundle.extract(model.member, tmp)
+        # onnxruntime loads a file with a third less memory than the same bytes from Python; the model and its
+        # data get a folder of their own, which no name in the bundle can collide with
+        model_folder = os.path.join(tmp, "model")
+        os.mkdir(model_folder)
+        model_path = bundle.extract(model.member, model_folder)
         if model.external_data:
-            bundle.extract(model.external_data, tmp)
+            bundle.extract(model.external_data, model_folder)
+        _check_external_data(label, model_path, model.external_data)
         session, session_ms = _open(model_path, label, options, tmp)
         inputs = [TensorInfo.from_json(d) for d in manifest.inputs]
         outputs = [TensorInfo.from_json(d) for d in manifest.outputs]
@@ -251,9 +257,26 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         model_path=model_path,
         model_sha256=model.sha256,
         reference=reference,
+        output_maxerr=dict(assertion.output_maxerr),
         packed_environment=manifest.environment,
         session_ms=session_ms,
     )
+
+
+def _check_external_data(label: str, model_path: str, member: str | None) -> None:
+    """The bundled model may read external data from its own data member only: never a path of the target
+    machine (absolute, or up out of the folder), whatever onnxruntime's own checks would say.
+
+    Raises:
+        BundleError: another location.
+    """
+    allowed = {member.rsplit("/", 1)[-1]} if member else set()
+    for location in sorted(external_locations(model_path)):
+        if location not in allowed:
+            where = f"its data member {member!r}" if member else "no data member: the bundle has none"
+            raise BundleError(
+                f"{label}: the model reads external data from {location!r}; a bundled model may read {where}"
+            )
 
 
 def _from_model(path: str, data: TestData | None, options: VerifyOptions, tmp: str) -> _Prepared:
@@ -332,16 +355,17 @@ def verify(
         _check_outputs(options, protected)  # the data files are known now
         max_runs = _check_budget(prepared, options)
         report = _new_report(path, prepared, options, protected)
-        maxerr = report.maxerr if report.assertion else None
+        bounds = _bounds(prepared, options) if report.assertion else None
         for index, case in enumerate(prepared.cases):
-            result = _run_case(prepared, index, case, maxerr, options, progress, label, max_runs)
+            result = _run_case(prepared, index, case, bounds, options, progress, label, max_runs)
             if max_runs is not None and len(result.timing.latencies_ms) >= max_runs:
                 warn_once(f"test case {index}: --duration stopped after {max_runs} runs, as many as memory holds")
             report.cases.append(result)
             if options.bin_out_dump and result.error is None:
                 _dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs, protected)
             if not result.passed and result.error is None and prepared.reference is not None:
-                result.diagnosis = _diagnose(prepared, index, case, report.maxerr, options, tmp)
+                tightest = min(bounds.values(), default=report.maxerr) if bounds else report.maxerr
+                result.diagnosis = _diagnose(prepared, index, case, tightest, options, tmp)
             if on_case is not None:
                 on_case(result, report)
         if options.profile:
@@ -349,6 +373,27 @@ def verify(
         if options.io_dump:
             _io_dump_after_timing(prepared, report, options)
     return report
+
+
+def _bounds(prepared: _Prepared, options: VerifyOptions) -> dict[str, float]:
+    """Each output's AssertEqual bound: the bundle's (its own, else the bundle's), all replaced by a --maxerr X
+    given now, then by a --maxerr OUTPUT:X given now.
+
+    Raises:
+        UsageError: a --maxerr OUTPUT:X for an output the model does not have.
+    """
+    names = [info.name for info in prepared.outputs]
+    for name, _ in options.output_maxerr:
+        if name not in names:
+            raise UsageError(
+                f"--maxerr {name}:...: the model has no output {name!r} (outputs: {', '.join(map(repr, names))})"
+            )
+    if options.maxerr is not None:
+        bounds = dict.fromkeys(names, options.maxerr)
+    else:
+        bounds = {name: prepared.output_maxerr.get(name, prepared.maxerr) for name in names}
+    bounds.update(options.output_maxerr)
+    return bounds
 
 
 def _check_budget(prepared: _Prepared, options: VerifyOptions) -> int | None:
@@ -408,7 +453,7 @@ def _run_case(
     prepared: _Prepared,
     index: int,
     case: _Case,
-    maxerr: float | None,
+    bounds: dict[str, float] | None,
     options: VerifyOptions,
     progress: Progress | None,
     prefix: str = "",
@@ -449,9 +494,9 @@ def _run_case(
         report.seconds = time.perf_counter() - began
         return report
     checks = []
-    if maxerr is not None and case.expected is not None:
+    if bounds is not None and case.expected is not None:
         checks = [
-            assert_equal(info.name, want, have, maxerr)
+            assert_equal(info.name, want, have, bounds[info.name])
             for info, want, have in zip(prepared.outputs, case.expected, got, strict=True)
         ]
     report = CaseReport(
@@ -484,7 +529,7 @@ def _dump_outputs(
     folder: str, index: int, infos: Sequence[TensorInfo], outputs: Sequence[np.ndarray], protected: Sequence[str]
 ) -> None:
     case_dir = os.path.join(folder, case_folder(index))
-    os.makedirs(case_dir, exist_ok=True)
+    make_folder(case_dir, "--bin-out-dump")
     used: set[str] = set()
     for k, (info, array) in enumerate(zip(infos, outputs, strict=True)):
         name = _safe_name(info.name)

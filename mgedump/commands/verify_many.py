@@ -25,7 +25,7 @@ from ..bundle.format import BUNDLE_SUFFIX
 from ..data import TestData
 from ..environment import run_environment
 from ..errors import EXIT_OK, MgeError, UsageError
-from ..fileio import check_folder_target
+from ..fileio import check_folder_target, make_folder
 from ..limits import peak_rss_mib
 from ..options import VerifyOptions, changed
 from ..report import bundle_name, check_report_targets, unique_names, utc_timestamp, write_report
@@ -156,6 +156,7 @@ def plan_runs(
         SpecError: test data that cannot be read.
     """
     options = options or VerifyOptions()
+    check_distinct_outputs(options)
     bundles = expand_paths(paths)
     many = len(bundles) > 1
     if many and options.cases:
@@ -175,6 +176,34 @@ def plan_runs(
     protected = (*bundles, *list_files)
     check_report_targets((options.report_json, options.junit_xml, options.report_html), protected)
     return RunPlan(tuple(bundles), options, protected)
+
+
+OUTPUT_FLAGS = (
+    ("--report-json", "report_json"),
+    ("--junit-xml", "junit_xml"),
+    ("--report-html", "report_html"),
+    ("--profile", "profile"),
+    ("--bin-out-dump", "bin_out_dump"),
+    ("--io-dump", "io_dump"),
+)
+
+
+def check_distinct_outputs(options: VerifyOptions) -> None:
+    """Two outputs on one path would leave only the last one written: refused before any work.
+
+    Raises:
+        UsageError: naming both flags.
+    """
+    seen: dict[str, str] = {}
+    for flag, name in OUTPUT_FLAGS:
+        target = getattr(options, name)
+        if not target:
+            continue
+        key = target if target == "-" else os.path.realpath(target)
+        if key in seen:
+            where = "standard output" if target == "-" else repr(target)
+            raise UsageError(f"{seen[key]} and {flag} both write to {where}: give each its own path")
+        seen[key] = flag
 
 
 def verify_all(
@@ -210,7 +239,7 @@ def verify_all(
         for flag, folder in (("--bin-out-dump", options.bin_out_dump), ("--io-dump", options.io_dump)):
             if folder:
                 check_folder_target(folder, flag, protected)
-                os.makedirs(folder, exist_ok=True)
+                make_folder(folder, flag)
     summary = Summary()
     for path in plan.bundles:
         if on_start is not None:
@@ -222,6 +251,8 @@ def verify_all(
                 path, options_for(path, options, many), on_case=on_case, progress=progress,
                 label=f"{bundle_name(path)}: " if many else "",
             )  # fmt: skip
+            for case in result.report.cases:  # the report keeps statistics; the tensors go, bundle after bundle
+                case.outputs = []
         except MgeError as exc:
             if not many:
                 raise

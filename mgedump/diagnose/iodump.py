@@ -62,6 +62,7 @@ from ..bundle.format import case_folder
 from ..bundle.tensorproto import decode, encode_parts
 from ..deps import require
 from ..errors import DataError, OutputError
+from ..fileio import make_folder
 from ..options import IO_DUMP_BUDGET_MB
 
 FORMAT = "mgedump-iodump"
@@ -368,8 +369,11 @@ def write_case(
     """
     _check_same_model(folder, model_sha256)
     target = case_dir(folder, index)
-    os.makedirs(folder, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".test_data_set_{index}.", dir=folder)
+    make_folder(folder, "--io-dump")
+    try:
+        staging = tempfile.mkdtemp(prefix=f".test_data_set_{index}.", dir=folder)
+    except OSError as exc:
+        raise OutputError(f"cannot write in {folder}: {exc.strerror or exc}") from None
     try:
         order = {name: k for k, name in enumerate(plan.tensors)}
         entries = []

@@ -927,6 +927,191 @@ OPTION_CASES = [
     ),
 ]
 
+# -- third round: crafted bundles that collide on extraction, amplification, external data, outputs that clash,
+# file-system errors
+
+
+def _member_also_folder(n, m, mem):
+    """test_data_set_0/input_0.pb is a file and also the folder of another member."""
+    mem["test_data_set_0/input_0.pb/x"] = b"x"
+    m["members"].append({"name": "test_data_set_0/input_0.pb/x", "size": 1, "sha256": ""})
+    return [*n, "test_data_set_0/input_0.pb/x"]
+
+
+def _case_twins(n, m, mem):
+    mem["TEST_data_set_0/input_0.pb"] = b"x"
+    m["members"].append({"name": "TEST_data_set_0/input_0.pb", "size": 1, "sha256": ""})
+    return [*n, "TEST_data_set_0/input_0.pb"]
+
+
+def _data_named_like_model(n, m, mem):
+    m["model"]["external_data"] = "other/model.onnx"
+    mem["other/model.onnx"] = b"weights"
+    m["members"].append({"name": "other/model.onnx", "size": 7, "sha256": ""})
+    return [*n, "other/model.onnx"]
+
+
+def _shared_member(copies: int):
+    """Every test case reads the same input member: the work a bundle asks for grows past what its bytes hold."""
+
+    def edit(n, m, mem):
+        first = m["test_cases"][0]
+        m["test_cases"] = [dict(first, dir=f"test_data_set_{k}") for k in range(copies)]
+
+    return edit
+
+
+def _many_empty_strings(t: Path) -> Path:
+    """A bundle whose one input is a string tensor of 3 million empty strings (6 MB of protobuf)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["s"], ["y"])],
+        "strings",
+        [helper.make_tensor_value_info("s", TensorProto.STRING, [None])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [None])],
+    )
+    model_path = t / "s.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model_path)
+    run_ok("mgedump", model_path, "-d", crafted.write(t / "s.npy", _npy_strings()), "-o", t / "good.mgetest", "-q")
+    count = 3_000_000
+    tensor = crafted.pb_bytes([count], TensorProto.STRING, extra=b"\x32\x00" * count)  # string_data = ""
+    tensor += b"\x42\x01s"  # name "s"
+
+    def edit(n, m, mem):
+        mem["test_data_set_0/input_0.pb"] = tensor
+        mem["test_data_set_0/output_0.pb"] = tensor[:-3] + b"\x42\x01y"
+
+    return rewrite_bundle(t / "good.mgetest", t / "e.mgetest", edit, fix_hashes=True)
+
+
+def _npy_strings() -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.array(["a", "b"]))
+    return buffer.getvalue()
+
+
+def _external_at(location: str):
+    def build(t: Path) -> list:
+        import onnx
+
+        run_ok("mgedump", SAMPLES / "external" / "mlp.onnx", "-d", "#rand(0,1)", "-o", t / "x.mgetest", "-q")
+        members = crafted.read_members(t / "x.mgetest")
+        proto = onnx.ModelProto.FromString(members["model.onnx"])
+        for tensor in proto.graph.initializer:
+            for entry in tensor.external_data:
+                if entry.key == "location":
+                    entry.value = location
+        model_bytes = proto.SerializeToString()
+
+        def edit(n, m, mem):
+            mem["model.onnx"] = model_bytes
+
+        return [rewrite_bundle(t / "x.mgetest", t / "e.mgetest", edit, fix_hashes=True)]
+
+    return build
+
+
+def _link_loop(t: Path) -> Path:
+    os.symlink(t / "loop_b", t / "loop_a")
+    os.symlink(t / "loop_a", t / "loop_b")
+    return t / "loop_a"
+
+
+THIRD_ROUND_CASES = [
+    case(
+        "bundle-member-file-and-folder",
+        "mgerun",
+        lambda t: [bundle_with(t, _member_also_folder, fix_hashes=True)],
+        "is a file and also the folder of",
+    ),
+    case(
+        "bundle-member-file-and-folder-diff",
+        "mgediff",
+        lambda t: [model(t), bundle_with(t, _member_also_folder, fix_hashes=True)],
+        "is a file and also the folder of",
+    ),
+    case(
+        "bundle-members-differ-in-case",
+        "mgerun",
+        lambda t: [bundle_with(t, _case_twins, fix_hashes=True)],
+        "differ only in case",
+    ),
+    case(
+        "bundle-data-named-like-model",
+        "mgerun",
+        lambda t: [bundle_with(t, _data_named_like_model, fix_hashes=True)],
+        "must not have the model member's file name",
+    ),
+    case(
+        "bundle-3000-cases-one-member",
+        "mgerun",
+        lambda t: [bundle_with(t, _shared_member(3000))],
+        "refers to member 'test_data_set_0/input_0.pb' more than once",
+    ),
+    case(
+        "bundle-3000-cases-one-member-diff",
+        "mgediff",
+        lambda t: [model(t), bundle_with(t, _shared_member(3000))],
+        "more than once",
+    ),
+    case(
+        "bundle-millions-of-empty-strings", "mgerun", lambda t: [_many_empty_strings(t)], "more than its bytes justify"
+    ),
+    case(
+        "bundle-external-data-absolute",
+        "mgerun",
+        _external_at("/etc/passwd"),
+        "the model reads external data from '/etc/passwd'",
+    ),
+    case(
+        "bundle-external-data-up",
+        "mgerun",
+        _external_at("../../model.onnx.data"),
+        "the model reads external data from '../../model.onnx.data'",
+    ),
+    case(
+        "outputs-report-json-html-junit-one-path",
+        "mgerun",
+        lambda t: [bundle(t), "--report-json", t / "r", "--report-html", t / "r", "--junit-xml", t / "r"],
+        "--report-json and --junit-xml both write to",
+    ),
+    case(
+        "outputs-profile-is-report",
+        "mgerun",
+        lambda t: [bundle(t), "--report-json", t / "r.json", "--profile", t / "." / "r.json"],
+        "--report-json and --profile both write to",
+    ),
+    case(
+        "outputs-io-dump-is-bin-out-dump",
+        "mgerun",
+        lambda t: [bundle(t), "--report-json", t / "r.json", "--io-dump", t / "q", "--bin-out-dump", t / "q"],
+        "--bin-out-dump and --io-dump both write to",
+    ),
+    case(
+        "io-dump-link-loop",
+        "mgerun",
+        lambda t: [bundle(t), "--io-dump", _link_loop(t)],
+        "is a link that leads nowhere",
+    ),
+    case(
+        "io-dump-parent-is-a-file",
+        "mgerun",
+        lambda t: [bundle(t), "--io-dump", crafted.write(t / "plain", b"x") / "sub"],
+        "is not a folder",
+    ),
+    case(
+        "bin-out-dump-link-loop-many",
+        "mgerun",
+        lambda t: [bundle(t), bundle(t, "c.mgetest"), "--bin-out-dump", _link_loop(t)],
+        "is a link that leads nowhere",
+    ),
+]
+
+
 CASES = (
     _file_output_cases()
     + _folder_output_cases()
@@ -939,6 +1124,7 @@ CASES = (
     + MODEL_CASES
     + BUNDLE_CASES
     + OPTION_CASES
+    + THIRD_ROUND_CASES
 )
 
 
