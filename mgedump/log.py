@@ -1,9 +1,19 @@
-"""One logger for status and warnings, on stderr; repeated warnings print once."""
+"""One logger for status and warnings, on stderr; a warning repeated within one call of a command prints once.
+
+Each command's library function (``pack``, ``verify``, ``verify_all``, ``diff``) runs in its own
+:func:`warnings_scope`: the same warning on every test case prints once per call, and a library user who calls
+``pack`` twice sees it twice. There is no process-wide memory of what was said.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import logging
 import sys
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from .text import terminal
 
@@ -17,7 +27,7 @@ def printable(text: object) -> str:
 
 LOGGER_NAME = "mgedump"
 logger = logging.getLogger(LOGGER_NAME)
-_seen: set[str] = set()
+_seen: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("mgedump_warnings_seen", default=None)
 
 
 def setup(verbosity: int = 0, *, prog: str = "mgedump") -> None:
@@ -36,7 +46,6 @@ def setup(verbosity: int = 0, *, prog: str = "mgedump") -> None:
     handler.setFormatter(logging.Formatter(f"{prog}: %(levelname_lower)s: %(message)s"))
     handler.addFilter(_lower_level)
     logger.addHandler(handler)
-    _seen.clear()
 
 
 def _lower_level(record: logging.LogRecord) -> bool:
@@ -46,8 +55,34 @@ def _lower_level(record: logging.LogRecord) -> bool:
 
 
 def warn_once(message: str) -> None:
-    """Log a warning, unless the same text was already logged."""
-    if message in _seen:
-        return
-    _seen.add(message)
+    """Log a warning, unless the same text was already logged in this scope (:func:`warnings_scope`)."""
+    seen = _seen.get()
+    if seen is not None:
+        if message in seen:
+            return
+        seen.add(message)
     logger.warning(message)
+
+
+@contextlib.contextmanager
+def warnings_scope() -> Iterator[None]:
+    """Within it, a repeated warning prints once; it starts with nothing said (a nested scope starts afresh)."""
+    token = _seen.set(set())
+    try:
+        yield
+    finally:
+        _seen.reset(token)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fresh_warnings(function: F) -> F:
+    """Run each call of ``function`` in its own :func:`warnings_scope`."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with warnings_scope():
+            return function(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

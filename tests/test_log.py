@@ -7,8 +7,9 @@ from mgedump import log
 
 def test_levels_and_once(capsys):
     log.setup(0, prog="prog")
-    log.warn_once("careful")
-    log.warn_once("careful")
+    with log.warnings_scope():
+        log.warn_once("careful")
+        log.warn_once("careful")
     log.logger.debug("detail")
     assert capsys.readouterr().err == "prog: warning: careful\n"
     log.setup(1, prog="prog")
@@ -40,3 +41,32 @@ def test_printable_is_the_terminal_cleaning_and_keeps_bytes_recoverable():
     assert log.printable(name) == text.terminal(name) == "\\xff\\xfe.npy"
     assert log.printable(b"x\xffy") == "x\\xffy" and log.printable("\ud800") == "\\ud800"
     log.printable(name).encode("utf-8")  # no lone surrogate is left: it prints anywhere
+
+
+def test_each_library_call_says_its_warnings_again(capsys, tmp_path):
+    """The memory of what was said lasts one call of a command, not the process: a library user who packs twice
+    sees a warning twice (it went silent after the first call)."""
+    import numpy as np
+
+    from mgedump import PackOptions, pack
+    from tests.support import sample
+
+    log.setup(0, prog="prog")
+    case = {"input:0": np.zeros((1, 16), np.float32), "len": np.array(7.5)}  # 7.5 cast to int64: a warning
+    model = str(sample("multi_input.onnx").path)
+    options = PackOptions(cases=[case, case])
+    pack(model, tmp_path / "a.mgetest", options)
+    first = capsys.readouterr().err
+    pack(model, tmp_path / "b.mgetest", options)
+    second = capsys.readouterr().err
+    assert "warning: " in first and first == second, (first, second)
+
+
+def test_nested_scopes_start_afresh(capsys):
+    log.setup(0, prog="prog")
+    with log.warnings_scope():
+        log.warn_once("w")
+        with log.warnings_scope():
+            log.warn_once("w")
+        log.warn_once("w")
+    assert capsys.readouterr().err == "prog: warning: w\n" * 2

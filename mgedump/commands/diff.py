@@ -29,6 +29,7 @@ from ..diagnose.iodump import IoDump
 from ..diagnose.locate import inputs_for
 from ..errors import RunError, SpecError, UsageError
 from ..fileio import check_target, hash_files, write_bytes_atomic
+from ..log import fresh_warnings
 from ..options import DiffOptions
 from ..runtime import model_io, open_session, resolve_providers
 
@@ -150,6 +151,7 @@ def _np_dtype(elem_type: int) -> str:
     return str(np.dtype(tensor_dtype_to_np_dtype(elem_type)))
 
 
+@fresh_warnings
 def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
     """Compare A and B tensor by tensor (each an io dump folder, a bundle or a model).
 

@@ -31,7 +31,7 @@ from ..data import TestCase, TestData, cast_to
 from ..environment import pack_environment
 from ..errors import MgeError, OptimizeError, RunError, SpecError, UsageError
 from ..fileio import FileDigest, check_target, hash_files
-from ..log import logger
+from ..log import fresh_warnings, logger
 from ..modelfile import ModelSource, model_source
 from ..optimize import OptimizeResult, optimize_file
 from ..options import PackOptions
@@ -93,6 +93,7 @@ class _Packing:
             check_target(path, self.protected)
 
 
+@fresh_warnings
 def pack(
     model: str | os.PathLike[str] | Any,
     output_path: str | os.PathLike[str],

@@ -21,7 +21,7 @@ from ..environment import differences, run_environment
 from ..errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
 from ..fileio import atomic_output, check_folder_target, check_target, hash_files, make_folder
 from ..limits import available_memory, require_memory
-from ..log import warn_once
+from ..log import fresh_warnings, warn_once
 from ..modelfile import external_locations
 from ..options import VerifyOptions
 from ..report import bundle_name, check_report_targets
@@ -318,6 +318,7 @@ def _check_outputs(options: VerifyOptions, protected: Sequence[str]) -> None:
         check_folder_target(options.io_dump, "--io-dump", protected)
 
 
+@fresh_warnings
 def verify(
     path: str,
     options: VerifyOptions | None = None,

@@ -27,6 +27,7 @@ from ..environment import run_environment
 from ..errors import EXIT_OK, MgeError, UsageError
 from ..fileio import check_folder_target, make_folder
 from ..limits import peak_rss_mib
+from ..log import fresh_warnings
 from ..options import VerifyOptions, changed
 from ..report import bundle_name, check_report_targets, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
@@ -206,6 +207,7 @@ def check_distinct_outputs(options: VerifyOptions) -> None:
         seen[key] = flag
 
 
+@fresh_warnings
 def verify_all(
     plan: RunPlan | Sequence[str],
     options: VerifyOptions | None = None,
