@@ -12,6 +12,7 @@ from ..report import stdout_targets
 from .common import CONTEXT, common_options, setup
 from .declared import build, declared_options, given_flags
 from .output import ProgressBar, RunPrinter
+from .status import Status
 
 
 @click.command(context_settings=CONTEXT)
@@ -43,13 +44,15 @@ def mgerun_command(ctx: click.Context, paths: tuple[str, ...], verbose: int, qui
     to_stdout = bool(stdout_targets((options.report_json, options.junit_xml, options.report_html)))
     printer = RunPrinter(verbose, len(plan.bundles) > 1, err=to_stdout)
     progress = ProgressBar() if sys.stderr.isatty() and not quiet else None
-    summary = verify_all(
-        plan,
-        options,
-        on_start=printer.start,
-        on_case=printer.case,
-        on_bundle=printer.bundle,
-        progress=progress,
-    )
+    with Status("mgerun", enabled=not quiet) as status:
+        summary = verify_all(
+            plan,
+            options,
+            on_start=printer.start,
+            on_case=printer.case,
+            on_bundle=printer.bundle,
+            progress=progress,
+            on_stage=status,
+        )
     printer.total(summary)
     return summary.exit_code

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -284,16 +285,36 @@ def differences_known(report: Any) -> list[str]:
 
 
 class ProgressBar:
-    """A one-line progress bar on a terminal's stderr; nothing elsewhere (CI logs get the result lines)."""
+    """Long timing runs as click's progress bar on a terminal's stderr (one bar per label, with its rate and the
+    time left); the CLI makes one only for a terminal: CI logs get the result lines."""
 
-    width = 30
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._label = ""
+        self._done = 0
 
     def __call__(self, label: str, done: int, total: int) -> None:
-        filled = self.width * done // max(total, 1)
-        sys.stderr.write(f"\r{label}: [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}")
+        if self._bar is None or label != self._label or done < self._done:
+            self.close()
+            self._bar = click.progressbar(
+                length=total, label=printable(label), file=sys.stderr, show_eta=True, show_pos=True, width=30
+            )
+            self._bar.__enter__()
+            self._label, self._done = label, 0
+        self._bar.update(done - self._done)
+        self._done = done
         if done >= total:
-            sys.stderr.write("\r" + " " * (len(label) + self.width + 2 * len(str(total)) + 8) + "\r")
+            self.close()
+
+    def close(self) -> None:
+        """Finish the bar on the screen, then wipe it: what prints next starts on a clean line."""
+        if self._bar is None:
+            return
+        self._bar.render_finish = lambda: None  # no newline left behind: the line is wiped below
+        self._bar.__exit__(None, None, None)
+        sys.stderr.write("\r" + " " * (shutil.get_terminal_size().columns - 1) + "\r")
         sys.stderr.flush()
+        self._bar = None
 
 
 def diff_lines(report: Any, verbose: int = 0, top: int = 10) -> list[str]:

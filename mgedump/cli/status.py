@@ -40,7 +40,11 @@ class Status:
         self._ticker: threading.Thread | None = None
 
     def __call__(self, text: str) -> None:
+        """Show this step; ``""`` wipes the line (the command prints its own lines next)."""
         if not self.enabled:
+            return
+        if not text:
+            self._wipe()
             return
         with self._lock:
             self.text = printable(text)
@@ -68,7 +72,11 @@ class Status:
         self._stop.set()
         if self._ticker is not None:
             self._ticker.join()
+        self._wipe()
+
+    def _wipe(self) -> None:
         with self._lock:
+            self.text = ""
             if self.shown:
                 self.stream.write("\r" + " " * self.shown + "\r")
                 self.stream.flush()

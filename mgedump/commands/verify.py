@@ -204,9 +204,14 @@ def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
     return array
 
 
-def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
+def _quiet(text: str) -> None:
+    """No status line."""
+
+
+def _from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[str], None] = _quiet) -> _Prepared:
     if options.cases:
         raise UsageError("-d gives data to a plain model; a bundle carries its own test cases")
+    stage(f"checking {os.path.basename(path)}")
     with Bundle(path) as bundle:
         manifest = bundle.manifest
         model = manifest.model
@@ -220,7 +225,9 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str) -> _Prepared:
         if model.external_data:
             bundle.extract(model.external_data, model_folder)
         _check_external_data(label, model_path, model.external_data)
+        stage("loading the model")
         session, session_ms = _open(model_path, label, options, tmp)
+        stage("reading the test cases and checking the bundle's hashes")
         inputs = [TensorInfo.from_json(d) for d in manifest.inputs]
         outputs = [TensorInfo.from_json(d) for d in manifest.outputs]
         got_in, got_out = model_io(session)
@@ -279,10 +286,14 @@ def _check_external_data(label: str, model_path: str, member: str | None) -> Non
             )
 
 
-def _from_model(path: str, data: TestData | None, options: VerifyOptions, tmp: str) -> _Prepared:
+def _from_model(
+    path: str, data: TestData | None, options: VerifyOptions, tmp: str, stage: Callable[[str], None] = _quiet
+) -> _Prepared:
     if data is None:
         raise UsageError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
+    stage(f"loading {os.path.basename(path)}")
     session, session_ms = _open(path, path, options, tmp)
+    stage("building the test data")
     inputs, outputs = model_io(session)
     built = data.build(inputs, options.data)
     cases = [_Case(case.spec.text, case.spec.origin, dict(case.inputs), None, case.defaulted) for case in built]
@@ -326,6 +337,7 @@ def verify(
     on_case: Callable[[CaseReport, Report], None] | None = None,
     progress: Progress | None = None,
     label: str = "",
+    on_stage: Callable[[str], None] | None = None,
 ) -> Report:
     """Verify every test case of a bundle (or run a plain model on ``-d`` data) and time it.
 
@@ -336,6 +348,8 @@ def verify(
         progress: called as ``progress(label, done, total)`` during timing runs
             expected to last over a second, for a progress bar.
         label: put before "test case N" in the progress bar's label (the bundle, when there are several).
+        on_stage: called with what it starts doing before the test cases run (``"checking b.mgetest"``,
+            ``"loading the model"``), then with ``""`` when they start, for a status line.
 
     Returns:
         The report; ``report.exit_code`` is 1 when an assertion failed or the
@@ -351,7 +365,9 @@ def verify(
     _check_outputs(options, protected)
     resolve_providers(options.provider)
     with tempfile.TemporaryDirectory(prefix="mgerun-") as tmp:
-        prepared = _from_model(path, data, options, tmp) if plain else _from_bundle(path, options, tmp)
+        stage = on_stage or _quiet
+        prepared = _from_model(path, data, options, tmp, stage) if plain else _from_bundle(path, options, tmp, stage)
+        stage("")
         protected += prepared.files
         _check_outputs(options, protected)  # the data files are known now
         max_runs = _check_budget(prepared, options)

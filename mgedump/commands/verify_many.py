@@ -216,6 +216,7 @@ def verify_all(
     on_case: Callable[[CaseReport, Report], None] | None = None,
     on_bundle: Callable[[BundleResult], None] | None = None,
     progress: Progress | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> Summary:
     """Verify every bundle (or the one plain model with ``-d``), then write the reports the options ask for.
 
@@ -227,6 +228,7 @@ def verify_all(
         on_case: called after each test case (see :func:`~mgedump.commands.verify`).
         on_bundle: called after each bundle, with its result.
         progress: the progress callback for long timing runs.
+        on_stage: what each bundle starts doing before its test cases run (see :func:`~mgedump.commands.verify`).
 
     Raises:
         MgeError: bad options; with one bundle, anything that stops it (as
@@ -251,7 +253,7 @@ def verify_all(
         try:
             result.report = verify(
                 path, options_for(path, options, many), on_case=on_case, progress=progress,
-                label=f"{bundle_name(path)}: " if many else "",
+                label=f"{bundle_name(path)}: " if many else "", on_stage=on_stage,
             )  # fmt: skip
             for case in result.report.cases:  # the report keeps statistics; the tensors go, bundle after bundle
                 case.outputs = []

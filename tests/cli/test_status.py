@@ -64,11 +64,11 @@ mgedump_main(sys.argv[1:])
 """
 
 
-def _run_in_terminal(args):
+def _run_in_terminal(args, program=_SLOW_START):
     """The command on a pseudo-terminal (stdout and stderr), as a person runs it; what the terminal got."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-c", _SLOW_START, *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower
+        [sys.executable, "-c", program, *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower
     )
     os.close(follower)
     chunks = []
@@ -103,3 +103,38 @@ def test_in_a_pipe_nothing_extra(tmp_path):
         timeout=60,
     )
     assert done.returncode == 0 and "\r" not in done.stderr and "loading" not in done.stderr
+
+
+_SLOW_RUN = """
+import sys
+from mgedump import timing
+from mgedump.cli import status
+status.AFTER_S = 0.0
+timing.PROGRESS_AFTER_S = 0.0
+from mgedump.cli import mgerun_main
+mgerun_main(sys.argv[1:])
+"""
+
+
+def test_mgerun_on_a_terminal_shows_its_loading_then_click_progress_bars(tmp_path):
+    from tests.support import run_ok
+
+    cnn = sample("cnn.onnx")
+    bundle = tmp_path / "c.mgetest"
+    run_ok("mgedump", cnn.path, "-d", cnn.spec, "-o", bundle, "-q")
+    code, text = _run_in_terminal([str(bundle), "--iter", "200"], program=_SLOW_RUN)
+    assert code == 0, text
+    assert "mgerun: checking c.mgetest (" in text and "mgerun: loading the model (" in text
+    assert "test case 0" in text and "200/200" in text  # click's bar: its label and position
+
+
+def test_mgerun_in_a_pipe_prints_no_bar_and_no_status(tmp_path):
+    from tests.support import run_ok
+
+    cnn = sample("cnn.onnx")
+    bundle = tmp_path / "c.mgetest"
+    run_ok("mgedump", cnn.path, "-d", cnn.spec, "-o", bundle, "-q")
+    done = subprocess.run(
+        [sys.executable, "-c", _SLOW_RUN, str(bundle), "--iter", "50"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and "\r" not in done.stderr + done.stdout and "checking" not in done.stderr
