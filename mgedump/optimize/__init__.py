@@ -97,6 +97,7 @@ def optimize_file(
     *,
     test_inputs: Sequence[Mapping[str, Any]] | None = None,
     maxerr: float | None = None,
+    output_maxerr: Mapping[str, float] | None = None,
     calibration: Sequence[Mapping[str, Any]] = (),
     calibration_specs: Sequence[str] = (),
 ) -> OptimizeResult:
@@ -109,6 +110,8 @@ def optimize_file(
             that must stay float32 are found by running on them
             (:mod:`.autocast`); without, only the weights' ranges decide.
         maxerr: what the float16 or int8 model's outputs must meet on the test cases (none: the pack's default).
+        output_maxerr: outputs held to their own bound (``--maxerr NAME:X``): int8 holds each output to its
+            bound; the float16 search aims at the tightest of all.
         calibration: with int8: the cases the static ranges are calibrated on (none: the test cases).
         calibration_specs: where the calibration cases came from (``--calibrate`` specs), for the manifest.
 
@@ -122,6 +125,7 @@ def optimize_file(
 
     check_can_make(options)
     limit = DEFAULT_MAXERR if maxerr is None else maxerr
+    tightest = min([limit, *(output_maxerr or {}).values()])
     quantize = options.quantize
     if quantize and not test_inputs:
         raise UsageError("--quantize int8 is proved on test data, and none was given")
@@ -150,7 +154,7 @@ def optimize_file(
                     staged,
                     options.float16,
                     test_inputs,
-                    maxerr=limit,
+                    maxerr=tightest,
                     fp32_nodes=options.fp32_nodes,
                     scratch=tmp,
                     keep_io=options.keep_io_types,
@@ -169,7 +173,15 @@ def optimize_file(
         int8 = None
         if quantize and test_inputs:
             model, int8 = _quantize(
-                src, model, options, test_inputs, limit, calibration, calibration_specs, tmp, external
+                src,
+                model,
+                options,
+                test_inputs,
+                (limit, output_maxerr or {}),
+                calibration,
+                calibration_specs,
+                tmp,
+                external,
             )
             notes += int8.pop("notes")
         level = level_of(options)
@@ -200,7 +212,7 @@ def _quantize(
     model: Any,
     options: OptimizeOptions,
     test_inputs: Sequence[Mapping[str, Any]],
-    maxerr: float,
+    maxerr: tuple[float, Mapping[str, float]],
     calibration: Sequence[Mapping[str, Any]],
     calibration_specs: Sequence[str],
     tmp: str,
@@ -221,7 +233,8 @@ def _quantize(
         os.path.join(tmp, "int8.onnx"),
         test_inputs=test_inputs,
         expected=expected,
-        maxerr=maxerr,
+        maxerr=maxerr[0],
+        output_maxerr=maxerr[1],
         calibration=calibration,
         calibration_specs=calibration_specs,
         mode=options.quantize_mode,

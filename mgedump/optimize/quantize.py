@@ -329,8 +329,10 @@ class _Measure:
                     found = (err, name, k)
         return found
 
-    def passes(self, maxerr: float) -> bool:
-        return all(err <= maxerr for errs in self.errs for err in errs.values())
+    def passes(self, maxerr: float, bounds: Mapping[str, float] | None = None) -> bool:
+        """Every output within its bound: its own (``bounds``), else ``maxerr``."""
+        own = bounds or {}
+        return all(err <= own.get(name, maxerr) for errs in self.errs for name, err in errs.items())
 
 
 def _measure(names: Sequence[str], expected: Sequence[Sequence[np.ndarray]], got: Sequence[Sequence[np.ndarray]]):
@@ -538,6 +540,7 @@ def quantize_int8(
     test_inputs: Sequence[Mapping[str, np.ndarray]],
     expected: Sequence[Sequence[np.ndarray]],
     maxerr: float,
+    output_maxerr: Mapping[str, float] | None = None,
     calibration: Sequence[Mapping[str, np.ndarray]] = (),
     calibration_specs: Sequence[str] = (),
     mode: str = STATIC,
@@ -556,6 +559,7 @@ def quantize_int8(
         test_inputs: the test cases' inputs.
         expected: the outputs of the model as given on each test case, in the model's output order.
         maxerr: what every output must meet on every test case (AssertEqual).
+        output_maxerr: outputs held to their own bound instead (``--maxerr NAME:X``).
         calibration: the cases the static ranges are calibrated on (none: the test cases).
         calibration_specs: where the calibration cases came from, for the record.
         mode: ``"static"`` (QDQ, calibrated) or ``"dynamic"`` (MatMul weights, activations at run time).
@@ -603,6 +607,7 @@ def quantize_int8(
     result.notes = notes
     result.opset = opset
 
+    bounds = dict(output_maxerr or {})
     opener = Opener()  # every candidate is opened in a child first: a crash there is a refusal
 
     def probe(keep: Mapping[str, str]) -> tuple[str, _Measure, list[list[np.ndarray]]]:
@@ -614,7 +619,7 @@ def quantize_int8(
 
     with opener:
         result, path = _search(
-            probe, result, base, named, kept, names, expected, test_inputs, maxerr, mode, scratch, settings
+            probe, result, base, named, kept, names, expected, test_inputs, maxerr, mode, scratch, settings, bounds
         )
     result.rounds = quantizer.count
     _move(path, dst, external)
@@ -634,6 +639,7 @@ def _search(
     mode: str,
     scratch: str,
     settings: RunSettings | None,
+    bounds: Mapping[str, float],
 ) -> tuple[Int8Result, str]:
     """Quantize, prove, and keep nodes float when the proof fails (the module's docstring); the result and the
     chosen candidate's path."""
@@ -649,7 +655,7 @@ def _search(
             f"--quantize int8 ({mode}): onnxruntime's quantizer found nothing to quantize in the model"
             + (f" (its {mode} mode quantizes {', '.join(DYNAMIC_OPS)})" if mode == DYNAMIC else "")
         )
-    if not measure.passes(maxerr):
+    if not measure.passes(maxerr, bounds):
         diagnosis = _diagnose(named, base, path, test_inputs, scratch, settings)
         result.runs += 2
         # the nodes that introduce a tenth of maxerr or more, most first; for a model int8 destroys, only as many as
@@ -659,9 +665,9 @@ def _search(
         if destroyed:  # one more quantization only: does keeping the worst few float pass? (the hint)
             hint_keep = _keep_ranked(kept, ranking[:MAX_HINT_NODES], maxerr)
             outcome = probe(hint_keep) if ranking else None
-            found = (hint_keep, outcome) if outcome is not None and outcome[1].passes(maxerr) else None
+            found = (hint_keep, outcome) if outcome is not None and outcome[1].passes(maxerr, bounds) else None
         else:
-            found = _bisect(probe, kept, ranking, maxerr) if ranking else None
+            found = _bisect(probe, kept, ranking, maxerr, bounds) if ranking else None
         if destroyed or found is None:
             raise _refusal(measure, diagnosis, maxerr, mode, destroyed, found, kept)
         kept, (path, measure, got) = found
@@ -691,7 +697,9 @@ def _keep_ranked(kept: Mapping[str, str], nodes: Sequence[_NodeErr], maxerr: flo
     return chosen
 
 
-def _bisect(probe: Any, kept: Mapping[str, str], ranking: Sequence[_NodeErr], maxerr: float) -> Any:
+def _bisect(
+    probe: Any, kept: Mapping[str, str], ranking: Sequence[_NodeErr], maxerr: float, bounds: Mapping[str, float]
+) -> Any:
     """The fewest of the ranked nodes (a prefix of the ranking) to keep float for every output to meet maxerr:
     doubling, then bisecting. Returns (kept, probe's result), or None when even all of them do not do."""
 
@@ -702,7 +710,7 @@ def _bisect(probe: Any, kept: Mapping[str, str], ranking: Sequence[_NodeErr], ma
     while True:
         high = min(high, len(ranking))
         outcome = probe(keep(high))
-        if outcome[1].passes(maxerr):
+        if outcome[1].passes(maxerr, bounds):
             best = (high, outcome)
             break
         if high == len(ranking):
@@ -711,7 +719,7 @@ def _bisect(probe: Any, kept: Mapping[str, str], ranking: Sequence[_NodeErr], ma
     while best[0] - low > 1:
         middle = (low + best[0]) // 2
         outcome = probe(keep(middle))
-        if outcome[1].passes(maxerr):
+        if outcome[1].passes(maxerr, bounds):
             best = (middle, outcome)
         else:
             low = middle

@@ -164,3 +164,13 @@ def test_an_int8_candidate_that_crashes_onnxruntime_is_a_refusal(tmp_path, mgedu
     result, out = _pack(mgedump, tmp_path, "cnn.onnx", *CNN, "--quantize", "int8", "--maxerr", "0.05")
     assert result.code == 2 and not out.exists()
     assert "--quantize int8 (static): onnxruntime crashes (SIGABRT)" in result.err
+
+
+def test_int8_holds_each_output_to_its_own_maxerr(tmp_path, mgedump, mgerun):
+    """--maxerr NAME:X: the search holds that output to its own bound, not to the tightest of all."""
+    model = sample("int8/mild_outlier.onnx")
+    args = ["-d", model.spec, "-d", model.spec, "--quantize", "int8", "--maxerr", "1e-4", "--maxerr", "logits:0.3"]
+    result, out = _pack(mgedump, tmp_path, model.file, *args)
+    assert result.code == 0, result.err
+    assert [k["node"] for k in bundle_manifest(out)["int8"]["kept_float32"]] == ["head"]
+    assert mgerun(out, "--iter", "1").code == 0
