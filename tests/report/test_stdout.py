@@ -104,5 +104,5 @@ def test_only_one_report_goes_to_stdout(bundle):
     done = _mgerun(bundle, "--report-json", "-", "--junit-xml", "-")
     assert done.returncode == 2 and done.stdout == b""
     assert done.stderr.decode().strip().splitlines() == [
-        "mgerun: error: only one report can go to standard output (-): give the others a file"
+        "mgerun: error: --report-json and --junit-xml both write to standard output: give each its own path"
     ]
