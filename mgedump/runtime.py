@@ -210,7 +210,16 @@ def describe_load_error(label: str, exc: BaseException) -> str:
 def tensor_infos(args: Sequence[Any], what: str) -> list[TensorInfo]:
     """Describe onnxruntime ``NodeArg`` s; non-tensor types are refused."""
     infos = []
-    for arg in args:
+    for index, arg in enumerate(args):
+        try:
+            arg.name  # noqa: B018 - onnxruntime decodes it here
+        except UnicodeDecodeError as exc:
+            raw = exc.object[exc.start : exc.end] if isinstance(exc.object, bytes) else b""
+            raise ModelError(
+                f"{what} {index} of the model has a name that is not UTF-8 text (bytes {raw!r} in it): onnxruntime's "
+                "Python API cannot name it, so nothing can feed or check it",
+                hint="rename it in the model (onnx.helper) to UTF-8 text",
+            ) from None
         dtype = _ORT_DTYPES.get(arg.type)
         if dtype is None:
             raise ModelError(f"{what} {arg.name!r} has type {arg.type}, which mgedump cannot feed or check")

@@ -191,7 +191,8 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
     if options.report_json:
         import json
 
-        write_bytes_atomic(
-            options.report_json, (json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n").encode(), protected
-        )
+        from ..report.schema import json_ready  # strict JSON: no lone surrogate from a path or a name
+
+        document = json.dumps(json_ready(report.to_json()), indent=1, sort_keys=True, allow_nan=False) + "\n"
+        write_bytes_atomic(options.report_json, document.encode(), protected)
     return report

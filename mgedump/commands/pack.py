@@ -219,7 +219,8 @@ def _optimize(state: _Packing) -> None:
         os.path.join(state.tmp, MODEL_MEMBER),
         options.optimize,
         test_inputs=[dict(case.inputs) for case in state.cases],
-        maxerr=_tightest(options),
+        maxerr=options.maxerr,
+        output_maxerr=dict(options.output_maxerr),
         calibration=[dict(case.inputs) for case in calibration],
         calibration_specs=[
             f"--calibrate {c}" if isinstance(c, str) else "--calibrate (arrays)" for c in options.calibrate

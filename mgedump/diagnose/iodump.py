@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import text
 from ..bundle.format import case_folder
 from ..bundle.tensorproto import decode, encode_parts
 from ..deps import require
@@ -112,7 +113,8 @@ class Plan:
         weights = {init.name for init in graph.initializer}
         inputs = tuple(v.name for v in graph.input if v.name not in weights)
         nodes = tuple(
-            NodeInfo(n.name, n.op_type, n.domain, tuple(n.input), tuple(n.output)) for n in _execution_order(graph)
+            NodeInfo(_text(n.name), _text(n.op_type), _text(n.domain), tuple(n.input), tuple(n.output))
+            for n in _execution_order(graph)
         )
         seen = set(inputs)
         tensors = list(inputs)
@@ -122,6 +124,12 @@ class Plan:
                     seen.add(name)
                     tensors.append(name)
         return cls(nodes, inputs, tuple(tensors))
+
+
+def _text(value: str | bytes) -> str:
+    """A node's name, op type or domain as JSON can hold it: onnx hands names that are not UTF-8 over as bytes;
+    they are kept recoverable (``\\xff``) rather than failing the dump."""
+    return text.json(text.decoded(value))
 
 
 def _execution_order(graph: Any) -> list[Any]:
