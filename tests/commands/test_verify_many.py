@@ -146,3 +146,44 @@ def test_library_verify_all(zoo):
     assert summary.exit_code == 1 and [r.exit_code for r in summary.results] == [0, 1]
     with pytest.raises(Exception, match="not a bundle"):  # one bundle alone raises, as verify does
         verify_all([str(zoo / "c_malformed.mgetest")])
+
+
+_MANY = """
+import json, sys
+from mgedump import VerifyOptions, verify_all
+summary = verify_all([sys.argv[1]], VerifyOptions(iters=1, warmup=0))
+print(json.dumps([r.peak_rss_mib for r in summary.results]))
+"""
+
+
+def test_memory_does_not_grow_with_the_number_of_bundles(tmp_path):
+    """The report keeps each bundle's statistics, not its tensors: ten bundles with an 8 MiB output each leave the
+    peak memory where two left it (it grew by both tensors of every bundle before)."""
+    import shutil
+    import subprocess
+    import sys
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    from tests.support import run_ok
+
+    n = 2 << 20  # 8 MiB of float32
+    graph = helper.make_graph(
+        [helper.make_node("Expand", ["x", "shape"], ["y"])],
+        "wide",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])],
+        [helper.make_tensor("shape", TensorProto.INT64, [1], [n])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "wide.onnx")
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    run_ok("mgedump", tmp_path / "wide.onnx", "-d", "#rand(0,1)", "-o", folder / "b00.mgetest", "-q")
+    for k in range(1, 10):
+        shutil.copyfile(folder / "b00.mgetest", folder / f"b{k:02d}.mgetest")
+    done = subprocess.run([sys.executable, "-c", _MANY, str(folder)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    peaks = json.loads(done.stdout)
+    assert len(peaks) == 10
+    assert peaks[-1] - peaks[1] < 3 * 8, peaks  # MiB: less than three outputs' worth over eight more bundles
