@@ -68,47 +68,34 @@ class DumpInfo:
     free_dims: dict[str, dict[int, str]] = field(default_factory=dict)
 
 
-def dump_program(
-    programs: Sequence[Program],
-    file: Any,
-    *,
-    symbolic_shape: bool = False,
-    arg_names: Sequence[str] | str | None = None,
-    output_names: Sequence[str] | str | None = None,
-    optimize_for_inference: bool = True,
-    keep_var_name: int = 1,
-    keep_opr_name: bool = False,
-    keep_param_name: bool = False,
-    strip_info_file: str | None = None,
-    append_json: bool = False,
-    input_data: Sequence[Any] | None = None,
-    maxerr: float | None = None,
-    no_assert: bool = False,
-    dump_format: str | None = None,
-    **enable_flags: bool,
-) -> DumpInfo:
-    """Write a recorded graph as an ONNX model, or as a bundle with test cases.
+# the keywords of :meth:`mgedump.tracing.jit.trace.dump` besides the ``--enable-*`` flags, in its order: it documents
+# them and holds their defaults, and passes every one of them here
+DUMP_KEYWORDS = (
+    "arg_names",
+    "output_names",
+    "optimize_for_inference",
+    "keep_var_name",
+    "keep_opr_name",
+    "keep_param_name",
+    "strip_info_file",
+    "append_json",
+    "input_data",
+    "maxerr",
+    "no_assert",
+    "dump_format",
+)
 
-    The arguments are :meth:`mgedump.tracing.jit.trace.dump`'s, which documents them.
+
+def dump_program(programs: Sequence[Program], file: Any, *, symbolic_shape: bool, **keywords: Any) -> DumpInfo:
+    """Write a recorded graph as an ONNX model, or as a bundle with test cases.
 
     Args:
         programs: what the trace recorded, one per input shapes, the first
             first (made with ``capture_as_const=True``).
         file: the path to write, or a binary file object.
         symbolic_shape: give the input dims that varied between the programs as free dims.
-        arg_names: names of the graph inputs, one per tensor argument.
-        output_names: names of the graph outputs, one per returned tensor.
-        optimize_for_inference: the portable rewrites of ``--optimize-for-inference``.
-        keep_var_name: 2 names intermediate tensors after their operation; 0 and 1 number them.
-        keep_opr_name: name the nodes after the operations.
-        keep_param_name: name the weights after the tensors' names.
-        strip_info_file: also write strip info, as ``--output-strip-info``.
-        append_json: merge the strip info into an existing strip-info file.
-        input_data: write a bundle with these test cases.
-        maxerr: the bundle's AssertEqual threshold. Defaults to ``mgedump``'s.
-        no_assert: store no expected outputs in the bundle.
-        dump_format: None or ``"ONNX"``; MegEngine's own formats are refused.
-        **enable_flags: the ``--enable-*`` flags of ``mgedump``, as keywords.
+        **keywords: every keyword of :meth:`mgedump.tracing.jit.trace.dump` (:data:`DUMP_KEYWORDS`, which it
+            documents), then its ``--enable-*`` flags.
 
     Returns:
         What was written.
@@ -122,6 +109,21 @@ def dump_program(
         MgeError: an unknown or refused ``enable_*`` flag, a bad spec or
             ``maxerr``, an unwritable output (as the ``mgedump`` command reports them).
     """
+    (
+        arg_names,
+        output_names,
+        optimize_for_inference,
+        keep_var_name,
+        keep_opr_name,
+        keep_param_name,
+        strip_info_file,
+        append_json,
+        input_data,
+        maxerr,
+        no_assert,
+        dump_format,
+    ) = (keywords.pop(name) for name in DUMP_KEYWORDS)
+    enable_flags = keywords
     program = programs[0]
     label = program.label
     if dump_format is not None and str(dump_format).upper() != "ONNX":

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .dispatch import current, wrap
-from .dump import DumpInfo, dump_program
+from .dump import DUMP_KEYWORDS, DumpInfo, dump_program
 from .graph import (
     Call,
     Program,
@@ -505,21 +505,8 @@ class trace:
             )
         if not self._programs:
             raise RuntimeError(f"{self._label} has not been called yet: call it once with example inputs, then dump")
+        given = locals()
+        keywords = {name: given[name] for name in DUMP_KEYWORDS}
         return dump_program(
-            list(self._programs.values()),
-            file,
-            symbolic_shape=self.symbolic_shape,
-            arg_names=arg_names,
-            output_names=output_names,
-            optimize_for_inference=optimize_for_inference,
-            keep_var_name=keep_var_name,
-            keep_opr_name=keep_opr_name,
-            keep_param_name=keep_param_name,
-            strip_info_file=strip_info_file,
-            append_json=append_json,
-            input_data=input_data,
-            maxerr=maxerr,
-            no_assert=no_assert,
-            dump_format=dump_format,
-            **enable_flags,
+            list(self._programs.values()), file, symbolic_shape=self.symbolic_shape, **keywords, **enable_flags
         )
