@@ -379,7 +379,7 @@ def write_case(
     target = case_dir(folder, index)
     make_folder(folder, "--io-dump")
     try:
-        staging = tempfile.mkdtemp(prefix=f".test_data_set_{index}.", dir=folder)
+        staging = tempfile.mkdtemp(prefix=f".{case_folder(index)}.", dir=folder)
     except OSError as exc:
         raise OutputError(f"cannot write in {folder}: {exc.strerror or exc}") from None
     try:
@@ -417,7 +417,7 @@ def write_case(
             json.dump(index_doc, f, indent=1, allow_nan=False)
         old = None
         if os.path.exists(target):
-            old = tempfile.mkdtemp(prefix=f".old.test_data_set_{index}.", dir=folder)
+            old = tempfile.mkdtemp(prefix=f".old.{case_folder(index)}.", dir=folder)
             os.rmdir(old)
             os.replace(target, old)
         os.replace(staging, target)
