@@ -135,6 +135,16 @@ def test_the_document_meets_jenkins_schema(junit):
     assert xsd_problems(ET.parse(junit).getroot()) == []
 
 
+def test_an_xsd_validator_accepts_the_document(junit):
+    """The same schema through a real XSD 1.0 validator (xmlschema), beside the rule check above."""
+    import xmlschema
+
+    schema = xmlschema.XMLSchema(str(Path(__file__).with_name("jenkins-junit.xsd")))
+    schema.validate(str(junit))
+    with pytest.raises(xmlschema.XMLSchemaValidationError):
+        schema.validate(ET.fromstring("<testsuites><testsuite/></testsuites>"))
+
+
 def test_junitparser_reads_counts_and_outcomes(junit):
     xml = JUnitXml.fromfile(str(junit))
     suites = {suite.name: suite for suite in xml}
