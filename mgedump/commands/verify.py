@@ -318,11 +318,18 @@ def is_plain_model(path: str, options: VerifyOptions) -> bool:
     return bool(options.cases) or path.lower().endswith(".onnx")
 
 
-def _check_outputs(options: VerifyOptions, protected: Sequence[str]) -> None:
-    """Refuse outputs that cannot be written, or would overwrite an input, before any work starts."""
+def _check_outputs(options: VerifyOptions, protected: Sequence[str], *, reports: bool) -> None:
+    """Refuse outputs that cannot be written, or would overwrite an input, before any work starts.
+
+    Args:
+        reports: check the report targets too (which :func:`~mgedump.commands.verify_many.verify_all` writes and
+            :func:`~mgedump.commands.verify_many.plan_runs` checked once before): only against data files that
+            only building the test cases names.
+    """
     if options.profile:
         check_target(options.profile, protected)
-    check_report_targets((options.report_json, options.junit_xml, options.report_html), protected)
+    if reports:
+        check_report_targets((options.report_json, options.junit_xml, options.report_html), protected)
     if options.bin_out_dump:
         check_folder_target(options.bin_out_dump, "--bin-out-dump", protected)
     if options.io_dump:
@@ -362,14 +369,15 @@ def verify(
     plain = is_plain_model(path, options)
     data = TestData.parse(options.cases) if plain and options.cases else None
     protected = [path, *(data.list_files if data is not None else ())]
-    _check_outputs(options, protected)
+    _check_outputs(options, protected, reports=False)
     resolve_providers(options.provider)
     with tempfile.TemporaryDirectory(prefix="mgerun-") as tmp:
         stage = on_stage or _quiet
         prepared = _from_model(path, data, options, tmp, stage) if plain else _from_bundle(path, options, tmp, stage)
         stage("")
-        protected += prepared.files
-        _check_outputs(options, protected)  # the data files are known now
+        if prepared.files:  # the data files are known now: no output may replace one
+            protected += prepared.files
+            _check_outputs(options, protected, reports=True)
         max_runs = _check_budget(prepared, options)
         report = _new_report(path, prepared, options, protected)
         bounds = _bounds(prepared, options) if report.assertion else None
