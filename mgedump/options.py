@@ -27,6 +27,7 @@ from .errors import UsageError
 
 DEFAULT_MAXERR = 1e-4  # AssertEqual's threshold when none is given (docs/assertion.md)
 FLOAT16_MAXERR = 1e-2  # mgediff's default when either side holds float16: float16's own precision
+FLOAT16_MARGIN = 0.3  # the float16 search aims this fraction below --maxerr (measured on held-out data: README)
 IO_DUMP_BUDGET_MB = 1024  # MiB of exposed tensors one run may hold (docs/io-dump.md)
 GRAPH_OPT_LEVELS = ("disable", "basic", "extended", "all")
 QUANTIZE_TYPES = ("int8",)  # --quantize
@@ -246,6 +247,16 @@ def _bounded(flag: str) -> Callable[[Any], None]:
             raise UsageError(f"{flag} must be >= 1, got {value}")
         if value > MAX_THREADS:
             raise UsageError(f"{flag} must be at most {MAX_THREADS} (four per core, 64 at least), got {value}")
+
+    return check
+
+
+def _fraction(flag: str) -> Callable[[Any], None]:
+    """A check: a number in [0, 1)."""
+
+    def check(value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            raise UsageError(f"{flag} must be a fraction in [0, 1), got {value}")
 
     return check
 
@@ -560,6 +571,16 @@ class OptimizeOptions(Options):
         help="With --enable-ioc16/--enable-io16xc32: the model's float inputs and outputs stay float32 (no float16 "
         "rounding of the outputs; the bundle's test data stays float32).",
     )
+    float16_margin: float = option(
+        FLOAT16_MARGIN,
+        "--float16-margin",
+        kind=float,
+        metavar="FRACTION",
+        show_default=True,
+        check=_fraction("--float16-margin"),
+        help="With --enable-ioc16/--enable-io16xc32: the search aims this fraction below --maxerr, so that data it "
+        "has not seen has room (it takes --maxerr itself, and says so, where nothing reaches the aim).",
+    )
     quantize: str | None = option(
         None,
         "--quantize",
@@ -598,6 +619,8 @@ class OptimizeOptions(Options):
 
     def _check_together(self) -> None:
         object.__setattr__(self, "fp32_nodes", tuple(p.strip() for p in self.fp32_nodes if p.strip()))
+        if self.float16_margin != FLOAT16_MARGIN and not self.float16:
+            raise UsageError("--float16-margin applies to the float16 search: add --enable-ioc16 or --enable-io16xc32")
         if self.keep_io_types and not self.float16:
             raise UsageError(
                 "--keep-io-types keeps a float16 model's inputs and outputs float32: add --enable-ioc16 "

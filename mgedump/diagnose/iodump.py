@@ -10,7 +10,10 @@ version) is a folder::
 
 The tensors of a test case are the model's graph inputs (initializers are not
 inputs), then the outputs of every node of the main graph, in execution order
-(the graph's node order, which ONNX requires to be topological). A tensor that
+(the graph's node order, which ONNX requires to be topological), except the
+tensors computed from weights alone (a dequantized or reshaped weight): they
+are the same for every input, can be recomputed from the model, and would make
+a dump of a weight-only quantized model many times the model's size. A tensor that
 is not a tensor at run time (a sequence, a map) is left out. File names are
 numbers, so no tensor name needs escaping; the name is inside the TensorProto
 and in the index.
@@ -108,7 +111,8 @@ class Plan:
 
     @classmethod
     def of(cls, model: Any) -> Plan:
-        """The plan of an ONNX ModelProto (its weights need not be loaded)."""
+        """The plan of an ONNX ModelProto (its weights need not be loaded): tensors computed from weights alone
+        (:func:`weight_only_tensors`) are left out."""
         graph = model.graph
         weights = {init.name for init in graph.initializer}
         inputs = tuple(v.name for v in graph.input if v.name not in weights)
@@ -116,7 +120,8 @@ class Plan:
             NodeInfo(_text(n.name), _text(n.op_type), _text(n.domain), tuple(n.input), tuple(n.output))
             for n in _execution_order(graph)
         )
-        seen = set(inputs)
+        constant = weight_only_tensors(model)
+        seen = set(inputs) | constant
         tensors = list(inputs)
         for node in nodes:
             for name in node.outputs:
@@ -124,6 +129,33 @@ class Plan:
                     seen.add(name)
                     tensors.append(name)
         return cls(nodes, inputs, tuple(tensors))
+
+
+_NOT_CONSTANT_OPS = ("If", "Loop", "Scan", "Multinomial", "Bernoulli")
+
+
+def weight_only_tensors(model: Any) -> set[str]:
+    """The main graph's tensors computed from weights alone (a dequantized weight, a reshaped constant): the same
+    for every input, so a dump leaves them out and anyone can recompute them from the model.
+
+    A node's outputs are such tensors when every input it reads is a weight (an initializer that is not also a graph
+    input), a Constant's output or such a tensor; random and control-flow ops never are.
+    """
+    graph = model.graph
+    listed = {v.name for v in graph.input}
+    known = {init.name for init in graph.initializer if init.name not in listed}
+    found: set[str] = set()
+    for node in _execution_order(graph):
+        op = node.op_type
+        if op in _NOT_CONSTANT_OPS or op.startswith("Random") or node.domain not in ("", "ai.onnx"):
+            continue
+        if any(attr.HasField("g") or len(attr.graphs) for attr in node.attribute):
+            continue
+        if all(not name or name in known for name in node.input):
+            produced = [name for name in node.output if name]
+            known.update(produced)
+            found.update(produced)
+    return found
 
 
 def _text(value: str | bytes) -> str:
@@ -279,14 +311,34 @@ class ExposedRunner:
         self._open = open_exposed
         self._sessions: dict[tuple[str, ...], Any] = {}
         self._sizes: dict[tuple[Any, ...], dict[str, int]] = {}
+        self._hints: dict[str, int] = {}
         self.parts_run = 0
 
+    @staticmethod
+    def _key(feeds: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
+        return tuple(sorted((name, np.shape(array), str(np.asarray(array).dtype)) for name, array in feeds.items()))
+
     def sizes(self, feeds: Mapping[str, np.ndarray]) -> dict[str, int]:
-        """The estimated bytes of each tensor for inputs of these shapes and dtypes (inferred once per shape)."""
-        key = tuple(sorted((name, array.shape, str(array.dtype)) for name, array in feeds.items()))
+        """The bytes of each tensor for inputs of these shapes and dtypes: measured where a run of that shape (or
+        :meth:`hint`) told them, else estimated by shape inference (once per shape)."""
+        key = self._key(feeds)
         if key not in self._sizes:
-            self._sizes[key] = estimate_sizes(self.model, feeds)
+            estimated = estimate_sizes(self.model, feeds)
+            sizes = {**estimated, **{n: s for n, s in self._hints.items() if n not in estimated}}
+            # a tensor shape inference cannot size counts as the largest one that depends on the inputs (weights
+            # dequantized at run time can be far larger than any activation)
+            plan_sizes = [sizes[n] for n in self.plan.tensors if n in sizes]
+            fallback = max(plan_sizes, default=max(sizes.values(), default=0))
+            for name in self.plan.tensors:
+                sizes.setdefault(name, fallback)
+            self._sizes[key] = sizes
         return self._sizes[key]
+
+    def hint(self, sizes: Mapping[str, int]) -> None:
+        """Sizes known from elsewhere (another run of a related model), for the tensors shape inference cannot
+        size: fewer, larger parts."""
+        self._hints.update(sizes)
+        self._sizes.clear()
 
     def tensors(self, feeds: Mapping[str, np.ndarray]) -> Iterator[tuple[str, np.ndarray]]:
         """Every tensor of the plan for these inputs, in plan order (non-tensor values left out).
@@ -303,7 +355,8 @@ class ExposedRunner:
         inner = [n for n in self.plan.tensors if n not in fed]
         # a part's tensors count three times: onnxruntime's outputs, the numpy copies it hands over at the end of the
         # run, and the working buffers of the run around them
-        parts = partition(inner, self.sizes(feeds), max(self.budget // 3, 1))
+        sizes = self.sizes(feeds)
+        parts = partition(inner, sizes, max(self.budget // 3, 1))
         keep_sessions = len(parts) == 1  # a whole-model session is reused across test cases
         for part in parts:
             key = tuple(part)
@@ -322,6 +375,7 @@ class ExposedRunner:
             for k, name in enumerate(wanted):
                 value, held[k] = held[k], None  # let each tensor go as soon as the caller is done with it
                 if isinstance(value, np.ndarray):
+                    sizes[name] = int(value.nbytes)  # measured: the next test case of this shape runs in fewer parts
                     yield name, value
                 del value
             del held
@@ -680,5 +734,6 @@ __all__ = [
     "exposed_model",
     "partition",
     "tensor_stats",
+    "weight_only_tensors",
     "write_case",
 ]

@@ -158,8 +158,10 @@ def optimize_file(
                     fp32_nodes=options.fp32_nodes,
                     scratch=tmp,
                     keep_io=options.keep_io_types,
+                    margin=options.float16_margin,
                 )
                 model, float16 = found.model, found.to_json()
+                notes += found.notes
             else:
                 name_nodes(model)
                 kept = matching_nodes(model, options.fp32_nodes)

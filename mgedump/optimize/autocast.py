@@ -7,23 +7,35 @@ Given the float32 model and the test cases:
    the float16 model will get them) with every tensor exposed: the reference.
 2. Keep float32 the nodes ``--fp32-nodes`` names, and every node whose float32
    values on the test cases go beyond what float16 holds (65504).
-3. Convert (:func:`mgedump.optimize.float16.convert`), run the candidate the
-   same way, and diff it against the reference (:mod:`mgedump.diagnose.divergence`).
-   If every model output is within ``maxerr``, done. Otherwise keep float32
-   every node that introduces error above ``maxerr``; when the node that first
-   diverges is float32 already (its error comes in through float16-rounded
-   inputs), keep the nodes that feed it too. Repeat.
+3. Convert (:func:`mgedump.optimize.float16.convert`) and run the candidate
+   plainly, on the session the child process opened it with
+   (:class:`~mgedump.optimize.isolate.Opener`). If every output meets the aim
+   (``maxerr`` less the margin), done: one run.
+4. Otherwise run that candidate once with every tensor exposed and diff it
+   against the reference (:mod:`mgedump.diagnose.divergence`). Rank the nodes
+   that introduce error, most against what their inputs carry first, then the
+   regions above them, level by level: the nodes that feed them, whose float16
+   storage they amplify. Keep float32 the shortest prefix of that ranking that
+   passes: 1, 2, 4, ... nodes, then bisected; each step one plain run.
+5. When even the whole ranking does not pass, every node float32 (float16 only
+   at the inputs and outputs) is tried: if that passes, the rest of the model
+   joins the ranking; if not, the floor is float16 storage at the model's own
+   inputs and outputs, and the refusal says so, measures what
+   ``--keep-io-types`` would give, and names a wide reduction whose float16
+   inputs alone miss the bound, or an output whose ranking flips.
 
-The search stops when the outputs pass, or when nothing is left to keep
-float32 (or after :data:`MAX_ROUNDS`), and then refuses with the first
-divergence named: a float16 model that destroys the outputs is never written.
+A search makes at most :data:`MAX_RUNS` candidate runs; when they are spent it
+keeps the smallest set it found to pass. It refuses with the reason when none
+passes: a float16 model that destroys the outputs is never written.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import math
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,10 +50,14 @@ from ..diagnose.iodump import IoDump, MemoryDump
 from ..errors import OptimizeError
 from ..log import logger
 from ..options import FLOAT16_MAXERR
-from .float16 import FLOAT16_MAX, convert, matching_nodes, name_nodes
+from .float16 import FLOAT16_MAX, Conversion, _all_nodes, convert, matching_nodes, name_nodes
 from .isolate import Opener
 
-MAX_ROUNDS = 12
+MAX_RUNS = 10  # candidate runs one search may make (the reference and the diagnosis apart)
+SIGNIFICANT = 0.1  # a node whose output err reaches this fraction of the aim may be a culprit ...
+AMPLIFIES = 2.0  # ... when its err is at least this many times what its inputs carry in
+REFINE = 8  # the bisection of a region's depth stops within an eighth of the depth that passes
+REORDERING_OPS = ("TopK", "NonMaxSuppression", "ArgMax", "ArgMin", "Unique")
 
 
 @dataclass
@@ -55,6 +71,9 @@ class Autocast:
     weights32: dict[str, str] = field(default_factory=dict)
     rounds: int = 0
     worst: float = 0.0
+    aim: float = 0.0
+    casts: int = 0
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,6 +132,144 @@ def _output_errs(case: CaseDiff, outputs: Sequence[str]) -> dict[str, float]:
     return {name: errs.get(name, float("inf")) for name in outputs}
 
 
+_CAST_NAME = re.compile(r"__(f16|f32)(_\d+)?$")
+
+
+def _size_hints(ref: IoDump | MemoryDump, names: Sequence[str]) -> dict[str, int]:
+    """The bytes of a candidate's tensors, from the reference's: a Cast's output (``x__f16``) sized after ``x``."""
+    measured: dict[str, int] = {}
+    for case in ref.cases.values():
+        for name, entry in case.by_name.items():
+            try:
+                size = int(np.prod(entry["shape"])) * np.dtype(entry["dtype"]).itemsize
+            except TypeError:
+                continue
+            measured[name] = max(measured.get(name, 0), size)
+    hints = {}
+    for name in names:
+        source = _CAST_NAME.sub("", name)
+        if source in measured:
+            hints[name] = measured[source]
+    return hints
+
+
+@dataclass
+class _Trial:
+    """One candidate run plainly on every test case: each output's error against the reference."""
+
+    kept: dict[str, str]
+    keep_io: bool
+    model: Any
+    path: str
+    conversion: Conversion
+    errs: list[dict[str, float]]  # per test case: output -> err (inf for an exact output that differs)
+    got: list[dict[str, np.ndarray]]
+    expected: list[dict[str, np.ndarray]]
+    run: int
+
+    def worst(self) -> tuple[float, str, int]:
+        """(err, output, test case) of the worst output."""
+        found = (0.0, "", 0)
+        for k, errs in enumerate(self.errs):
+            for name, err in errs.items():
+                if err > found[0] or not found[1]:
+                    found = (err, name, k)
+        return found
+
+    def passes(self, bound: float) -> bool:
+        return all(err <= bound for errs in self.errs for err in errs.values())
+
+
+class _Search:
+    """The state one search shares: the float32 model, the reference, the child that opens and runs candidates."""
+
+    def __init__(
+        self,
+        base: Any,
+        mode: str,
+        cases: list[tuple[int, dict[str, np.ndarray]]],
+        ref: IoDump | MemoryDump,
+        keep_io: bool,
+        scratch: str,
+        opener: Opener,
+        settings: RunSettings | None,
+    ) -> None:
+        self.base = base
+        self.mode = mode
+        self.cases = cases
+        self.ref = ref
+        self.keep_io = keep_io
+        self.scratch = scratch
+        self.opener = opener
+        self.settings = settings
+        self.outputs = [v.name for v in base.graph.output]
+        self.runs = 0
+        self.diagnoses = 0
+        self._trials: dict[tuple[frozenset[str], bool], _Trial] = {}
+        self._plain_expected: list[dict[str, np.ndarray]] | None = None
+        self.raw_cases: list[dict[str, np.ndarray]] = []
+        self.nodes: Sequence[Any] = ()
+
+    # -- runs
+
+    def expected(self, keep_io: bool) -> list[dict[str, np.ndarray]]:
+        """The float32 model's outputs the candidate is held to: on the rounded inputs (the reference's), or, for
+        ``--keep-io-types`` tried from a search without it, on the inputs as given."""
+        if keep_io == self.keep_io:
+            return [{name: self.ref.cases[k].tensor(name) for name in self.outputs} for k, _ in self.cases]
+        if self._plain_expected is None:
+            path = os.path.join(self.scratch, "base.onnx")
+            self._plain_expected = self.opener.run(path, self.raw_cases, self.scratch, "the float32 model")
+        return self._plain_expected
+
+    def evaluate(self, kept: Mapping[str, str], keep_io: bool | None = None, label: str = "") -> _Trial:
+        """Convert with these nodes kept float32, run the candidate plainly and measure its outputs (cached)."""
+        keep_io = self.keep_io if keep_io is None else keep_io
+        key = (frozenset(kept), keep_io)
+        if key in self._trials:
+            return self._trials[key]
+        self.runs += 1
+        candidate = copy.deepcopy(self.base)
+        conversion = convert(candidate, self.mode, kept, keep_io=keep_io)
+        path = os.path.join(self.scratch, f"candidate-{self.runs}.onnx")
+        _save(candidate, path)
+        feeds = self.cases if keep_io == self.keep_io else list(enumerate(self.raw_cases))
+        inputs = [_as_inputs_of(candidate, f) for _, f in feeds]
+        got = self.opener.run(path, inputs, self.scratch, f"--enable-{self.mode}")
+        expected = self.expected(keep_io)
+        errs: list[dict[str, float]] = []
+        shown: list[dict[str, np.ndarray]] = []
+        for want, have in zip(expected, got, strict=True):
+            errs.append({})
+            shown.append({})
+            for name in self.outputs:
+                value = have[name]
+                reference = want[name]
+                if reference.dtype != value.dtype and value.dtype == np.float16:
+                    reference = reference.astype(np.float16)  # stored as the bundle stores it
+                measured = tensor_err(name, reference, value)
+                errs[-1][name] = math.inf if measured.exact and measured.err else measured.err
+                shown[-1][name] = reference
+        trial = _Trial(dict(kept), keep_io, candidate, path, conversion, errs, got, shown, self.runs)
+        self._trials[key] = trial
+        _say_run(self.mode, trial, label)
+        return trial
+
+    def diagnose(self, trial: _Trial, aim: float) -> list[CaseDiff]:
+        """Run a candidate with every tensor exposed and compare it with the reference, tensor by tensor."""
+        self.diagnoses += 1
+        diffs = []
+        with ModelDumper(trial.path, f"diagnosis-{trial.run}", self.settings, label="the float16 model") as dumper:
+            dumper.runner.hint(_size_hints(self.ref, dumper.runner.plan.tensors))
+            nodes = dumper.runner.plan.nodes
+            for k, feeds in self.cases:  # each candidate tensor is compared as it comes, never stored
+                tensors = dumper.runner.tensors(_as_inputs_of(trial.model, feeds))
+                reference: Any = self.ref.cases[k]
+                diffs.append(diff_stream(k, reference, nodes, tensors, aim))
+            self.nodes = nodes
+        return diffs
+
+
 def choose_precision(
     base_path: str,
     mode: str,
@@ -123,6 +280,7 @@ def choose_precision(
     scratch: str,
     settings: RunSettings | None = None,
     keep_io: bool = False,
+    margin: float = 0.0,
 ) -> Autocast:
     """Find which nodes must stay float32 for the float16 model to meet ``maxerr`` on the test cases.
 
@@ -135,13 +293,15 @@ def choose_precision(
         scratch: a folder for the dumps and candidate models.
         settings: onnxruntime settings for the runs.
         keep_io: the model's float inputs and outputs stay float32 (``--keep-io-types``).
+        margin: the search aims at ``maxerr * (1 - margin)``, so data it has not seen has room; where no model
+            reaches that aim, it takes one that meets ``maxerr`` and says so.
 
     Returns:
         The converted model and the decisions.
 
     Raises:
         OptimizeError: no mixed-precision model meets ``maxerr``; the message
-            names the first divergence and its cause.
+            says which output misses it, why the search stopped, and the floor.
     """
     import onnx
 
@@ -152,77 +312,122 @@ def choose_precision(
     cases = [(k, dict(feeds) if keep_io else _rounded(feeds)) for k, feeds in enumerate(test_inputs)]
     budget = (settings or RunSettings()).budget
     with ModelDumper(named, "reference", settings, label="the float32 model") as dumper:
-        # the reference is read once per round: in memory when it fits the budget, on disk otherwise
+        # the reference is read once per diagnosis: in memory when it fits the budget, on disk otherwise
         ref = dumper.collect(cases) if dumper.estimate(cases) <= budget else dump_to_scratch(dumper, cases, scratch)
     outputs = [v.name for v in base.graph.output]
+    notes: list[str] = []
+    aim = maxerr * (1.0 - margin)
     if not keep_io:  # float32 outputs have no float16 rounding of their own
-        _check_rounding_floor(ref, outputs, maxerr, mode)
-    op_types = {node.name: node.op_type for node in base.graph.node}
+        floor = _check_rounding_floor(ref, outputs, maxerr, mode)
+        if floor > aim:
+            notes.append(
+                f"{mode}: the outputs' own float16 rounding ({floor:.3g}) leaves no room below --maxerr {maxerr:g}: "
+                "the search aims at --maxerr itself"
+            )
+            aim = maxerr
+    op_types = {node.name: node.op_type for node in _all_nodes(base.graph)}
     kept: dict[str, str] = {}
     kept.update(matching_nodes(base, fp32_nodes))
     for name, why in _range_rule(ref, base).items():
         kept.setdefault(name, why)
-    last: CaseDiff | None = None
-    depth, last_first, stopped = 1, None, ""
-    with Opener() as opener:  # every candidate is opened in a child first: a crash there is a refusal
-        for rounds in range(1, MAX_ROUNDS + 1):
-            candidate = copy.deepcopy(base)
-            conversion = convert(candidate, mode, kept, keep_io=keep_io)
-            path = os.path.join(scratch, f"candidate-{rounds}.onnx")
-            _save(candidate, path)
-            opener.check(path, f"--enable-{mode}")
-            diffs = []
-            with ModelDumper(path, f"candidate-{rounds}", settings, label="the float16 model") as dumper:
-                nodes = dumper.runner.plan.nodes
-                for k, feeds in cases:  # each candidate tensor is compared as it comes, never stored
-                    tensors = dumper.runner.tensors(_as_inputs_of(candidate, feeds))
-                    reference: Any = ref.cases[k]  # in memory or on disk: read the same way
-                    case = diff_stream(k, reference, nodes, tensors, maxerr)
-                    diffs.append(case)
-            failing = [case for case in diffs if any(e > maxerr for e in _output_errs(case, outputs).values())]
-            worst = max((e for case in diffs for e in _output_errs(case, outputs).values()), default=0.0)
-            _say_round(mode, rounds, kept, failing, outputs, worst, maxerr)
-            if not failing:
-                return Autocast(candidate, mode, kept, op_types, dict(conversion.weights32), rounds, worst)
-            last = failing[0]
-            origins = _Origins(base)
-            origins.learn(nodes)
-            first = last.first_divergence
-            node = origins.node(first.node) if first is not None else None
-            # the same node diverging again: keep twice as deep a region above it this time
-            depth = depth * 2 if node is not None and node.name == last_first else 1
-            last_first = node.name if node is not None else None
-            added = _keep_more(last, kept, origins, maxerr, depth)
-            if not added:
-                stopped = "nothing is left to keep float32"
-                if node is not None:
-                    stopped = (
-                        f"node {node.name!r}, where it first diverges, is float32 already, and so is every node that "
-                        "feeds it"
-                    )
-                break
-        else:
-            stopped = f"the search stopped after {MAX_ROUNDS} rounds"
-    raise _refusal(last, maxerr, mode, stopped, kept, outputs)
+    with Opener() as opener:  # every candidate is opened in a child: a crash there is a refusal
+        search = _Search(base, mode, cases, ref, keep_io, scratch, opener, settings)
+        search.raw_cases = [dict(feeds) for feeds in test_inputs]
+        found, aim = _run_search(search, kept, aim, maxerr, notes)
+    worst = found.worst()[0]
+    if aim < maxerr:
+        notes.insert(
+            0,
+            f"{mode}: the search aimed at {aim:.3g}, --maxerr {maxerr:g} less a margin of {margin:.0%}, so that data "
+            f"it has not seen has room; worst err on the test cases {worst:.3g}",
+        )
+    return Autocast(
+        found.model,
+        mode,
+        found.kept,
+        op_types,
+        dict(found.conversion.weights32),
+        search.runs,
+        worst,
+        aim,
+        found.conversion.casts,
+        notes,
+    )
 
 
-def _say_round(
-    mode: str,
-    rounds: int,
-    kept: Mapping[str, str],
-    failing: Sequence[CaseDiff],
-    outputs: Sequence[str],
-    worst: float,
-    maxerr: float,
-) -> None:
-    """One line per search round: with -v, and on a terminal (where a long search shows it is moving)."""
-    if failing:
-        errs = _output_errs(failing[0], outputs)
-        name = max(errs, key=lambda n: errs[n])
-        state = f"output {name!r} misses --maxerr {maxerr:g} (err {errs[name]:.3g}, test case {failing[0].test_case})"
-    else:
-        state = f"every output within --maxerr {maxerr:g} (worst err {worst:.3g})"
-    line = f"{mode} search round {rounds}: {len(kept)} node(s) kept float32; {state}"
+def _run_search(
+    search: _Search, kept: dict[str, str], aim: float, maxerr: float, notes: list[str]
+) -> tuple[_Trial, float]:
+    """The search proper (see the module's docstring); returns the trial kept and the aim it met."""
+    first = search.evaluate(kept, label="the nodes the data decides on kept float32")
+    if first.passes(aim):
+        return first, aim
+    diffs = search.diagnose(first, aim)
+    origins = _Origins(search.base)
+    origins.learn(search.nodes)
+    culprits = _culprits(diffs, origins, kept, aim)
+    regions = _Regions(diffs, origins, kept)
+    names = list(culprits)
+
+    def keep(count: int, depth: int) -> dict[str, str]:
+        return {**kept, **regions.of({n: culprits[n] for n in names[:count]}, depth)}
+
+    # how many culprits, each with the whole region above it: gallop 1, 2, 4, ... then bisect
+    lo, k, hi = 0, 1, 0
+    while k <= len(names) and search.runs < MAX_RUNS:
+        if search.evaluate(keep(k, DEEP), label=f"{k} of {len(names)} culprit(s), whole regions").passes(aim):
+            hi = k
+            break
+        lo = k
+        k = len(names) if k < len(names) < 2 * k else 2 * k
+    if hi:
+        while hi - lo > 1 and search.runs < MAX_RUNS:
+            mid = (lo + hi) // 2
+            if search.evaluate(keep(mid, DEEP), label=f"{mid} of {len(names)} culprit(s), whole regions").passes(aim):
+                hi = mid
+            else:
+                lo = mid
+        # how deep the regions above them must go: bisect the levels
+        low, high = -1, regions.depth_of(dict.fromkeys(names[:hi], ""))
+        best = search.evaluate(keep(hi, DEEP))
+        while high - low > max(1, high // REFINE) and search.runs < MAX_RUNS:
+            mid = (low + high) // 2
+            trial = search.evaluate(keep(hi, mid), label=f"{hi} culprit(s), regions {mid} level(s) deep")
+            if trial.passes(aim):
+                high, best = mid, trial
+            else:
+                low = mid
+        return best, aim
+    # the culprits did not do (or the runs ran out): every node float32, float16 only at the inputs and outputs
+    every = {node.name: ALL_WHY for node in _all_nodes(search.base.graph)}
+    whole = search.evaluate({**every, **keep(len(names), DEEP)}, label="every node float32")
+    if not whole.passes(aim):
+        if not whole.passes(maxerr):
+            raise _refusal(search, whole, diffs, origins, maxerr)
+        notes.append(
+            f"{search.mode}: even with every node float32 the worst err is {whole.worst()[0]:.3g}: the search aims "
+            f"at --maxerr {maxerr:g} itself, with no margin"
+        )
+        aim = maxerr
+    return whole, aim
+
+
+ALL_WHY = "kept with the rest of the model: the nodes that introduce error, with the regions above them, did not do"
+DEEP = 1 << 30  # a region with no depth limit
+
+
+def _say_run(mode: str, trial: _Trial, label: str) -> None:
+    """One line per candidate run: with -v, and on a terminal (where a long search shows it is moving)."""
+    err, name, case = trial.worst()
+    what = f" ({label})" if label else ""
+    line = (
+        f"{mode} search run {trial.run}{what}: {len(trial.kept)} node(s) kept float32; worst err {err:.3g} "
+        f"(output {name!r}, test case {case})"
+    )
+    say_progress(line)
+
+
+def say_progress(line: str) -> None:
     logger.debug(line)
     if sys.stderr.isatty() and not logger.isEnabledFor(logging.DEBUG) and logger.isEnabledFor(logging.WARNING):
         print(f"mgedump: {line}", file=sys.stderr, flush=True)
@@ -235,6 +440,7 @@ class _Origins:
     def __init__(self, base: Any) -> None:
         self.producers = _producers(base)
         self.base_nodes = {node.name: node for node in base.graph.node}
+        self.order = {node.name: k for k, node in enumerate(base.graph.node)}
         self._casts: dict[str, str] = {}  # a Cast's output -> its input
 
     def learn(self, nodes: Sequence[Any]) -> None:
@@ -261,9 +467,82 @@ class _Origins:
         return None
 
 
-def _check_rounding_floor(ref: IoDump | MemoryDump, outputs: Sequence[str], maxerr: float, mode: str) -> None:
+def _culprits(diffs: Sequence[CaseDiff], origins: _Origins, kept: Mapping[str, str], aim: float) -> dict[str, str]:
+    """The nodes to try float32 first, with why: a node whose error reaches a tenth of the aim and is at least twice
+    what its inputs carry in (failing any, more than they carry), the largest error first."""
+    scored: dict[str, tuple[float, float, str]] = {}
+    for case in diffs:
+        for diff in case.nodes:
+            node = origins.node(diff.node)
+            if node is None or node.name in kept or not diff.err > SIGNIFICANT * aim:
+                continue
+            carried = max((e for e in diff.inputs.values()), default=0.0)
+            if math.isinf(carried):
+                continue  # an infinity carried in: the node that made it is the one
+            ratio = diff.err / carried if carried > 0 else math.inf
+            if ratio <= 1.0:
+                continue
+            cause = f"; {diff.cause}" if diff.cause else ""
+            why = f"introduces err {diff.err:.3g} (its inputs carry {carried:.3g}) on test case {case.test_case}{cause}"
+            if node.name not in scored or (diff.err, ratio) > scored[node.name][:2]:
+                scored[node.name] = (diff.err, ratio, why)
+    amplifying = [n for n in scored if scored[n][1] >= AMPLIFIES] or list(scored)
+    ordered = sorted(amplifying, key=lambda n: (-scored[n][0], -scored[n][1], origins.order.get(n, 0)))
+    return {name: scored[name][2] for name in ordered}
+
+
+class _Regions:
+    """The regions above nodes: the nodes that feed them, level by level, through tensors that carry float16's
+    rounding (not shapes, exact values or weights); keeping a region float32 keeps what a node amplifies stored
+    float32."""
+
+    def __init__(self, diffs: Sequence[CaseDiff], origins: _Origins, kept: Mapping[str, str]) -> None:
+        self.origins = origins
+        self.kept = kept
+        self.carries: dict[str, float] = {}
+        for case in diffs:
+            for t in case.tensors:
+                self.carries[t.name] = max(self.carries.get(t.name, 0.0), t.err)
+
+    def _levels(self, roots: Mapping[str, str]) -> list[dict[str, str]]:
+        origins = self.origins
+        frontier = [origins.base_nodes[n] for n in roots if n in origins.base_nodes]
+        seen = set(roots) | set(self.kept)
+        levels = []
+        while frontier:
+            level: dict[str, str] = {}
+            feeders = []
+            for current in frontier:
+                for name in current.input:
+                    tensor = origins.tensor(name)
+                    feeder = origins.producers.get(tensor)
+                    if feeder is None or feeder.name in seen or self.carries.get(tensor, 0.0) <= 0.0:
+                        continue
+                    seen.add(feeder.name)
+                    feeders.append(feeder)
+                    level[feeder.name] = (
+                        f"feeds {current.name!r} ({current.op_type}), which amplifies the float16 rounding of what "
+                        "it reads: its output stays float32"
+                    )
+            if level:
+                levels.append(level)
+            frontier = feeders
+        return levels
+
+    def depth_of(self, roots: Mapping[str, str]) -> int:
+        return len(self._levels(roots))
+
+    def of(self, roots: Mapping[str, str], depth: int) -> dict[str, str]:
+        """The roots and their regions up to ``depth`` levels."""
+        found = dict(roots)
+        for level in self._levels(roots)[: max(depth, 0)]:
+            found.update(level)
+        return found
+
+
+def _check_rounding_floor(ref: IoDump | MemoryDump, outputs: Sequence[str], maxerr: float, mode: str) -> float:
     """Refuse at once when rounding the float32 outputs to float16 alone misses maxerr: the model's outputs are
-    float16 in both modes, so no search can do better.
+    float16 in both modes, so no search can do better. Returns that floor.
 
     The floor is each output's own float16 rounding at its largest value: float16 holds 11 significant bits, so a
     value of 34.7 is stored to within 2**-6 (0.0156). ``--keep-io-types`` keeps the outputs float32 and removes it.
@@ -292,78 +571,146 @@ def _check_rounding_floor(ref: IoDump | MemoryDump, outputs: Sequence[str], maxe
             f"{largest:.4g}, where float16 values are {step:g} apart)",
             hint=f"{hint}, or {keep}" if hint else keep,
         )
+    return worst
 
 
-def _keep_more(case: CaseDiff, kept: dict[str, str], origins: _Origins, maxerr: float, depth: int = 1) -> int:
-    """Keep float32 the nodes that introduce error; if they are all kept already, the nodes that feed the first, up
-    to ``depth`` levels of them at once (a whole region, when one level did not do)."""
-    added = 0
-    for diff in case.introducers():
-        node = origins.node(diff.node)
-        if node is not None and node.name not in kept:
-            cause = f"; {diff.cause}" if diff.cause else ""
-            kept[node.name] = (
-                f"introduces err {diff.err:.3g} above maxerr {maxerr:g} on test case {case.test_case}{cause}"
+def _reduction_floor(search: _Search, case: int, output: str, maxerr: float) -> str:
+    """The widest MatMul or Gemm on the way to ``output`` whose float16-stored activations alone miss the bound:
+    computed from the reference's own tensors, float32 arithmetic on inputs rounded to float16."""
+    from onnx import numpy_helper
+
+    base = search.base
+    weights = {init.name: numpy_helper.to_array(init) for init in base.graph.initializer}
+    producers = _producers(base)
+    above, stack = set(), [output]
+    while stack:
+        node = producers.get(stack.pop())
+        if node is None or node.name in above:
+            continue
+        above.add(node.name)
+        stack.extend(node.input)
+    dump = search.ref.cases[search.cases[case][0]]
+    found: tuple[float, str] | None = None
+    for node in base.graph.node:
+        if node.name not in above or node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2:
+            continue
+
+        def value(name: str) -> np.ndarray | None:
+            if name in weights:
+                return weights[name].astype(np.float32)
+            return dump.tensor(name).astype(np.float32) if name in dump.by_name else None
+
+        a, b = value(node.input[0]), value(node.input[1])
+        if a is None or b is None or node.output[0] not in dump.by_name:
+            continue
+        attrs = {at.name: at for at in node.attribute}
+        if node.op_type == "Gemm":
+            if "transA" in attrs and attrs["transA"].i:
+                a = a.T
+            if "transB" in attrs and attrs["transB"].i:
+                b = b.T
+        try:
+            exact = np.matmul(a, b)
+            rounded = np.matmul(a.astype(np.float16).astype(np.float32), b.astype(np.float16).astype(np.float32))
+        except ValueError:
+            continue
+        err = tensor_err(node.output[0], exact, rounded).err
+        width = int(a.shape[-1])
+        if err >= SIGNIFICANT * maxerr and (found is None or err > found[0]):
+            found = (
+                err,
+                f"{node.op_type} {node.name!r} sums {width} inputs stored float16: their rounding alone gives err "
+                f"{err:.3g} at its output",
             )
-            added += 1
-    if added:
-        return added
-    first = case.first_divergence
-    node = origins.node(first.node) if first is not None else None
-    if node is None:
-        return 0
-    # the error comes in through float16-rounded inputs: climb through the producers kept float32 already, and keep
-    # the nearest ones that are not
-    frontier, seen, levels = [node], {node.name}, 0
-    while frontier and (not added or levels < depth):
-        levels += 1
-        feeders = []
-        for current in frontier:
-            for name in current.input:
-                feeder = origins.producers.get(origins.tensor(name))
-                if feeder is None or feeder.name in seen:
-                    continue
-                seen.add(feeder.name)
-                feeders.append(feeder)
-                if feeder.name not in kept:
-                    kept[feeder.name] = f"feeds {node.name!r} ({node.op_type}), which diverges even in float32"
-                    added += 1
-        frontier = feeders
-    return added
+    return found[1] if found is not None else ""
+
+
+def _flips(trial: _Trial, output: str, case: int, bound: float) -> bool:
+    """The output holds the same values as expected, in another order: a ranking that flipped."""
+    want = np.asarray(trial.expected[case][output])
+    have = np.asarray(trial.got[case][output])
+    if want.shape != have.shape or want.size < 2 or want.dtype.kind not in "fiu":
+        return False
+    if tensor_err(output, want, have).passes(bound):
+        return False
+    return tensor_err(output, np.sort(want, axis=None), np.sort(have, axis=None)).passes(bound)
+
+
+def _reordering_between(base: Any, node_name: str | None, output: str) -> Any | None:
+    """A TopK, NonMaxSuppression or ArgMax on the way from a node (or anywhere) to an output."""
+    producers = _producers(base)
+    stack, seen = [output], set()
+    while stack:
+        node = producers.get(stack.pop())
+        if node is None or node.name in seen:
+            continue
+        seen.add(node.name)
+        if node.op_type in REORDERING_OPS:
+            return node
+        if node.name == node_name:
+            continue
+        stack.extend(node.input)
+    return None
 
 
 def _refusal(
-    case: CaseDiff | None,
+    search: _Search,
+    trial: _Trial,
+    diffs: Sequence[CaseDiff],
+    origins: _Origins,
     maxerr: float,
-    mode: str,
-    stopped: str = "",
-    kept: Mapping[str, str] | None = None,
-    outputs: Sequence[str] = (),
+    floor: bool = True,
 ) -> OptimizeError:
-    """The search found no model that meets maxerr: which output fails, why the search stopped, what it kept float32,
-    and where the last candidate first diverged."""
-    flag = f"--enable-{mode}"
-    if case is not None and outputs and stopped:
-        errs = _output_errs(case, outputs)
-        name = max(errs, key=lambda n: errs[n])
-        names = list(kept or {})
+    """No candidate met maxerr: which output misses it and by how much, why the search stopped, what it kept, the
+    floor, and the choices that would pass."""
+    flag = f"--enable-{search.mode}"
+    err, name, case = trial.worst()
+    number = search.cases[case][0]
+    parts = [f"{flag}: output {name!r} misses --maxerr {maxerr:g} (err {err:.3g}, test case {number})"]
+    failing = next((d for d in diffs if d.test_case == number and d.first_divergence is not None), None)
+    failing = failing or next((d for d in diffs if d.first_divergence is not None), None)
+    first = failing.first_divergence if failing is not None else None
+    first_node = origins.node(first.node) if first is not None else None
+    if floor:
+        parts.append("even with every node float32: the floor is float16 storage at the model's inputs and outputs")
+    else:
+        names = list(trial.kept)
         shown = ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        stopped = (
-            f"; output {name!r} misses it (err {errs[name]:.3g}, test case {case.test_case}); {stopped}; "
-            f"kept float32: {len(names)} node(s){': ' + shown if names else ''}"
+        parts.append(
+            f"the search stopped after {search.runs} candidate run(s) with {len(names)} node(s) float32"
+            f"{': ' + shown if names else ''}"
         )
-    if case is None or case.first_divergence is None:
-        worst = case.worst() if case is not None else None
-        where = f" (worst: {worst.name!r}, err {worst.err:.3g})" if worst is not None else ""
-        return OptimizeError(
-            f"{flag}: no mixed-precision model meets --maxerr {maxerr:g}{where}; the outputs themselves are float16",
-            hint=f"float16 outputs hold about 3 significant digits: use --maxerr {FLOAT16_MAXERR:g} or above, or leave the flag out",
+    reorder = _reordering_between(search.base, first_node.name if first_node is not None else None, name)
+    if _flips(trial, name, case, maxerr):
+        via = f" ({reorder.op_type} {reorder.name!r} picks by values float16 rounds)" if reorder is not None else ""
+        parts.append(f"its values match as a set but not in order: the ranking flips{via}")
+    elif reorder is not None:
+        parts.append(f"{reorder.op_type} {reorder.name!r} between the divergence and the output reorders it")
+    elif first is not None:
+        state = ""
+        if first_node is not None:
+            state = " (float32 already)" if first_node.name in trial.kept else " (float16)"
+        cause = f" ({first.cause})" if first.cause else ""
+        parts.append(
+            f"first divergence on test case {failing.test_case if failing else number}: node {first.node.name!r} "
+            f"({first.node.op_type}){state}, output {first.output.name!r} err {first.err:.3g}{cause}"
         )
-    first = case.first_divergence
-    cause = f" ({first.cause})" if first.cause else ""
-    return OptimizeError(
-        f"{flag}: even with the nodes that diverge kept float32, the model misses --maxerr {maxerr:g}{stopped}; first "
-        f"divergence on test case {case.test_case}: node {first.node.name!r} ({first.node.op_type}), output "
-        f"{first.output.name!r} err {first.err:.3g}{cause}",
-        hint=f"keep more of the model float32 with --fp32-nodes, or leave {flag} out",
-    )
+    reduction = _reduction_floor(search, case, name, maxerr) if not search.keep_io else ""
+    if reduction:
+        parts.append(reduction)
+    hint = f"keep more of the model float32 with --fp32-nodes, or leave {flag} out"
+    if floor and not search.keep_io:
+        io_trial = search.evaluate(trial.kept, keep_io=True, label="every node float32, --keep-io-types")
+        io_err = io_trial.worst()[0]
+        if io_trial.passes(maxerr):
+            hint = f"--keep-io-types would pass (err {io_err:.3g}): the inputs and outputs stay float32"
+        else:
+            hint = f"--keep-io-types would not pass either (err {io_err:.3g}); leave {flag} out"
+        suggested = maxerr_hint(err, 1.0)
+        if suggested and not io_trial.passes(maxerr):
+            hint = f"{suggested}; {hint}"
+    elif not search.keep_io and floor:
+        hint = f"try --keep-io-types, or leave {flag} out"
+    if trial.passes(FLOAT16_MAXERR) and maxerr < FLOAT16_MAXERR and not floor:
+        hint += f" (--maxerr {FLOAT16_MAXERR:g} suits float16 on most models)"
+    return OptimizeError("; ".join(parts), hint=hint)

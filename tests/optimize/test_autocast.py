@@ -54,7 +54,9 @@ def test_what_only_a_comparison_finds(tmp_path, mgedump):
     assert result.code == 0, result.err
     kept = _kept(out)
     assert "introduces err inf" in kept["norm/rsqrt"] and "float16 overflow" in kept["norm/rsqrt"]
-    assert all("feeds 'norm/rsqrt'" in kept[n] for n in ("norm/sqrt", "norm/add_eps", "norm/variance"))
+    # the region above it, level by level: each node feeds the one below it, which amplifies its float16 rounding
+    assert "feeds 'norm/rsqrt' (Reciprocal)" in kept["norm/sqrt"]
+    assert "feeds 'norm/sqrt' (Sqrt)" in kept["norm/add_eps"] and "feeds 'norm/add_eps'" in kept["norm/variance"]
     assert "head" not in kept and "softmax" not in kept  # they only carry the error on
 
 
@@ -98,12 +100,27 @@ def test_a_maxerr_below_float16_output_rounding_is_refused_with_a_hint(tmp_path,
 
 
 def test_a_search_that_fails_names_the_first_divergence_and_gives_no_hint(tmp_path, mgedump, monkeypatch):
-    monkeypatch.setattr(autocast, "MAX_ROUNDS", 1)
+    """No candidate passes (here: the whole model float32 is made to miss too): the refusal names the output, the
+    floor, and the first divergence, whether its node was float32, and no --maxerr hint for a destroyed output."""
+    monkeypatch.setattr(autocast, "MAX_RUNS", 1)
+    monkeypatch.setattr(autocast, "ALL_WHY", "")
+    real = autocast._Search.evaluate
+
+    def every_node_misses(self, kept, keep_io=None, label=""):
+        trial = real(self, kept, keep_io, label)
+        if "every node" in label and keep_io is None:
+            trial.errs = [dict.fromkeys(e, float("inf")) for e in trial.errs]
+        return trial
+
+    monkeypatch.setattr(autocast._Search, "evaluate", every_node_misses)
     result, out = _pack(mgedump, tmp_path, "float16/rsqrt_quiet.onnx", "io16xc32")
     assert result.code == 2 and not out.exists()
-    assert "first divergence on test case 0: node 'norm/rsqrt' (Reciprocal)" in result.err
+    assert "output 'prob' misses --maxerr 0.01 (err inf, test case 0)" in result.err
+    assert "even with every node float32: the floor is float16 storage at the model's inputs and outputs" in result.err
+    assert "first divergence on test case 0: node 'norm/rsqrt' (Reciprocal) (float32 already)" in result.err
     assert "float16 overflow" in result.err
-    assert "would pass" not in result.err
+    assert "--maxerr" not in result.err.split("hint:")[1].split("--keep-io-types")[0]
+    assert "--keep-io-types would" in result.err
 
 
 def test_fp32_nodes_match_inside_subgraphs(tmp_path, mgedump):
@@ -158,13 +175,16 @@ def test_a_candidate_that_crashes_onnxruntime_is_a_refusal(mode, tmp_path, mgedu
     assert "never bundled" in result.err and "Traceback" not in result.err
 
 
-def test_the_refusal_says_why_the_search_stopped(tmp_path, mgedump, monkeypatch):
-    monkeypatch.setattr(autocast, "MAX_ROUNDS", 2)
+def test_the_search_converges_in_few_runs_and_says_each(tmp_path, mgedump):
+    """The culprit first, with the whole region above it, then the depth of that region bisected: a handful of
+    candidate runs, each one line with -v."""
     result, out = _pack(mgedump, tmp_path, "float16/rsqrt_quiet.onnx", "io16xc32", "-v")
-    assert result.code == 2 and not out.exists()
-    assert "output 'prob' misses it (err inf, test case 0); the search stopped after 2 rounds" in result.err
-    assert "kept float32: 3 node(s): 'norm/rsqrt'" in result.err
-    assert "io16xc32 search round 1: 0 node(s) kept float32; output 'prob' misses --maxerr 0.01" in result.err
+    assert result.code == 0, result.err
+    runs = [line for line in result.err.splitlines() if "io16xc32 search run" in line]
+    assert 2 <= len(runs) <= autocast.MAX_RUNS
+    assert "search run 1 (the nodes the data decides on kept float32): 0 node(s) kept float32; worst err inf" in runs[0]
+    assert "1 of 1 culprit(s), whole regions" in runs[1]
+    assert bundle_manifest(out)["float16"]["search_rounds"] == len(runs)
 
 
 @pytest.mark.parametrize("mode", ["ioc16", "io16xc32"])
