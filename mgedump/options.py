@@ -576,10 +576,10 @@ class OptimizeOptions(Options):
         "--float16-margin",
         kind=float,
         metavar="FRACTION",
-        show_default=True,
         check=_fraction("--float16-margin"),
-        help="With --enable-ioc16/--enable-io16xc32: the search aims this fraction below --maxerr, so that data it "
-        "has not seen has room (it takes --maxerr itself, and says so, where nothing reaches the aim).",
+        help=f"With --enable-ioc16/--enable-io16xc32: the search aims this fraction below --maxerr (default "
+        f"{FLOAT16_MARGIN:g}), so that data it has not seen has room; where nothing reaches the aim it takes "
+        "--maxerr itself and says so.",
     )
     quantize: str | None = option(
         None,
