@@ -289,6 +289,68 @@ class _Converter:
         self.names = self._all_names(model.graph)
         self.result = Conversion(mode)
         self._slot_cache: dict[tuple[Any, ...], Slots | None] = {}
+        self.demoted: set[str] = set()  # nodes that could compute in float16 but join their float32 neighbours
+
+    def demote_islands(self, graph: Any, keep_all: bool) -> None:
+        """ioc16: nodes that could compute in float16 form islands between float32 ones (a Reshape or a Clip
+        between two Convs on a CPU whose Conv has no float16 kernel). An island computes in float32 with its
+        neighbours when that needs no more Casts than float16 would (a Cast in and one out for every tensor that
+        crosses its edge): runs of float32 ops share one Cast in and one out instead of a pair around each."""
+        if self.mode != IOC16 or keep_all:
+            return
+        nodes = list(graph.node)
+        able = {
+            n.name for n in nodes if n.op_type != "Constant" and self._could16(n, self.slots(n), n.name in self.keep32)
+        }
+        producer = {o: n for n in nodes for o in n.output if o}
+        readers: dict[str, list[Any]] = {}
+        for n in nodes:
+            for name in n.input:
+                if name:
+                    readers.setdefault(name, []).append(n)
+        weights = {init.name for init in graph.initializer} | {n.output[0] for n in nodes if n.op_type == "Constant"}
+        outputs = {v.name for v in graph.output}
+        inputs = {v.name for v in graph.input} - weights
+        parent = {name: name for name in able}
+
+        def root(name: str) -> str:
+            while parent[name] != name:
+                parent[name] = parent[parent[name]]
+                name = parent[name]
+            return name
+
+        for n in nodes:
+            if n.name not in able:
+                continue
+            for name in n.input:
+                source = producer.get(name)
+                if source is not None and source.name in able:
+                    parent[root(source.name)] = root(n.name)
+        islands: dict[str, list[Any]] = {}
+        for n in nodes:
+            if n.name in able:
+                islands.setdefault(root(n.name), []).append(n)
+        for members in islands.values():
+            names = {n.name for n in members}
+            as16, as32 = set(), set()  # the tensors a Cast would carry across the island's edge, each way
+            for n in members:
+                for name in n.input:
+                    if not name or not self.is_float(name) or name in weights:
+                        continue
+                    source = producer.get(name)
+                    if source is not None and source.name not in names:
+                        as16.add(name)  # a float32 neighbour's output, read in float16
+                    elif name in inputs and not self.keep_io:
+                        as32.add(name)  # a float16 model input, read in float32
+                for name in n.output:
+                    if not name or not self.is_float(name):
+                        continue
+                    if any(r.name not in names for r in readers.get(name, [])):
+                        as16.add(name)  # read by float32 neighbours
+                    if name in outputs and not self.keep_io:
+                        as32.add(name)  # a float16 model output
+            if len(as32) <= len(as16):
+                self.demoted |= names
 
     def slots(self, node: Any) -> Slots | None:
         key = (node.name, node.op_type, node.domain, len(node.input), len(node.output))
@@ -473,6 +535,7 @@ class _Converter:
                 scope.storage[value.name] = _FLOAT
         outputs = {v.name for v in graph.output}
         nodes: list[Any] = []
+        self.demote_islands(graph, keep_all)
         for node in list(graph.node):
             self.convert_node(node, scope, keep_all, main, outputs, readers, nodes)
         # the graph's outputs: float16 for the model; float32 at a subgraph's boundary (renamed where a Cast is needed:
@@ -543,6 +606,9 @@ class _Converter:
             self.result.computes16.append(node.name)
 
     def _computes16(self, node: Any, slots: Slots | None, kept: bool) -> bool:
+        return node.name not in self.demoted and self._could16(node, slots, kept)
+
+    def _could16(self, node: Any, slots: Slots | None, kept: bool) -> bool:
         if kept or self.mode != IOC16 or node.op_type not in self.compute16_ops or node.domain not in ("", "ai.onnx"):
             return False
         if slots is None or any(name and name not in self.types for name in list(node.input) + list(node.output)):
