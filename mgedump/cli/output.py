@@ -329,6 +329,13 @@ def diff_lines(report: Any, verbose: int = 0, top: int = 10) -> list[str]:
             f"test case {case.test_case}: {len(case.tensors)} tensors matched, {len(case.only_a)} in A only, "
             f"{len(case.only_b)} in B only; {worst_text}: {'PASSED' if case.passed else 'FAILED'}"
         )
+        internal = case.above_unjudged() if case.passed and hasattr(case, "above_unjudged") else []
+        if internal:
+            worst_inside = max(internal, key=lambda t: t.err)
+            lines.append(
+                f"  {len(internal)} internal tensor(s) above maxerr (worst {worst_inside.name} err "
+                f"{worst_inside.err:.3g}): float16 on one side, so the model's outputs decide"
+            )
         differing = {n: e for n, e in case.input_errs.items() if e > case.maxerr}
         if differing:
             lines.append("  the inputs differ: " + ", ".join(f"{n} err {e:.3g}" for n, e in differing.items()))

@@ -14,9 +14,18 @@ A node that only passes on error it was given is not it; so rounding carried in
 from float16 inputs does not count, while a weight that changed (weights are
 not tensors of the dump) does.
 
-A float16 overflow is recognised as the cause when the reference holds a value
-beyond float16's largest (65504) or B holds an infinity where the reference is
-finite.
+A float16 overflow is recognised as the cause when a float16 tensor of B holds
+an infinity where the reference is finite; a tensor float16 is on neither side
+of (an integer accumulator, a float32 sum) never has that cause.
+
+Nodes that introduce error are ranked by the error they introduce relative to
+what their inputs carry in, so a node that carries error on (a ReduceSum over
+many inputs, an integer accumulator) ranks below the one that made it.
+
+With float16 on either side, float16's rounding accumulates inside the model
+(a sum of 1024 rounded inputs, a difference of near values), so only the
+model's outputs (the tensors no node reads) decide whether a test case passes;
+internal tensors above ``maxerr`` are reported, not failing.
 """
 
 from __future__ import annotations
@@ -59,6 +68,8 @@ class TensorErr:
     a_absmax: float = 0.0
     b_inf_where_a_finite: bool = False
     exact: bool = False
+    a_dtype: str = ""
+    b_dtype: str = ""
 
     def passes(self, maxerr: float) -> bool:
         """Within maxerr, as :meth:`mgedump.assertion.Measure.passes` decides."""
@@ -98,6 +109,8 @@ def tensor_err(name: str, a: np.ndarray, b: np.ndarray) -> TensorErr:
         m.expect_absmax,
         m.got_inf_where_expect_finite,
         m.exact,
+        str(np.asarray(a).dtype),
+        str(np.asarray(b).dtype),
     )
 
 
@@ -120,6 +133,14 @@ class NodeDiff:
     inputs: dict[str, float]
     introduces: bool
     cause: str | None = None
+
+    @property
+    def gain(self) -> float:
+        """The error it introduces relative to what its inputs carry in (infinite when they carry none)."""
+        carried = max(self.inputs.values(), default=0.0)
+        if math.isinf(carried):
+            return 1.0 if math.isinf(self.err) else 0.0
+        return self.err / carried if carried > 0 else math.inf
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -163,17 +184,29 @@ class CaseDiff:
     only_b: list[str]
     input_errs: dict[str, float] = field(default_factory=dict)
 
+    judged: list[str] | None = None  # the tensors that decide whether it passes (none: every tensor)
+
     @property
     def passed(self) -> bool:
-        return all(t.passes(self.maxerr) for t in self.tensors)
+        judged = set(self.judged) if self.judged is not None else None
+        return all(t.passes(self.maxerr) for t in self.tensors if judged is None or t.name in judged)
+
+    def above_unjudged(self) -> list[TensorErr]:
+        """Tensors above maxerr that do not decide (internal tensors of a float16 run): reported, not failing."""
+        if self.judged is None:
+            return []
+        judged = set(self.judged)
+        return [t for t in self.tensors if t.name not in judged and not t.passes(self.maxerr)]
 
     @property
     def first_divergence(self) -> NodeDiff | None:
         return next((n for n in self.nodes if n.introduces), None)
 
     def introducers(self) -> list[NodeDiff]:
-        """The nodes that introduce error, worst first."""
-        return sorted((n for n in self.nodes if n.introduces), key=lambda n: -n.err)
+        """The nodes that introduce error, the most against what came in first (a node that only carries on what
+        it was given, a ReduceSum over many inputs or an integer accumulator, ranks below the one that made it),
+        then by the error itself."""
+        return sorted((n for n in self.nodes if n.introduces), key=lambda n: (-n.gain, -n.err))
 
     def worst(self) -> TensorErr | None:
         return max(self.tensors, key=lambda t: t.err, default=None)
@@ -195,8 +228,12 @@ class CaseDiff:
 
 
 def recognise_cause(outputs: Iterable[TensorErr]) -> str | None:
-    """A float16 overflow, when the reference goes beyond float16's range or B overflows where A does not."""
+    """A float16 overflow, when a float16 tensor of B holds an infinity where A is finite, or A goes beyond float16's
+    range where B stores float16. Tensors float16 is on neither side of (an int32 accumulator of MatMulInteger, a
+    float32 sum) never overflow float16."""
     for out in outputs:
+        if out.b_dtype != "float16" or not out.a_dtype.startswith("float"):
+            continue
         if out.b_inf_where_a_finite:
             return f"float16 overflow: B holds an infinity where A is finite (output {out.name!r})"
         if out.a_absmax > FLOAT16_MAX:
@@ -294,6 +331,13 @@ def diff_stream(
     )
 
 
+def model_outputs(case: CaseDump) -> list[str]:
+    """A run's outputs as its dump shows them: the tensors a node makes and no node reads."""
+    nodes = case.nodes
+    read = {name for node in nodes for name in node.inputs}
+    return [name for node in nodes for name in node.outputs if name and name not in read]
+
+
 def has_float16(case: CaseDump) -> bool:
     return any(entry["dtype"] == "float16" for entry in case.index["tensors"])
 
@@ -357,9 +401,13 @@ def diff_dumps(
         )
     pairs = [(a.cases[n], b.cases[n]) for n in numbers]
     limit, source = choose_maxerr(maxerr, pairs)
+    float16 = any(has_float16(ca) or has_float16(cb) for ca, cb in pairs)
     cases = []
     for number, (ca, cb) in zip(numbers, pairs, strict=True):
-        cases.append(diff_case(number, ca, cb, limit))
+        case = diff_case(number, ca, cb, limit)
+        if float16:  # float16 accumulates inside: the model's outputs decide, internal tensors are reported
+            case.judged = model_outputs(cb)
+        cases.append(case)
     if all(not case.tensors for case in cases):
         raise DataError(f"{label_a} and {label_b} have no tensor name in common: they are not runs of related models")
     return DiffReport(label_a, label_b, limit, source, cases)

@@ -146,3 +146,63 @@ def test_runs_with_nothing_in_common_are_refused(tmp_path):
     )
     with pytest.raises(DataError, match="no tensor name in common"):
         diff_dumps(cnn, half)
+
+
+def _dump(folder, nodes, tensors):
+    """An io dump of one test case, written by the dump's own writer: nodes as (name, op, inputs, outputs)."""
+    from onnx import TensorProto, helper
+
+    from mgedump.diagnose.iodump import IoDump, Plan, write_case
+
+    graph = helper.make_graph(
+        [helper.make_node(op, list(i), list(o), name=name) for name, op, i, o in nodes],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info(nodes[-1][3][0], TensorProto.FLOAT, None)],
+    )
+    plan = Plan.of(helper.make_model(graph))
+    write_case(str(folder), 0, plan, "sha", iter([(name, tensors[name]) for name in plan.tensors]))
+    return IoDump(str(folder))
+
+
+def test_float16_internal_tensors_are_reported_and_the_outputs_decide(tmp_path):
+    """A float16 run accumulates inside (here a difference of near values): the internal tensor is above maxerr, the
+    output is not; the test case passes and the tensor is reported."""
+    from mgedump.diagnose.divergence import diff_dumps
+
+    nodes = [("diff", "Sub", ("x", "x"), ("d",)), ("scale", "Mul", ("d", "x"), ("y",))]
+    x = np.array([0.5, 0.25], np.float32)
+    a = _dump(tmp_path / "a", nodes, {"x": x, "d": np.zeros(2, np.float32), "y": np.zeros(2, np.float32)})
+    b16 = {"x": x.astype(np.float16), "d": np.array([0.0202, 0], np.float16), "y": np.array([0.0049, 0], np.float16)}
+    report = diff_dumps(a, _dump(tmp_path / "b", nodes, b16))
+    case = report.cases[0]
+    assert report.maxerr == FLOAT16_MAXERR and report.passed and case.judged == ["y"]
+    assert [t.name for t in case.above_unjudged()] == ["d"]
+    b32 = {name: value.astype(np.float32) for name, value in b16.items()}
+    assert not diff_dumps(a, _dump(tmp_path / "c", nodes, b32), maxerr=FLOAT16_MAXERR).passed  # float32: all decide
+
+
+def test_integer_accumulators_never_overflow_float16():
+    from mgedump.diagnose.divergence import recognise_cause
+
+    acc = tensor_err("acc", np.array([100000, 5], np.int32), np.array([100001, 5], np.int32))
+    assert recognise_cause([acc]) is None
+    wide = tensor_err("sum", np.array([7e4, 1.0], np.float32), np.array([np.inf, 1.0], np.float32))
+    assert recognise_cause([wide]) is None  # float32 on both sides: not float16's range
+    half = tensor_err("sum", np.array([7e4, 1.0], np.float32), np.array([np.inf, 1.0], np.float16))
+    assert recognise_cause([half]).startswith("float16 overflow: B holds an infinity where A is finite")
+
+
+def test_the_node_that_made_the_error_ranks_above_those_that_carry_it():
+    from mgedump.diagnose.divergence import CaseDiff, NodeDiff
+    from mgedump.diagnose.iodump import NodeInfo
+
+    def node(name, err, carried):
+        info = NodeInfo(name, "Op", "", ("i",), ("o",))
+        return NodeDiff(info, err, tensor_err("o", np.zeros(1), np.full(1, err)), {"i": carried}, True)
+
+    carrier = node("reduce_sum", 5.0, 1.0)  # sums what it is given: 5x more err, from 1.0 carried in
+    culprit = node("matmul", 0.5, 0.0)  # nothing carried in
+    accumulator = node("matmul_integer", 2.0, 0.5)
+    case = CaseDiff(0, 0.01, [], [carrier, accumulator, culprit], [], [])
+    assert [n.node.name for n in case.introducers()] == ["matmul", "reduce_sum", "matmul_integer"]

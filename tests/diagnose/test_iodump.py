@@ -172,3 +172,21 @@ def test_an_edited_tensor_is_refused_when_read(tmp_path):
     case = IoDump(str(tmp_path / "d")).cases[0]
     with pytest.raises(DataError, match="0003.pb does not match its sha256 in index.json"):
         case.tensor("relu1")
+
+
+def test_tensors_computed_from_weights_alone_are_left_out(tmp_path):
+    """A weight-only int8 model dequantizes its weights at run time (int8 -> Cast -> Mul): those tensors are the same
+    for every input and many times the model's size as float32; a dump leaves them out, the activations stay."""
+    from mgedump.diagnose.iodump import weight_only_tensors
+
+    model = onnx.load(str(sample("int8/weight_only.onnx").path))
+    constant = weight_only_tensors(model)
+    plan = Plan.of(model)
+    assert constant and not constant & set(plan.tensors)
+    produced = {o for node in model.graph.node for o in node.output}
+    assert set(plan.tensors) == (produced - constant) | set(plan.inputs)
+    assert all(
+        node.op_type in ("Cast", "Mul", "Reshape", "Transpose")
+        for node in model.graph.node
+        if node.output[0] in constant
+    )
