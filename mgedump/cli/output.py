@@ -47,7 +47,7 @@ def print_packed(output: str, result: Any) -> None:
             f"mgedump: optimised ({', '.join(manifest.optimizations)}); self-check worst err={worst:.3g}{needs}",
             err=True,
         )
-    for line in float16_lines(manifest.float16) + int8_lines(manifest.int8):
+    for line in float16_lines(manifest.float16) + int8_lines(manifest.int8) + list(getattr(result, "notes", [])):
         say(f"mgedump: {line}", err=True)
 
 

@@ -33,7 +33,7 @@ from ..errors import MgeError, OptimizeError, RunError, SpecError, UsageError
 from ..fileio import FileDigest, check_target, hash_files
 from ..log import fresh_warnings, logger
 from ..modelfile import ModelSource, model_source
-from ..optimize import OptimizeResult, optimize_file
+from ..optimize import OptimizeResult, end_to_end_note, optimize_file
 from ..options import PackOptions
 from ..runtime import TensorInfo, check_model_path, infer, model_io, open_session, to_numpy_outputs
 from ..stripinfo import strip_info_paths, write_strip_info
@@ -48,6 +48,7 @@ class PackResult:
     output: str
     manifest: Manifest
     self_check: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the optimisation says (float16: Casts, end-to-end error)
 
     @property
     def test_cases(self) -> int:
@@ -85,6 +86,7 @@ class _Packing:
     b_outputs: list[TensorInfo] = field(default_factory=list)
     stored: list[_Case] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def protect(self, paths: Sequence[str]) -> None:
         """More inputs are known: no output may overwrite them."""
@@ -165,7 +167,7 @@ def pack(
                 model_sha256=written.model.sha256,
                 inputs=state.protected,
             )
-    return PackResult(output_path, written, state.checks)
+    return PackResult(output_path, written, state.checks, state.notes)
 
 
 def _quiet(text: str) -> None:
@@ -244,6 +246,12 @@ def _self_check_optimized(state: _Packing) -> None:
         state.options,
         lambda k: _explain(state.model_path, optimized_path, state.stored[k], _tightest(state.options), state.tmp),
     )
+    state.notes = list(state.optimized.notes)
+    if state.optimized.float16:  # what the user sees beside what the bundle certifies
+        worst = max((c["err"] for c in state.checks if c["err"] is not None), default=0.0)
+        pairs = [(dict(c.case.inputs), dict(c.inputs)) for c in state.stored]
+        names = [info.name for info in state.b_outputs]
+        state.notes.append(end_to_end_note(state.session, state.optimized_session, pairs, names, worst))
 
 
 def _manifest(state: _Packing, digest: FileDigest) -> tuple[list[Member], Manifest]:

@@ -64,7 +64,7 @@ from .passes import (
     strip_opsets,
 )
 
-__all__ = ["OptimizeOptions", "OptimizeResult", "level_of", "optimize_file"]
+__all__ = ["OptimizeOptions", "OptimizeResult", "end_to_end_note", "level_of", "optimize_file"]
 
 
 @dataclass
@@ -162,6 +162,9 @@ def optimize_file(
                 )
                 model, float16 = found.model, found.to_json()
                 notes += found.notes
+                notes.append(_cast_note(found.model, options.float16))
+                if options.float16 == "io16xc32":
+                    notes += _latency_note(staged, found.model, test_inputs[0], tmp)
             else:
                 name_nodes(model)
                 kept = matching_nodes(model, options.fp32_nodes)
@@ -307,3 +310,91 @@ def _ort_offline(src: str, out: str, level: str, external: bool) -> Any:
         restore_weights(model, weights)
     restore_ir(model, original)
     return model
+
+
+def _cast_note(model: Any, mode: str) -> str:
+    """How many Casts the float16 model holds, and how many of them only convert a weight (onnxruntime folds those
+    when it loads the model: they cost nothing per run)."""
+    weights = {init.name for init in model.graph.initializer}
+    casts = [node for node in model.graph.node if node.op_type == "Cast"]
+    on_weights = sum(1 for node in casts if node.input and node.input[0] in weights)
+    return (
+        f"{mode}: {len(casts)} Cast(s) in the model, {on_weights} of them on weights (folded when onnxruntime loads "
+        f"it), {len(casts) - on_weights} run per inference"
+    )
+
+
+LATENCY_ROUNDS, LATENCY_RUNS = 3, 5
+
+
+def _latency_note(float32_path: str, model: Any, feeds: Mapping[str, Any], tmp: str) -> list[str]:
+    """io16xc32 against the float32 model on this CPU, on the first test case (alternated rounds, medians): onnxruntime's
+    CPU kernels compute in float32, so every float16 tensor between them costs Casts, and the model runs slower."""
+    import statistics
+    import time
+
+    import numpy as np
+
+    path = os.path.join(tmp, "latency16.onnx")
+    _save(model, path, False)
+    sessions = {}
+    for label, file in (("float32", float32_path), ("io16xc32", path)):
+        sessions[label] = open_session(file, label=f"the {label} model")
+    half = {v.name for v in model.graph.input if v.type.tensor_type.elem_type == 10}
+    inputs = {
+        "float32": dict(feeds),
+        "io16xc32": {k: (v.astype(np.float16) if k in half else v) for k, v in feeds.items()},
+    }
+    times: dict[str, list[float]] = {"float32": [], "io16xc32": []}
+    for _ in range(LATENCY_ROUNDS):
+        for label, session in sessions.items():
+            session.run(None, inputs[label])
+            for _ in range(LATENCY_RUNS):
+                start = time.perf_counter()
+                session.run(None, inputs[label])
+                times[label].append(time.perf_counter() - start)
+    ratio = statistics.median(times["io16xc32"]) / max(statistics.median(times["float32"]), 1e-9)
+    return [
+        f"io16xc32: {ratio:.2f}x the float32 model's latency on this CPU (test case 0, medians of "
+        f"{LATENCY_ROUNDS * LATENCY_RUNS} runs): onnxruntime computes in float32 here and every float16 tensor "
+        "between its kernels costs Casts; it saves memory, not time"
+    ]
+
+
+def end_to_end_note(
+    given: Any,
+    bundled: Any,
+    cases: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    outputs: Sequence[str],
+    certified: float,
+) -> str:
+    """The error the user sees: the model as given on the inputs as given, against the bundled model on the inputs
+    as the bundle stores them (float16 for a float16 model), both read as float32; beside the error the bundle
+    certifies (its expected outputs: the model as given on the stored inputs, in the outputs' stored dtype).
+
+    Args:
+        given, bundled: onnxruntime sessions.
+        cases: per test case, (the inputs as given, the inputs as stored).
+        outputs: the bundled model's output names.
+        certified: the self-check's worst error.
+    """
+    import numpy as np
+
+    from ..assertion import measure
+
+    worst, where = 0.0, ""
+    for k, (original, stored) in enumerate(cases):
+        want = given.run(list(outputs), dict(original))
+        have = bundled.run(list(outputs), dict(stored))
+        for name, a, b in zip(outputs, want, have, strict=True):
+            a, b = np.asarray(a), np.asarray(b)
+            if a.dtype.kind != "f" or b.dtype.kind != "f":
+                continue
+            err = measure(a.astype(np.float32), b.astype(np.float32)).err
+            if err > worst or not where:
+                worst, where = err, f"output {name!r}, test case {k}"
+    return (
+        f"end to end: err {worst:.3g} ({where}) against the model as given on the inputs as given; the bundle "
+        f"certifies {certified:.3g}: its expected outputs come from the model as given on the inputs as stored "
+        "(rounded to float16), stored in the outputs' dtype"
+    )

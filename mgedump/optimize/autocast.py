@@ -338,8 +338,8 @@ def choose_precision(
     if aim < maxerr:
         notes.insert(
             0,
-            f"{mode}: the search aimed at {aim:.3g}, --maxerr {maxerr:g} less a margin of {margin:.0%}, so that data "
-            f"it has not seen has room; worst err on the test cases {worst:.3g}",
+            f"{mode}: aimed at {aim:.3g} (--maxerr {maxerr:g} less the {margin:.0%} --float16-margin: room for data "
+            f"the search has not seen); worst err on the test cases {worst:.3g}",
         )
     return Autocast(
         found.model,

@@ -3,6 +3,8 @@ the output says which and why), the bundle verifies, and what cannot pass is ref
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mgedump.optimize import autocast
@@ -207,3 +209,32 @@ def test_keep_io_types_needs_a_float16_mode(tmp_path, mgedump):
     model = sample("cnn.onnx")
     result = mgedump(model.path, "-d", model.spec, "--keep-io-types", "-o", tmp_path / "o")
     assert result.code == 2 and "--keep-io-types keeps a float16 model's inputs and outputs float32" in result.err
+
+
+def test_the_pack_says_what_the_user_sees_and_what_it_costs(tmp_path, mgedump):
+    """Beside the certified error: the end-to-end error on the inputs as given, the aim below --maxerr, the Casts;
+    and for io16xc32 its latency against float32 on this CPU, so nobody picks it for speed by mistake."""
+    result, _ = _pack(mgedump, tmp_path, "cnn.onnx", "io16xc32")
+    assert result.code == 0, result.err
+    assert "io16xc32: aimed at 0.007 (--maxerr 0.01 less the 30% --float16-margin" in result.err
+    assert re.search(r"io16xc32: \d+ Cast\(s\) in the model, 0 of them on weights", result.err)
+    assert re.search(r"io16xc32: \d+\.\d\dx the float32 model's latency on this CPU", result.err)
+    end = re.search(
+        r"end to end: err ([0-9.e+-]+) \(output 'prob', test case \d\) against the model as given", result.err
+    )
+    certified = re.search(r"self-check worst err=([0-9.e+-]+)", result.err)
+    assert end and certified and f"the bundle certifies {float(certified.group(1)):.3g}" in result.err
+    assert float(end.group(1)) < 1e-2
+
+
+@pytest.mark.parametrize("margin, ok", [("0", True), ("0.9", True), ("1", False), ("-0.1", False)])
+def test_the_margin_is_a_fraction_for_a_float16_mode(margin, ok, tmp_path, mgedump):
+    result, _ = _pack(mgedump, tmp_path, "cnn.onnx", "ioc16", "--float16-margin", margin)
+    assert (result.code == 0) == ok, result.err
+    if ok and margin != "0":
+        assert f"aimed at {1e-2 * (1 - float(margin)):.3g}" in result.err
+    elif ok:
+        assert "aimed at" not in result.err
+    model = sample("cnn.onnx")
+    plain = mgedump(model.path, "-d", model.spec, "--float16-margin", "0.5", "-o", tmp_path / "p.mgetest")
+    assert plain.code == 2 and "--float16-margin applies to the float16 search" in plain.err
