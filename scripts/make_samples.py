@@ -83,6 +83,7 @@ SEEDS: dict[str, int] = {
     "int8/weight_outlier.onnx": 1018,
     "int8/mild_outlier.onnx": 1019,
     "int8/weight_only.onnx": 1020,
+    "float16/wide_logits.onnx": 1021,
     "cnn_input.npy": 2001,
     "multi_input.npz": 2002,
     "cnn_input.pb": 2003,
@@ -744,6 +745,36 @@ def build_loop_float() -> onnx.ModelProto:
     return _make_model(graph)
 
 
+def build_wide_logits() -> onnx.ModelProto:
+    """A text recogniser's head, as a CRNN ends: 1024 sigmoid features summed by a Gemm into logits that reach ~35.
+    Its weights are all positive and its bias takes back their mean, so each logit is a small difference of large
+    sums: the float16 storage of the 1024 features alone moves the logits near zero by ~0.01 (io16xc32), and float16
+    weights by ~0.2 (ioc16). Keeping the Gemm and the features' producers float32 holds them."""
+    rng = _rng("float16/wide_logits.onnx")
+    w1 = (rng.standard_normal((64, 1024)) * 0.4).astype(np.float32)
+    w2 = rng.uniform(2.0, 6.0, (1024, 16)).astype(np.float32)
+    probe = rng.random((256, 64)).astype(np.float32)  # the bias takes back the mean sum over inputs in [0, 1)
+    bias = -(1.0 / (1.0 + np.exp(-(probe @ w1))) @ w2).mean(axis=0)
+    bias[3] += 14.0  # one class stands out: its logit reaches ~35, where float16 values are 0.0156 apart
+    nodes = [
+        helper.make_node("MatMul", ["x", "W1"], ["pre"], name="embed"),
+        helper.make_node("Sigmoid", ["pre"], ["features"], name="act"),
+        helper.make_node("Gemm", ["features", "W2", "b2"], ["logits"], name="fc"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "wide_logits",
+        [_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [_value_info("logits", TensorProto.FLOAT, [1, 16])],
+        initializer=[
+            numpy_helper.from_array(w1, "W1"),
+            numpy_helper.from_array(w2, "W2"),
+            numpy_helper.from_array(bias.astype(np.float32), "b2"),
+        ],
+    )
+    return _make_model(graph)
+
+
 def build_weight_outlier() -> onnx.ModelProto:
     """A feature that is always zero (its Relu input is negative on data in [0, 1]) carries a weight of 500 in every
     output column of the head: int8's per-column scale (500/127) rounds every other weight of the head to zero, so
@@ -1028,6 +1059,13 @@ REGISTRY: tuple[Sample, ...] = (
         "#rand(-1,1)",
         "a Loop carrying a float state",
         tags=("float16", "subgraph"),
+    ),
+    Sample(
+        "float16/wide_logits.onnx",
+        _writer(build_wide_logits),
+        "#rand(0,1)",
+        "a Gemm summing 1024 sigmoid features into logits near 35, each a small difference of large sums",
+        tags=("float16",),
     ),
     Sample(
         "int8/weight_outlier.onnx",

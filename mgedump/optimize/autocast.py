@@ -317,14 +317,13 @@ def choose_precision(
     outputs = [v.name for v in base.graph.output]
     notes: list[str] = []
     aim = maxerr * (1.0 - margin)
-    if not keep_io:  # float32 outputs have no float16 rounding of their own
-        floor = _check_rounding_floor(ref, outputs, maxerr, mode)
-        if floor > aim:
-            notes.append(
-                f"{mode}: the outputs' own float16 rounding ({floor:.3g}) leaves no room below --maxerr {maxerr:g}: "
-                "the search aims at --maxerr itself"
-            )
-            aim = maxerr
+    floor = _Floor.of(ref, outputs) if not keep_io else _Floor()  # float32 outputs have no rounding of their own
+    if maxerr >= floor.err > aim:
+        notes.append(
+            f"{mode}: the outputs' own float16 rounding ({floor.err:.3g}) leaves no room below --maxerr {maxerr:g}: "
+            "the search aims at --maxerr itself"
+        )
+        aim = maxerr
     op_types = {node.name: node.op_type for node in _all_nodes(base.graph)}
     kept: dict[str, str] = {}
     kept.update(matching_nodes(base, fp32_nodes))
@@ -333,6 +332,8 @@ def choose_precision(
     with Opener() as opener:  # every candidate is opened in a child: a crash there is a refusal
         search = _Search(base, mode, cases, ref, keep_io, scratch, opener, settings)
         search.raw_cases = [dict(feeds) for feeds in test_inputs]
+        if floor.err > maxerr:
+            raise _floor_refusal(search, floor, maxerr)
         found, aim = _run_search(search, kept, aim, maxerr, notes)
     worst = found.worst()[0]
     if aim < maxerr:
@@ -540,43 +541,63 @@ class _Regions:
         return found
 
 
-def _check_rounding_floor(ref: IoDump | MemoryDump, outputs: Sequence[str], maxerr: float, mode: str) -> float:
-    """Refuse at once when rounding the float32 outputs to float16 alone misses maxerr: the model's outputs are
-    float16 in both modes, so no search can do better. Returns that floor.
+@dataclass
+class _Floor:
+    """The outputs' own float16 rounding: the worst error rounding the float32 outputs to float16 alone gives."""
 
-    The floor is each output's own float16 rounding at its largest value: float16 holds 11 significant bits, so a
-    value of 34.7 is stored to within 2**-6 (0.0156). ``--keep-io-types`` keeps the outputs float32 and removes it.
+    err: float = 0.0
+    output: str = ""
+    case: int = 0
+    largest: float = 0.0  # the largest value of that output
+    scale: float = 0.0  # the largest value of any output
 
-    Raises:
-        OptimizeError: with the error that rounding alone gives, where, and the choices that would pass.
-    """
-    worst, where, scale, largest = 0.0, "", 0.0, 0.0
-    for number, case in ref.cases.items():
-        for name in outputs:
-            if name not in case.by_name or case.by_name[name]["dtype"] != "float32":
-                continue
-            value = case.tensor(name)
-            err = tensor_err(name, value, value.astype(np.float16).astype(np.float32)).err
-            top = float(np.abs(value[np.isfinite(value)]).max(initial=0.0))
-            if err > worst:
-                worst, where, largest = err, f"(name={name}, test case {number})", top
-            scale = max(scale, top)
-    if worst > maxerr:
-        step = float(np.spacing(np.float16(largest))) if largest else 0.0
-        hint = maxerr_hint(worst, scale)
-        keep = "--keep-io-types keeps the model's inputs and outputs float32 and removes this floor"
-        raise OptimizeError(
-            f"the optimised model misses --maxerr {maxerr:g}: err={worst:.3g} {where}: --enable-{mode} makes the "
-            f"model's outputs float16, and rounding them to float16 alone gives that error (the output reaches "
-            f"{largest:.4g}, where float16 values are {step:g} apart)",
-            hint=f"{hint}, or {keep}" if hint else keep,
-        )
-    return worst
+    @classmethod
+    def of(cls, ref: IoDump | MemoryDump, outputs: Sequence[str]) -> _Floor:
+        found = cls()
+        for number, case in ref.cases.items():
+            for name in outputs:
+                if name not in case.by_name or case.by_name[name]["dtype"] != "float32":
+                    continue
+                value = case.tensor(name)
+                err = tensor_err(name, value, value.astype(np.float16).astype(np.float32)).err
+                top = float(np.abs(value[np.isfinite(value)]).max(initial=0.0))
+                if err > found.err:
+                    found.err, found.output, found.case, found.largest = err, name, number, top
+                found.scale = max(found.scale, top)
+        return found
+
+
+def _floor_refusal(search: _Search, floor: _Floor, maxerr: float) -> OptimizeError:
+    """Rounding the float32 outputs to float16 alone misses maxerr: the model's outputs are float16 in both modes, so
+    no search can do better. The floor is the output's own float16 rounding at its largest value (float16 holds 11
+    significant bits: 34.7 is stored to within 2**-6, 0.0156), and a wide reduction's float16-stored inputs add to
+    it; ``--keep-io-types`` keeps the outputs float32 and removes the first: what it gives is measured."""
+    mode = search.mode
+    step = float(np.spacing(np.float16(floor.largest))) if floor.largest else 0.0
+    message = (
+        f"the optimised model misses --maxerr {maxerr:g}: err={floor.err:.3g} (name={floor.output}, test case "
+        f"{floor.case}): --enable-{mode} makes the model's outputs float16, and rounding them to float16 alone gives "
+        f"that error (the output reaches {floor.largest:.4g}, where float16 values are {step:g} apart)"
+    )
+    reduction = _reduction_floor(search, floor.case, floor.output, maxerr)
+    if reduction:
+        message += f"; and its {reduction}"
+    every = {node.name: ALL_WHY for node in _all_nodes(search.base.graph)}
+    trial = search.evaluate(every, keep_io=True, label="every node float32, --keep-io-types")
+    err = trial.worst()[0]
+    keep = (
+        f"--keep-io-types would pass (err {err:.3g} with every node float32): the inputs and outputs stay float32"
+        if trial.passes(maxerr)
+        else f"--keep-io-types would not pass either (err {err:.3g} with every node float32)"
+    )
+    hint = maxerr_hint(floor.err, floor.scale)
+    return OptimizeError(message, hint=f"{hint}, or {keep}" if hint else keep)
 
 
 def _reduction_floor(search: _Search, case: int, output: str, maxerr: float) -> str:
-    """The widest MatMul or Gemm on the way to ``output`` whose float16-stored activations alone miss the bound:
-    computed from the reference's own tensors, float32 arithmetic on inputs rounded to float16."""
+    """The MatMul or Gemm on the way to ``output`` whose float16-stored activations alone give the most error (a tenth
+    of the bound or more): from the reference's own tensors, float32 arithmetic on its activations rounded to float16
+    (weights as they are)."""
     from onnx import numpy_helper
 
     base = search.base
@@ -609,9 +630,19 @@ def _reduction_floor(search: _Search, case: int, output: str, maxerr: float) -> 
                 a = a.T
             if "transB" in attrs and attrs["transB"].i:
                 b = b.T
+        stored = [
+            x if name in weights else x.astype(np.float16).astype(np.float32)
+            for name, x in zip(node.input[:2], (a, b), strict=True)
+        ]
         try:
             exact = np.matmul(a, b)
-            rounded = np.matmul(a.astype(np.float16).astype(np.float32), b.astype(np.float16).astype(np.float32))
+            rounded = np.matmul(*stored)
+            if node.op_type == "Gemm":  # alpha * A @ B + beta * C: the bias may take back most of the sum
+                alpha = attrs["alpha"].f if "alpha" in attrs else 1.0
+                beta = attrs["beta"].f if "beta" in attrs else 1.0
+                c = value(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+                shift = beta * c if c is not None else 0.0
+                exact, rounded = alpha * exact + shift, alpha * rounded + shift
         except ValueError:
             continue
         err = tensor_err(node.output[0], exact, rounded).err

@@ -195,7 +195,7 @@ def test_keep_io_types_removes_the_output_rounding_floor(mode, tmp_path, mgedump
     base = ["-d", "#randn(0,1)", "--optimize-for-inference", f"--enable-{mode}", "--maxerr", "2e-5"]
     floor = mgedump(model.path, *base, "-o", tmp_path / "f.mgetest")
     assert floor.code == 2 and "rounding them to float16 alone gives that error" in floor.err
-    assert "where float16 values are" in floor.err and "--keep-io-types keeps" in floor.err
+    assert "where float16 values are" in floor.err and "--keep-io-types would pass (err " in floor.err
     out = tmp_path / "k.mgetest"
     kept = mgedump(model.path, *base[:-1], "1e-3", "--keep-io-types", "-o", out)
     assert kept.code == 0, kept.err
@@ -238,3 +238,33 @@ def test_the_margin_is_a_fraction_for_a_float16_mode(margin, ok, tmp_path, mgedu
     model = sample("cnn.onnx")
     plain = mgedump(model.path, "-d", model.spec, "--float16-margin", "0.5", "-o", tmp_path / "p.mgetest")
     assert plain.code == 2 and "--float16-margin applies to the float16 search" in plain.err
+
+
+WIDE = ["-d", "#rand(0,1)"] * 4  # four test cases: one of them has a logit near zero, where float16 shows
+
+
+def test_a_wide_reduction_keeps_its_producer_float32(tmp_path, mgedump, mgerun):
+    """A Gemm sums 1024 float16-stored features into logits near 35 (each a small difference of large sums): keeping
+    the Gemm float32 is not enough; its producer's output stays float32 too, and nothing more."""
+    model = sample("float16/wide_logits.onnx")
+    out = tmp_path / "w.mgetest"
+    result = mgedump(model.path, *WIDE, *FLAGS, "--enable-io16xc32", "-o", out)
+    assert result.code == 0, result.err
+    kept = _kept(out)
+    assert set(kept) == {"fc", "act"}
+    assert kept["fc"].startswith("introduces err") and "feeds 'fc' (Gemm), which amplifies" in kept["act"]
+    assert mgerun(out, "--iter", "1").code == 0
+
+
+def test_the_float16_floor_is_named_with_the_io_choice_that_passes(tmp_path, mgedump):
+    """Below the outputs' own float16 rounding: refused at once, naming the output's largest value and float16's
+    spacing there, the wide reduction's float16 inputs, and --keep-io-types measured to pass; which then packs."""
+    model = sample("float16/wide_logits.onnx")
+    base = [model.path, *WIDE, "--optimize-for-inference", "--enable-io16xc32", "--maxerr", "1e-4"]
+    refused = mgedump(*base, "-o", tmp_path / "r.mgetest")
+    assert refused.code == 2 and len(refused.err.strip().splitlines()) == 1
+    assert re.search(r"the output reaches 3\d\.\d+, where float16 values are 0\.03125 apart", refused.err)
+    assert "and its Gemm 'fc' sums 1024 inputs stored float16: their rounding alone gives err" in refused.err
+    assert "--keep-io-types would pass (err 0 with every node float32)" in refused.err
+    packed = mgedump(*base, "--keep-io-types", "-o", tmp_path / "k.mgetest")
+    assert packed.code == 0, packed.err
