@@ -366,6 +366,19 @@ def _run_search(
     diffs = search.diagnose(first, aim)
     origins = _Origins(search.base)
     origins.learn(search.nodes)
+    for k, errs in enumerate(first.errs):
+        for name, err in errs.items():
+            if err > aim and _flips(first, name, k, aim):
+                reorder = _reordering_between(search.base, None, name)
+                via = f": {reorder.op_type} {reorder.name!r} picks by values float16 rounds" if reorder else ""
+                notes.append(
+                    f"{search.mode}: output {name!r} held the same values in another order in float16 (the ranking "
+                    f"flips{via}); what stays float32 holds the order"
+                )
+                break
+        else:
+            continue
+        break
     culprits = _culprits(diffs, origins, kept, aim)
     regions = _Regions(diffs, origins, kept)
     names = list(culprits)
