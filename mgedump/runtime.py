@@ -253,6 +253,12 @@ def run_error(exc: BaseException, feeds: dict[str, np.ndarray]) -> RunError:
     integer_inputs = [n for n, a in feeds.items() if a.dtype.kind in "iu"]
     if integer_inputs and re.search(r"out of (data )?bounds|out of range|idx", message, re.IGNORECASE):
         hint = "check the values given for integer input(s) " + ", ".join(repr(n) for n in integer_inputs)
+    images = [f"{n} {'x'.join(map(str, a.shape))}" for n, a in feeds.items() if a.dtype.kind == "f" and a.ndim == 4]
+    if images and re.search(r"mismatch(ed)? dim|dimension mismatch|incompatible dim|broadcast", message, re.IGNORECASE):
+        hint = (  # a free H/W the model needs in multiples of its stride (32): an image of any size does not fit
+            f"the model may need another H and W (often multiples of 32; given {', '.join(images)}): fix them with "
+            "--input-shape NAME:N,C,H,W and --resize-input"
+        )
     return RunError(f"the model failed to run: {message}", hint=hint)
 
 

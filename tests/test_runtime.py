@@ -91,3 +91,31 @@ def test_no_process_wide_side_effects(monkeypatch):
         open_session(str(sample("bad/not_onnx.onnx").path))
     assert calls == []
     assert not [name for name in vars(onnxruntime) if "mgedump" in name]
+
+
+def test_an_image_of_a_size_the_model_cannot_take_suggests_fixing_h_and_w(tmp_path, mgedump):
+    """A model with free H and W that halves then doubles them and concatenates with its input (as detectors do)
+    fails on odd sizes with onnxruntime's 'mismatched dimensions': the one line says what to give instead."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["half"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Resize", ["half", "", "scales"], ["back"], mode="nearest"),
+        helper.make_node("Concat", ["x", "back"], ["y"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "down_up",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, "H", "W"])],
+        initializer=[numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "m.onnx")
+    result = mgedump(tmp_path / "m.onnx", "-d", "#rand(0,1,1,1,75,76)", "-o", tmp_path / "o.mgetest")
+    assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
+    assert "mismatched dimensions" in result.err
+    assert "given x 1x1x75x76): fix them with --input-shape NAME:N,C,H,W and --resize-input" in result.err
+    assert mgedump(tmp_path / "m.onnx", "-d", "#rand(0,1,1,1,64,64)", "-o", tmp_path / "o.mgetest").code == 0
