@@ -272,6 +272,12 @@ def _manifest(state: _Packing, digest: FileDigest) -> tuple[list[Member], Manife
     if options.embed_io_dump:
         stored = state.stored[: options.embed_io_dump]
         io_dump = _embed_io_dump(state.model_path, source_sha256, stored, state.inputs, members, state.tmp)
+        size = sum(os.path.getsize(p) for m in members if m.name.startswith(IO_DUMP_FOLDER) for p in m.paths)
+        state.notes.append(
+            f"embedded io dump: {size / 1e6:.3g} MB ({len(stored)} test case(s); tensors computed "
+            "from weights alone left out)"
+        )
+        state.stage(f"writing {os.path.basename(state.output_path)} with an io dump of {size / 1e6:.3g} MB")
     manifest = Manifest(
         model=ModelEntry(
             sha256=model_sha256,

@@ -190,3 +190,25 @@ def test_tensors_computed_from_weights_alone_are_left_out(tmp_path):
         for node in model.graph.node
         if node.output[0] in constant
     )
+
+
+def test_an_embedded_dump_of_a_weight_only_model_leaves_its_weights_out(tmp_path, mgedump, mgerun):
+    """The bundle's embedded dump holds the activations only (its size said at pack time), and mgerun's check of the
+    bundle runs the model exposing the same tensors: nothing in one side only."""
+    import zipfile
+
+    from mgedump.diagnose.iodump import weight_only_tensors
+
+    model = sample("int8/weight_only.onnx")
+    out = tmp_path / "w.mgetest"
+    result = mgedump(model.path, "-d", model.spec, "--embed-io-dump", "-o", out)
+    assert result.code == 0, result.err
+    assert re.search(
+        r"embedded io dump: [0-9.]+ MB \(1 test case\(s\); tensors computed from weights alone", result.err
+    )
+    with zipfile.ZipFile(out) as zf:
+        index = json.loads(zf.read("io_dump/test_data_set_0/index.json"))
+    names = {t["name"] for t in index["tensors"]}
+    assert names and not names & weight_only_tensors(onnx.load(str(model.path)))
+    checked = mgerun(out, "--iter", "1")
+    assert checked.code == 0, checked.out + checked.err
