@@ -164,7 +164,7 @@ def optimize_file(
                 notes += found.notes
                 notes.append(_cast_note(found.model, options.float16))
                 if options.float16 == "io16xc32":
-                    notes += _latency_note(staged, found.model, test_inputs[0], tmp)
+                    notes += _latency_note(staged, found, test_inputs[0], tmp)
             else:
                 name_nodes(model)
                 kept = matching_nodes(model, options.fp32_nodes)
@@ -327,7 +327,7 @@ def _cast_note(model: Any, mode: str) -> str:
 LATENCY_ROUNDS, LATENCY_RUNS = 3, 5
 
 
-def _latency_note(float32_path: str, model: Any, feeds: Mapping[str, Any], tmp: str) -> list[str]:
+def _latency_note(float32_path: str, found: Any, feeds: Mapping[str, Any], tmp: str) -> list[str]:
     """io16xc32 against the float32 model on this CPU, on the first test case (alternated rounds, medians): onnxruntime's
     CPU kernels compute in float32, so every float16 tensor between them costs Casts, and the model runs slower."""
     import statistics
@@ -335,8 +335,11 @@ def _latency_note(float32_path: str, model: Any, feeds: Mapping[str, Any], tmp: 
 
     import numpy as np
 
-    path = os.path.join(tmp, "latency16.onnx")
-    _save(model, path, False)
+    path = found.path
+    model = found.model
+    if not path or not os.path.exists(path):
+        path = os.path.join(tmp, "latency16.onnx")
+        _save(model, path, False)
     sessions = {}
     for label, file in (("float32", float32_path), ("io16xc32", path)):
         sessions[label] = open_session(file, label=f"the {label} model")

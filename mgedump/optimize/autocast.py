@@ -74,6 +74,7 @@ class Autocast:
     aim: float = 0.0
     casts: int = 0
     notes: list[str] = field(default_factory=list)
+    path: str = ""  # the model as the search ran it (in the scratch folder)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -353,6 +354,7 @@ def choose_precision(
         aim,
         found.conversion.casts,
         notes,
+        found.path,
     )
 
 
