@@ -536,7 +536,9 @@ def render(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> str:
         "Written by `python scripts/check_real_models.py`: models that public wheels ship, packed plain and with each "
         f"float16 mode at `--maxerr {MAXERR}`, then verified with `mgerun`. Pack times are wall times of the `mgedump` "
         "command on this machine; the ratio is to the plain pack of the same model (the float16 search runs the model "
-        "with every tensor exposed, once for the reference and once per round).",
+        "with every tensor exposed once for the reference and once to diagnose the first candidate that fails, and "
+        "each candidate plainly, on the session that proves it loads: at most 10 candidates). Models that are int8 "
+        "already are refused by both float16 modes, as they must be: their refusal is the row.",
         "",
         "| model | inputs (spec of the first test case) | mode | result | self-check err | nodes kept float32 | pack time / plain | verifies |",
         "|---|---|---|---|---|---|---|---|",
