@@ -297,3 +297,15 @@ def test_a_ranking_that_flips_is_told_from_an_error():
     flipped = autocast._Trial({}, False, model, "", None, [{}], [{"top": want["top"][:, [1, 0, 2]]}], [want], 1)
     wrong = autocast._Trial({}, False, model, "", None, [{}], [{"top": want["top"] + 0.5}], [want], 1)
     assert autocast._flips(flipped, "top", 0, 1e-2) and not autocast._flips(wrong, "top", 0, 1e-2)
+
+
+def test_on_a_terminal_every_search_run_shows(tmp_path):
+    """A float16 search is never silent on a terminal: one line per candidate run, without -v."""
+    from tests.cli.test_status import _run_in_terminal
+
+    model = sample("float16/rsqrt_quiet.onnx")
+    args = [str(model.path), "-d", model.spec, *FLAGS, "--enable-io16xc32", "-o", str(tmp_path / "o.mgetest")]
+    code, text = _run_in_terminal(args)
+    assert code == 0, text
+    runs = [line for line in text.splitlines() if "io16xc32 search run" in line]
+    assert len(runs) >= 2 and all("node(s) kept float32; worst err" in line for line in runs)
