@@ -1158,7 +1158,10 @@ def section_float16(ctx: Context) -> Table:
             latency = fmt_ratio(c["latency_ratio"])
         except Exception as exc:  # a model the worker cannot convert: said in the notes, the row stays
             counts, latency = ["-", "-", "-"], "-"
-            table.notes.append(f"{model.name}: Casts not measured ({type(exc).__name__})")
+            table.notes.append(
+                f"{model.name}: Casts and latency not measured: the worker's uniform input (free dims as 1) does not "
+                f"run it ({type(exc).__name__})"
+            )
         table.rows.append([model.name, fmt(wall["A"]), fmt(wall["B"]), fmt_ratio(r), *counts, latency])
         table.checks.append(
             Check(f"float16: {model.name} ioc16 pack / plain pack", "<= 10", fmt_ratio(r), at_most(r, 10.0))
