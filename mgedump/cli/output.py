@@ -149,6 +149,8 @@ def timing_lines(bundle: BundleRecord) -> list[str]:
     lines: list[str] = []
     load = bundle.session.concurrency if bundle.session else 1
     title = "latency (ms)" if load == 1 else f"latency (ms), {load} at once"
+    if bundle.profile:  # onnxruntime's profiler records every kernel: it slows every run it times
+        title += ", profiled"
     rows = [[title, "batch", "iters", *STATS, "inf/s", "samples/s"]]
     for case in bundle.test_cases:
         timing = case.timing
@@ -166,6 +168,10 @@ def timing_lines(bundle: BundleRecord) -> list[str]:
         )
     if len(rows) > 1:
         lines += table(rows)
+        if bundle.profile:
+            lines.append(
+                "  (--profile was on: onnxruntime records every kernel, so these runs are slower; time without it)"
+            )
     sweep = [["batch sweep (ms)", "batch", "median", "min", "p90", "ms/sample", "inf/s", "samples/s"]]
     for case in bundle.test_cases:
         for timing in case.sweep:

@@ -53,3 +53,12 @@ def test_verbose_output_and_the_last_line(bundle, mgerun):
     assert any(line.startswith("latency (ms)") for line in lines)
     iterations = mgerun(bundle, "--iter", "3", "-v").out
     assert iterations.count("  iterations (ms): ") == 2
+
+
+def test_a_profiled_latency_table_says_so(bundle, mgerun, tmp_path):
+    """onnxruntime's profiler slows every run it records: the table says the figures are profiled, and why."""
+    plain = mgerun(bundle, "--iter", "3")
+    profiled = mgerun(bundle, "--iter", "3", "--profile", tmp_path / "p.json")
+    assert plain.code == profiled.code == 0
+    assert "latency (ms)" in plain.out and "profiled" not in plain.out
+    assert "latency (ms), profiled" in profiled.out and "--profile was on" in profiled.out
