@@ -208,7 +208,8 @@ def _measure(expect: np.ndarray, got: np.ndarray, labels: tuple[str, str]) -> Me
         reason: str | None = f"{count} of {expect.size} elements differ (exact comparison)"
         return Measure(math.inf, True, reason, index, expect[index], got[index])
     if "c" in (expect.dtype.kind, got.dtype.kind):
-        return _measure_complex(expect, got, e_name, g_name)
+        # complex values compared as complex: |e - g| / max(min(|e|, |g|), 1) with complex magnitudes
+        return _masked(expect, got, expect.astype(np.complex128), got.astype(np.complex128), False, labels)
     exact = expect.dtype.kind not in "fc" and got.dtype.kind not in "fc"
     if expect.dtype == got.dtype and np.array_equal(expect, got):
         return Measure(0.0, exact, expect_absmax=_absmax(expect) if expect.dtype.kind == "f" else 0.0)
@@ -237,42 +238,29 @@ def _measure(expect: np.ndarray, got: np.ndarray, labels: tuple[str, str]) -> Me
         if exact and err:
             reason = f"{int(np.count_nonzero(expect != got))} of {expect.size} elements differ (exact comparison)"
         return Measure(err, exact, reason, index, expect[index], got[index], absmax)
+    return _masked(expect, got, x, y, exact, labels)
+
+
+def _masked(
+    expect: np.ndarray, got: np.ndarray, x: np.ndarray, y: np.ndarray, exact: bool, labels: tuple[str, str]
+) -> Measure:
+    """The metric where some element is not finite (``x``, ``y``: the values in the arithmetic's type, real or
+    complex): the same NaN or infinity on both sides agrees, one on one side only is an infinite error."""
+    fx, fy = np.isfinite(x), np.isfinite(y)
     absmax = float(np.abs(x[fx]).max()) if fx.any() else 0.0
     inf_new = bool(np.any(np.isinf(y) & fx))
     same_nonfinite = ~fx & ~fy & ((np.isnan(x) & np.isnan(y)) | (x == y))
     broken = ~(fx & fy) & ~same_nonfinite
     if broken.any():
         index = _unravel(int(np.argmax(broken)), expect.shape)
-        side = g_name if fx[index] else e_name
+        side = labels[1] if fx[index] else labels[0]
         reason = f"NaN or infinity in {side} only ({int(broken.sum())} elements)"
         return Measure(math.inf, exact, reason, index, expect[index], got[index], absmax, inf_new)
     both = fx & fy
-    with np.errstate(invalid="ignore"):
-        each = np.where(both, np.abs(np.subtract(x, y)) / np.maximum(np.minimum(np.abs(x), np.abs(y)), 1.0), 0.0)
+    each = np.where(both, np.abs(np.subtract(x, y)) / np.maximum(np.minimum(np.abs(x), np.abs(y)), 1.0), 0.0)
     flat = int(np.argmax(each))
     index = _unravel(flat, expect.shape)
     return Measure(float(each.reshape(-1)[flat]), exact, None, index, expect[index], got[index], absmax, inf_new)
-
-
-def _measure_complex(expect: np.ndarray, got: np.ndarray, e_name: str, g_name: str) -> Measure:
-    """Complex values compared as complex: ``|e - g| / max(min(|e|, |g|), 1)`` with complex magnitudes."""
-    x = expect.astype(np.complex128)
-    y = got.astype(np.complex128)
-    fx, fy = np.isfinite(x), np.isfinite(y)
-    with np.errstate(all="ignore"):
-        absmax = float(np.abs(x[fx]).max()) if fx.any() else 0.0
-        same_nonfinite = ~fx & ~fy & ((np.isnan(x) & np.isnan(y)) | (x == y))
-        broken = ~(fx & fy) & ~same_nonfinite
-        if broken.any():
-            index = _unravel(int(np.argmax(broken)), expect.shape)
-            side = g_name if fx[index] else e_name
-            reason = f"NaN or infinity in {side} only ({int(broken.sum())} elements)"
-            return Measure(math.inf, False, reason, index, expect[index], got[index], absmax)
-        both = fx & fy
-        each = np.where(both, np.abs(x - y) / np.maximum(np.minimum(np.abs(x), np.abs(y)), 1.0), 0.0)
-    flat = int(np.argmax(each))
-    index = _unravel(flat, expect.shape)
-    return Measure(float(each.reshape(-1)[flat]), False, None, index, expect[index], got[index], absmax)
 
 
 def _absmax(a: np.ndarray) -> float:
