@@ -68,9 +68,13 @@ def _normal(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
-    """The sdist and, built from it, the wheel (as a release builds them)."""
+    """The sdist and, built from it, the wheel (as a release builds them), from a copy of the checkout: the build
+    writes its staging folders beside the sources, and test workers running at once must not share them."""
     out = tmp_path_factory.mktemp("dist")
-    _run(sys.executable, "-m", "build", "--outdir", out, ROOT)
+    source = tmp_path_factory.mktemp("source") / "mgedump"
+    skip = (".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis")
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*skip), symlinks=True)
+    _run(sys.executable, "-m", "build", "--outdir", out, source)
     assert sorted(p.name for p in out.iterdir()) == sorted([SDIST, WHEEL])
     return out
 
