@@ -752,6 +752,13 @@ class PackOptions(Options):
         kind=bool,
         help="Also write OUT.json (operators, dtypes) and onnxruntime's reduced-build config.",
     )
+    model_out: str | None = option(
+        None,
+        "--output-model",
+        metavar="FILE",
+        help="Also write the bundled model (optimised, converted or quantized) as a plain ONNX file; its external "
+        "data, if any, beside it as model.onnx.data.",
+    )
     embed_io_dump: int = option(
         0,
         "--embed-io-dump",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -30,7 +31,7 @@ from ..bundle import (
 from ..data import TestCase, TestData, cast_to
 from ..environment import pack_environment
 from ..errors import MgeError, OptimizeError, RunError, SpecError, UsageError
-from ..fileio import FileDigest, check_target, hash_files
+from ..fileio import CHUNK, FileDigest, atomic_output, check_target, hash_files
 from ..log import fresh_warnings, logger
 from ..modelfile import ModelSource, model_source
 from ..optimize import OptimizeResult, end_to_end_note, optimize_file
@@ -125,6 +126,10 @@ def pack(
     data = TestData.parse(options.cases)
     strip_info = f"{output_path}.json" if options.strip_info is True else options.strip_info or None
     targets = [output_path, *(strip_info_paths(strip_info) if strip_info else ())]
+    if options.model_out:  # (its data file, if the model has one, is checked when it is known: at writing)
+        targets.append(os.fspath(options.model_out))
+        if len({os.path.realpath(t) for t in targets}) < len(targets):
+            raise UsageError("--output-model and -o (or the strip info) would write one file: give each its own path")
     given = [os.fspath(model)] if isinstance(model, (str, os.PathLike)) else []
     for path in targets:  # before any work, and before the scratch folder is made beside the output
         check_target(path, [*given, *data.list_files])
@@ -160,6 +165,8 @@ def pack(
         members, manifest = _manifest(state, digest)
         state.stage(f"writing {os.path.basename(output_path)}")
         written = write_bundle(output_path, manifest, members, inputs=state.protected)
+        if options.model_out:
+            _write_model_out(os.fspath(options.model_out), members, state.protected)
         if strip_info:
             write_strip_info(
                 state.optimized.path if state.optimized else model_path,
@@ -172,6 +179,21 @@ def pack(
 
 def _quiet(text: str) -> None:
     """No status line."""
+
+
+def _write_model_out(target: str, members: Sequence[Member], protected: Sequence[str]) -> None:
+    """The bundled model as a plain ONNX file (``--output-model``): the model member's bytes, and its external data
+    member beside it under the name the model reads it by (model.onnx.data)."""
+    for member in members:
+        if member.name not in (MODEL_MEMBER, DATA_MEMBER):
+            continue
+        path = target if member.name == MODEL_MEMBER else os.path.join(os.path.dirname(target), DATA_MEMBER)
+        with atomic_output(path, protected) as out:
+            if member.data is not None:
+                out.write(member.data)
+            for source in member.paths:
+                with open(source, "rb") as f:
+                    shutil.copyfileobj(f, out, CHUNK)
 
 
 def _folder_of(path: str) -> str:

@@ -255,6 +255,7 @@ def _file_output_cases() -> list[Case]:
                 "--output-strip-info",
             ],
         ),
+        ("mgedump-model-out", "mgedump", "o16.onnx", lambda t, out, m, d: [m, *d, "--output-model", out]),
         ("mgerun-report", "mgerun", "r.json", lambda t, out, m, d: [m, *d, "--report-json", out]),
         ("mgerun-profile", "mgerun", "p.json", lambda t, out, m, d: [m, *d, "--profile", out]),
         ("mgerun-junit", "mgerun", "j.xml", lambda t, out, m, d: [m, *d, "--junit-xml", out]),

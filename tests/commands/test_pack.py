@@ -334,3 +334,34 @@ def _pack_multi(model, out, mgedump, *args):
     packed = mgedump(model.path, "-d", model.spec, *args, "-o", out)
     assert packed.code == 0, packed.err
     return out
+
+
+def test_output_model_writes_the_bundled_model_as_a_plain_file(tmp_path, mgedump):
+    """--output-model: the converted model itself, byte for byte the bundle's, and it runs; external data beside."""
+    import onnxruntime as ort
+
+    from tests.support import bundle_member, sample
+
+    cnn = sample("cnn.onnx")
+    flags = ["--optimize-for-inference", "--enable-io16xc32", "--maxerr", "1e-2"]
+    done = mgedump(cnn.path, "-d", cnn.spec, *flags, "--output-model", tmp_path / "m16.onnx", "-o", tmp_path / "b")
+    assert done.code == 0, done.err
+    assert (tmp_path / "m16.onnx").read_bytes() == bundle_member(tmp_path / "b", "model.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m16.onnx"), providers=["CPUExecutionProvider"])
+    assert session.get_inputs()[0].type == "tensor(float16)"
+
+    mlp = sample("external/mlp.onnx")
+    out = tmp_path / "ext"
+    out.mkdir()
+    done = mgedump(mlp.path, "-d", mlp.spec, "--output-model", out / "mlp.onnx", "-o", out / "b.mgetest")
+    assert done.code == 0, done.err
+    assert (out / "model.onnx.data").read_bytes() == bundle_member(out / "b.mgetest", "model.onnx.data")
+    ort.InferenceSession(str(out / "mlp.onnx"), providers=["CPUExecutionProvider"])  # finds its data beside it
+
+
+def test_output_model_on_the_bundle_path_is_refused(tmp_path, mgedump):
+    from tests.support import sample
+
+    cnn = sample("cnn.onnx")
+    done = mgedump(cnn.path, "-d", cnn.spec, "--output-model", tmp_path / "b", "-o", tmp_path / "b")
+    assert done.code == 2 and "would write one file" in done.err and not (tmp_path / "b").exists()
