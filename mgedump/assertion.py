@@ -56,8 +56,8 @@ class OutputCheck:
             "maxerr": self.maxerr,
             "reason": self.reason,
             "worst_index": None if self.worst_index is None else list(self.worst_index),
-            "expect": _plain(self.expect_value),
-            "get": _plain(self.got_value),
+            "expect": json_value(self.expect_value),
+            "get": json_value(self.got_value),
             "stats": self.stats,
             "failure": None if self.passed else self.failure_lines(),
         }
@@ -102,7 +102,9 @@ def value_text(value: Any) -> str:
     return repr(value) if isinstance(value, (str, bytes)) else str(value)
 
 
-def _plain(value: Any) -> Any:
+def json_value(value: Any) -> Any:
+    """A value as JSON holds it: numpy scalars as Python numbers, non-finite floats named (``\"inf\"``), bytes
+    decoded."""
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not np.isfinite(value):
@@ -126,17 +128,17 @@ def _stats_of(expect: np.ndarray, e: np.ndarray, g: np.ndarray, finite: bool) ->
     out: dict[str, Any] = {
         "shape": list(expect.shape),
         "dtype": str(expect.dtype),
-        "expect_min": _plain(e.min()) if finite else None,
-        "expect_max": _plain(e.max()) if finite else None,
-        "expect_mean": _plain(e.mean()) if finite else None,
-        "get_min": _plain(g.min()) if finite else None,
-        "get_max": _plain(g.max()) if finite else None,
-        "get_mean": _plain(g.mean()) if finite else None,
+        "expect_min": json_value(e.min()) if finite else None,
+        "expect_max": json_value(e.max()) if finite else None,
+        "expect_mean": json_value(e.mean()) if finite else None,
+        "get_min": json_value(g.min()) if finite else None,
+        "get_max": json_value(g.max()) if finite else None,
+        "get_mean": json_value(g.mean()) if finite else None,
     }
     if finite and e.shape == g.shape:
         diff = np.abs(e - g)
-        out["abs_err_max"] = _plain(diff.max())
-        out["abs_err_mean"] = _plain(diff.mean())
+        out["abs_err_max"] = json_value(diff.max())
+        out["abs_err_mean"] = json_value(diff.mean())
     return out
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..assertion import FLOAT16_MAX, measure
+from ..assertion import FLOAT16_MAX, json_value, measure, value_text
 from ..options import DEFAULT_MAXERR, FLOAT16_MAXERR
 from .iodump import CaseDump, IoDump, NodeInfo
 
@@ -78,22 +78,12 @@ class TensorErr:
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "err": _json_number(self.err),
+            "err": json_value(self.err),
             "worst_index": None if self.index is None else list(self.index),
-            "a": _json_number(self.a_value),
-            "b": _json_number(self.b_value),
+            "a": json_value(self.a_value),
+            "b": json_value(self.b_value),
             "reason": self.reason,
         }
-
-
-def _json_number(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value
 
 
 def tensor_err(name: str, a: np.ndarray, b: np.ndarray) -> TensorErr:
@@ -148,8 +138,8 @@ class NodeDiff:
             "op_type": self.node.op_type,
             "domain": self.node.domain,
             "output": self.output.to_json(),
-            "err": _json_number(self.err),
-            "inputs": {name: _json_number(err) for name, err in self.inputs.items()},
+            "err": json_value(self.err),
+            "inputs": {name: json_value(err) for name, err in self.inputs.items()},
             "cause": self.cause,
         }
 
@@ -158,7 +148,7 @@ class NodeDiff:
         out = self.output
         where = ""
         if out.index is not None:
-            where = f" (worst element at {list(out.index)}: A={_text(out.a_value)}, B={_text(out.b_value)})"
+            where = f" (worst element at {list(out.index)}: A={value_text(out.a_value)}, B={value_text(out.b_value)})"
         elif out.reason:
             where = f" ({out.reason})"
         inputs = ", ".join(f"{name} {err:.3g}" for name, err in self.inputs.items())
@@ -166,10 +156,6 @@ class NodeDiff:
         cause = f"; {self.cause}" if self.cause else ""
         node = self.node
         return f"node {node.name!r} ({node.op_type}), output {out.name!r} err {self.err:.3g}{where}{carried}{cause}"
-
-
-def _text(value: object) -> str:
-    return repr(value) if isinstance(value, (str, bytes)) else str(value)
 
 
 @dataclass
@@ -220,7 +206,7 @@ class CaseDiff:
             "matched": len(self.tensors),
             "only_a": self.only_a,
             "only_b": self.only_b,
-            "inputs": {name: _json_number(err) for name, err in self.input_errs.items()},
+            "inputs": {name: json_value(err) for name, err in self.input_errs.items()},
             "worst": None if worst is None else worst.to_json(),
             "first_divergence": None if first is None else first.to_json(),
             "top": [n.to_json() for n in self.introducers()[:TOP_NODES]],

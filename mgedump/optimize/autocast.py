@@ -51,7 +51,7 @@ from ..errors import OptimizeError
 from ..log import logger
 from ..options import FLOAT16_MAXERR
 from .float16 import FLOAT16_MAX, Conversion, _all_nodes, convert, matching_nodes, name_nodes
-from .isolate import Opener
+from .isolate import Opener, worst_output
 
 MAX_RUNS = 10  # candidate runs one search may make (the reference and the diagnosis apart)
 SIGNIFICANT = 0.1  # a node whose output err reaches this fraction of the aim may be a culprit ...
@@ -170,12 +170,7 @@ class _Trial:
 
     def worst(self) -> tuple[float, str, int]:
         """(err, output, test case) of the worst output."""
-        found = (0.0, "", 0)
-        for k, errs in enumerate(self.errs):
-            for name, err in errs.items():
-                if err > found[0] or not found[1]:
-                    found = (err, name, k)
-        return found
+        return worst_output(self.errs)
 
     def passes(self, bound: float) -> bool:
         return all(err <= bound for errs in self.errs for err in errs.values())

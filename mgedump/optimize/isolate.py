@@ -62,6 +62,17 @@ for line in sys.stdin:
 """
 
 
+def worst_output(errs: Sequence[Mapping[str, float]]) -> tuple[float, str, int]:
+    """(err, output, test case) of the worst output of a candidate's run: ``errs`` holds, per test case, each
+    output's AssertEqual error."""
+    found = (0.0, "", 0)
+    for k, case in enumerate(errs):
+        for name, err in case.items():
+            if err > found[0] or not found[1]:
+                found = (err, name, k)
+    return found
+
+
 class Opener:
     """A child process that creates an onnxruntime session (CPU, default optimisation level) on each model given.
 

@@ -57,7 +57,7 @@ from ..errors import MgeError, ModelError, OptimizeError
 from ..options import CALIBRATE_METHODS, QUANTIZE_MODES
 from ..runtime import infer, open_session, tensor_infos, to_numpy_outputs
 from .float16 import matching_nodes, name_nodes
-from .isolate import Opener
+from .isolate import Opener, worst_output
 
 MODES = QUANTIZE_MODES
 STATIC, DYNAMIC = MODES
@@ -322,12 +322,8 @@ class _Measure:
 
     @property
     def worst(self) -> tuple[float, str, int]:
-        found = (0.0, "", 0)
-        for k, errs in enumerate(self.errs):
-            for name, err in errs.items():
-                if err > found[0] or not found[1]:
-                    found = (err, name, k)
-        return found
+        """(err, output, test case) of the worst output."""
+        return worst_output(self.errs)
 
     def passes(self, maxerr: float, bounds: Mapping[str, float] | None = None) -> bool:
         """Every output within its bound: its own (``bounds``), else ``maxerr``."""
