@@ -754,7 +754,9 @@ def build_wide_logits() -> onnx.ModelProto:
     w1 = (rng.standard_normal((64, 1024)) * 0.4).astype(np.float32)
     w2 = rng.uniform(2.0, 6.0, (1024, 16)).astype(np.float32)
     probe = rng.random((256, 64)).astype(np.float32)  # the bias takes back the mean sum over inputs in [0, 1)
-    bias = -(1.0 / (1.0 + np.exp(-(probe @ w1))) @ w2).mean(axis=0)
+    # in float64: float32 matrix products round differently with the CPU's vector width, float64's do not reach float32
+    wide = probe.astype(np.float64) @ w1.astype(np.float64)
+    bias = -(1.0 / (1.0 + np.exp(-wide)) @ w2.astype(np.float64)).mean(axis=0)
     bias[3] += 14.0  # one class stands out: its logit reaches ~35, where float16 values are 0.0156 apart
     nodes = [
         helper.make_node("MatMul", ["x", "W1"], ["pre"], name="embed"),
