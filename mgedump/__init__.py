@@ -40,7 +40,7 @@ _LAZY = {
     "VerifyOptions": "mgedump.options",
     "DataOptions": "mgedump.options",
     "OptimizeOptions": "mgedump.options",
-    "MgeError": "mgedump.errors",
+    "MgeError": "mgedump.base.errors",
     "Tensor": "mgedump.tracing.tensor",
     "tensor": "mgedump.tracing.tensor",
     "Parameter": "mgedump.tracing.tensor",

@@ -8,7 +8,7 @@ generate their click options from these declarations
 written below are the only ones. A field holding another options dataclass
 (:func:`group`) brings that class's flags along. Each dataclass checks its
 values when it is made, so a bad value fails with one
-:class:`~mgedump.errors.UsageError` before any work starts, whether it came
+:class:`~mgedump.base.errors.UsageError` before any work starts, whether it came
 from the command line or from library code.
 
 This module imports nothing heavy: the command line reads these declarations
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any
 
-from .errors import UsageError
+from .base.errors import UsageError
 
 DEFAULT_MAXERR = 1e-4  # AssertEqual's threshold when none is given (docs/assertion.md)
 FLOAT16_MAXERR = 1e-2  # mgediff's default when either side holds float16: float16's own precision

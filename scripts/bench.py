@@ -334,7 +334,7 @@ def overhead_worker(bundle: str, iters: int, warmup: int, rounds: int) -> list[d
 
     from mgedump.bundle import Bundle
     from mgedump.commands.verify import VerifyOptions, verify
-    from mgedump.runtime import session_options
+    from mgedump.model.runtime import session_options
 
     with Bundle(bundle) as opened:
         manifest = opened.manifest
@@ -736,8 +736,8 @@ def weight_cost_worker(files: list[str], folder: str) -> dict[str, float]:
     """What bundling the weights costs at least: sha256 of every byte (a sha256 per member) and a kernel copy + fsync."""
     import hashlib
 
+    from mgedump.base.fileio import hash_files
     from mgedump.bundle.zipwrite import copy_range
-    from mgedump.fileio import hash_files
 
     size = sum(os.path.getsize(f) for f in files)
     start = time.perf_counter()
@@ -823,7 +823,7 @@ def assert_err_worker(a: str, b: str) -> float:
     """The AssertEqual error between two saved arrays."""
     import numpy as np
 
-    from mgedump.assertion import assert_equal
+    from mgedump.measure.assertion import assert_equal
 
     check = assert_equal("y", np.load(a), np.load(b), 0.0)
     return float(check.err if check.err is not None else "nan")
@@ -1032,9 +1032,9 @@ def float16_casts_worker(model: str, folder: str, rounds: int, iters: int) -> di
     import numpy as np
     import onnx
 
+    from mgedump.model.runtime import model_io, open_session, session_options
     from mgedump.optimize import float16, optimize_file
     from mgedump.options import OptimizeOptions
-    from mgedump.runtime import model_io, open_session, session_options
 
     base_path = os.path.join(folder, "basic.onnx")
     optimize_file(model, base_path, OptimizeOptions(optimize_for_inference=True))
@@ -1301,9 +1301,9 @@ def optimize_worker(model: str, folder: str, rounds: int, iters: int) -> list[di
     import numpy as np
 
     from mgedump.bundle.requirements import cpu_has_avx2
+    from mgedump.model.runtime import model_io, open_session
     from mgedump.optimize import optimize_file
     from mgedump.options import OptimizeOptions
-    from mgedump.runtime import model_io, open_session
 
     paths: dict[str, str] = {}
     skipped: dict[str, str] = {}
@@ -1455,8 +1455,8 @@ def zip_worker(files: list[str], folder: str, rounds: int) -> list[dict[str, flo
     import hashlib
     import zipfile
 
+    from mgedump.base.fileio import CHUNK, hash_files
     from mgedump.bundle.zipwrite import StoredZipWriter
-    from mgedump.fileio import CHUNK, hash_files
 
     target = os.path.join(folder, "zip-bench.zip")
 

@@ -47,7 +47,7 @@ import mgedump.functional as F
 import mgedump.module as M
 from mgedump import Tensor, tensor
 from mgedump.jit import trace
-from mgedump.runtime import open_session, session_options
+from mgedump.model.runtime import open_session, session_options
 
 BATCH = 8
 TARGET_SPEEDUP = 2.0

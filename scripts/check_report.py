@@ -87,7 +87,7 @@ def _break(bundle: Path) -> None:
         array[3, 2, 1, 1] += np.float32(0.8)
         init.CopyFrom(numpy_helper.from_array(array, "conv2_W"))
         members["model.onnx"] = model.SerializeToString()
-        from mgedump.environment import pack_environment
+        from mgedump.model.environment import pack_environment
 
         packed = manifest.get("environment") or pack_environment()
         manifest["environment"] = dict(packed, onnxruntime="1.17.0")

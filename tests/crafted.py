@@ -12,7 +12,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from mgedump.protowire import write_varint
+from mgedump.model.protowire import write_varint
 
 
 def write(path: Path, data: bytes) -> Path:

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from onnx import numpy_helper
 
+from mgedump.base.errors import DataError, SpecError, UsageError
 from mgedump.data import build_cases, cast_to
 from mgedump.data.spec import CaseSpec, expand_specs
-from mgedump.errors import DataError, SpecError, UsageError
+from mgedump.model.runtime import TensorInfo
 from mgedump.options import DataOptions
-from mgedump.runtime import TensorInfo
 
 
 def build(specs, inputs, **opts):

@@ -147,7 +147,7 @@ def test_the_readme_ci_recipe_installs_a_lean_target_that_verifies(dist, tmp_pat
     assert (tmp_path / "junit.xml").stat().st_size and (tmp_path / "report.html").stat().st_size
 
     missing = subprocess.run(
-        [python, "-c", "from mgedump.deps import require; require('onnx', purpose='packing')"],
+        [python, "-c", "from mgedump.base.deps import require; require('onnx', purpose='packing')"],
         capture_output=True,
         text=True,
         env=_env(),
@@ -155,7 +155,7 @@ def test_the_readme_ci_recipe_installs_a_lean_target_that_verifies(dist, tmp_pat
         check=False,
     )
     assert missing.returncode == 1
-    assert "mgedump.errors.UsageError: onnx is not installed: packing needs pip install 'mgedump[pack]'" in (
+    assert "mgedump.base.errors.UsageError: onnx is not installed: packing needs pip install 'mgedump[pack]'" in (
         missing.stderr
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgedump.errors import UsageError
+from mgedump.base.errors import UsageError
 from mgedump.options import DataOptions, DiffOptions, OptimizeOptions, PackOptions, VerifyOptions
 from tests.support import SAMPLES
 

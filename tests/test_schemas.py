@@ -195,7 +195,7 @@ def test_shared_definitions_are_the_same_in_both_reports():
 
 
 def test_dtypes_are_those_the_runtime_reports():
-    from mgedump.runtime import _ORT_DTYPES
+    from mgedump.model.runtime import _ORT_DTYPES
 
     assert set(schema("manifest")["$defs"]["dtype"]["enum"]) == set(_ORT_DTYPES.values())
     assert schema("report")["$defs"]["dtype"] == schema("manifest")["$defs"]["dtype"]

@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import BundleError
+from ..base.errors import BundleError
 
 FORMAT = "mgedump-bundle"
 FORMAT_VERSION = 1

@@ -95,7 +95,7 @@ class Manifest:
     float16: dict[str, Any] | None = None
     int8: dict[str, Any] | None = None
     io_dump: dict[str, Any] | None = None
-    environment: dict[str, Any] | None = None  # where it was packed (mgedump.environment.pack_environment)
+    environment: dict[str, Any] | None = None  # where it was packed (mgedump.model.environment.pack_environment)
     members: list[dict[str, Any]] = field(default_factory=list)
     generator: dict[str, Any] = field(default_factory=lambda: {"name": "mgedump", "version": __version__})
 

@@ -15,8 +15,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..errors import BundleError
-from ..fileio import CHUNK
+from ..base.errors import BundleError
+from ..base.fileio import CHUNK
 from .format import MANIFEST, MAX_MANIFEST_BYTES, check_member_name, validate_manifest
 from .manifest import Manifest
 from .tensorproto import decode

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..deps import require
-from ..errors import DataError
-from ..limits import require_memory
-from ..protowire import LENGTH_DELIMITED, VARINT, WireError, fields, write_varint
+from ..base.deps import require
+from ..base.errors import DataError
+from ..base.limits import require_memory
+from ..model.protowire import LENGTH_DELIMITED, VARINT, WireError, fields, write_varint
 
 # onnx.TensorProto.DataType
 _CODES: dict[np.dtype[Any], int] = {

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..fileio import FileDigest, atomic_output, hash_files
+from ..base.fileio import FileDigest, atomic_output, hash_files
 from .format import MANIFEST, check_member_name
 from .manifest import Manifest
 from .tensorproto import encode

@@ -84,7 +84,7 @@ class StoredZipWriter:
 
         Args:
             size: the files' total size, and crc: their CRC-32, both computed
-                beforehand (see :func:`mgedump.fileio.hash_files`).
+                beforehand (see :func:`mgedump.base.fileio.hash_files`).
 
         Raises:
             OSError: a file changed size while it was copied.

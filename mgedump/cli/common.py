@@ -15,8 +15,8 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, MgeError, Terminated
-from ..log import printable
+from ..base.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, MgeError, Terminated
+from ..base.log import printable
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 _state = {"verbose": 0}
@@ -64,7 +64,7 @@ def common_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def setup(verbose: int, quiet: bool | None, prog: str) -> None:
     """Route the library's logger to stderr at the level the user asked for."""
-    from ..log import setup as setup_log
+    from ..base.log import setup as setup_log
 
     _state["verbose"] = verbose
     setup_log(-1 if quiet else verbose, prog=prog)
@@ -72,7 +72,7 @@ def setup(verbose: int, quiet: bool | None, prog: str) -> None:
 
 @contextlib.contextmanager
 def _terminate_as_exception() -> Iterator[None]:
-    """While a command runs, SIGTERM raises :class:`~mgedump.errors.Terminated` (so temporary files are removed on
+    """While a command runs, SIGTERM raises :class:`~mgedump.base.errors.Terminated` (so temporary files are removed on
     the way out) instead of ending the process where it stands."""
 
     def handler(signum: int, frame: object) -> None:
@@ -92,7 +92,7 @@ def _terminate_as_exception() -> Iterator[None]:
 def invoke(command: click.Command, prog: str, argv: Sequence[str] | None) -> int:
     """Run a command and turn its outcome into an exit code (docs/exit-codes.md).
 
-    A user error (:class:`~mgedump.errors.MgeError`) prints one line on stderr,
+    A user error (:class:`~mgedump.base.errors.MgeError`) prints one line on stderr,
     with the traceback only under ``-v``. Any other exception is a bug and
     propagates with its traceback.
     """

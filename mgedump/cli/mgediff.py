@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..deps import require
+from ..base.deps import require
 from ..options import DiffOptions
 from .common import CONTEXT, common_options, setup
 from .declared import build, declared_options

@@ -9,15 +9,15 @@ from typing import Any
 
 import click
 
-from ..environment import summary as environment_summary
-from ..log import printable
+from ..base.log import printable
+from ..model.environment import summary as environment_summary
 from ..report.schema import STATS, BundleRecord, CaseRecord, OpRow, rate_text
 
 STAT_COLUMNS = STATS
 
 
 def say(line: str = "", err: bool = False) -> None:
-    """Print one line (to stdout, or stderr with ``err``), escaped (:func:`mgedump.text.terminal`). A reader that
+    """Print one line (to stdout, or stderr with ``err``), escaped (:func:`mgedump.base.text.terminal`). A reader that
     closed stdout early (``mgerun ... | head -1``) ends the printing quietly; the command goes on to its own exit
     code."""
     try:

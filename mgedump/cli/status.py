@@ -13,7 +13,7 @@ import threading
 import time
 from typing import IO
 
-from ..log import printable
+from ..base.log import printable
 
 TICK_S = 0.5  # how often the clock on the line moves
 AFTER_S = 1.0  # a step shorter than this never shows: quick commands print nothing extra

@@ -20,18 +20,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..base.deps import require
+from ..base.errors import RunError, SpecError, UsageError
+from ..base.fileio import check_target, hash_files, write_bytes_atomic
+from ..base.log import fresh_warnings
 from ..bundle import Bundle
 from ..data import TestData
-from ..deps import require
 from ..diagnose.divergence import DiffReport, diff_dumps
 from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
 from ..diagnose.iodump import IoDump
 from ..diagnose.locate import inputs_for
-from ..errors import RunError, SpecError, UsageError
-from ..fileio import check_target, hash_files, write_bytes_atomic
-from ..log import fresh_warnings
+from ..model.runtime import model_io, open_session, resolve_providers
 from ..options import DiffOptions
-from ..runtime import model_io, open_session, resolve_providers
 
 __all__ = ["DiffOptions", "diff"]
 

@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..assertion import assert_equal, maxerr_hint
+from ..base.errors import MgeError, OptimizeError, RunError, SpecError, UsageError
+from ..base.fileio import CHUNK, FileDigest, atomic_output, check_target, hash_files
+from ..base.log import fresh_warnings, logger
 from ..bundle import (
     DATA_MEMBER,
     IO_DUMP_FOLDER,
@@ -29,15 +31,13 @@ from ..bundle import (
     write_bundle,
 )
 from ..data import TestCase, TestData, cast_to
-from ..environment import pack_environment
-from ..errors import MgeError, OptimizeError, RunError, SpecError, UsageError
-from ..fileio import CHUNK, FileDigest, atomic_output, check_target, hash_files
-from ..log import fresh_warnings, logger
-from ..modelfile import ModelSource, model_source
+from ..measure.assertion import assert_equal, maxerr_hint
+from ..model.environment import pack_environment
+from ..model.modelfile import ModelSource, model_source
+from ..model.runtime import TensorInfo, check_model_path, infer, model_io, open_session, to_numpy_outputs
+from ..model.stripinfo import strip_info_paths, write_strip_info
 from ..optimize import OptimizeResult, end_to_end_note, optimize_file
 from ..options import PackOptions
-from ..runtime import TensorInfo, check_model_path, infer, model_io, open_session, to_numpy_outputs
-from ..stripinfo import strip_info_paths, write_strip_info
 
 __all__ = ["PackOptions", "PackResult", "pack"]
 

@@ -13,16 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from ..assertion import OutputCheck, assert_equal
+from ..base.errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
+from ..base.fileio import atomic_output, check_folder_target, check_target, hash_files, make_folder
+from ..base.limits import available_memory, require_memory
+from ..base.log import fresh_warnings, warn_once
 from ..bundle import Bundle, case_folder
 from ..bundle.requirements import check_requirements
 from ..data import TestData, check_shape
-from ..environment import differences, run_environment
-from ..errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
-from ..fileio import atomic_output, check_folder_target, check_target, hash_files, make_folder
-from ..limits import available_memory, require_memory
-from ..log import fresh_warnings, warn_once
-from ..modelfile import external_locations
+from ..measure.assertion import OutputCheck, assert_equal
+from ..measure.timing import Progress, Timing, batch_of, time_runs
+from ..model.environment import differences, run_environment
+from ..model.modelfile import external_locations
+from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
 from ..options import VerifyOptions
 from ..report import bundle_name, check_report_targets
 from ..report.schema import (
@@ -37,8 +39,6 @@ from ..report.schema import (
     TensorRecord,
     TimingRecord,
 )
-from ..runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
-from ..timing import Progress, Timing, batch_of, time_runs
 
 __all__ = ["CaseReport", "Report", "VerifyOptions", "is_plain_model", "verify"]
 
@@ -621,7 +621,7 @@ def _diagnose(
 
 def _save_profile(session: Any, target: str, protected: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
     """Copy onnxruntime's profile to the target; return it and the time per operator type it records."""
-    from ..profiling import op_table
+    from ..measure.profiling import op_table
 
     produced = session.end_profiling()
     table = op_table(produced)

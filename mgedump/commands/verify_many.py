@@ -21,18 +21,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.errors import EXIT_OK, MgeError, UsageError
+from ..base.fileio import check_folder_target, make_folder
+from ..base.limits import peak_rss_mib
+from ..base.log import fresh_warnings
 from ..bundle.format import BUNDLE_SUFFIX
 from ..data import TestData
-from ..environment import run_environment
-from ..errors import EXIT_OK, MgeError, UsageError
-from ..fileio import check_folder_target, make_folder
-from ..limits import peak_rss_mib
-from ..log import fresh_warnings
+from ..measure.timing import Progress
+from ..model.environment import run_environment
+from ..model.runtime import resolve_providers
 from ..options import VerifyOptions, changed
 from ..report import bundle_name, check_report_targets, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
-from ..runtime import resolve_providers
-from ..timing import Progress
 from .verify import CaseReport, Report, is_plain_model, verify
 
 

@@ -18,12 +18,12 @@ from types import CodeType
 
 import numpy as np
 
-from ..deps import require
-from ..errors import DataError, SpecError, UsageError
-from ..limits import require_memory
-from ..log import warn_once
+from ..base.deps import require
+from ..base.errors import DataError, SpecError, UsageError
+from ..base.limits import require_memory
+from ..base.log import warn_once
+from ..model.runtime import TensorInfo
 from ..options import DataOptions
-from ..runtime import TensorInfo
 from .readers import decode_image, load_npy, load_npz, load_pb
 from .spec import MAX_LIST_CASES, CaseSpec, FileSource, Generator, Item, expand_specs, parse_case
 

@@ -3,7 +3,7 @@
 Every file is untrusted. Each reader checks what the file declares (its
 header: dtype, shape, size) against the file itself and against the memory
 this process can have before it allocates anything, and raises
-:class:`~mgedump.errors.DataError` with one line for anything it cannot use:
+:class:`~mgedump.base.errors.DataError` with one line for anything it cannot use:
 a pickled or structured array, a header that promises more data than the file
 holds, an archive that is not one, an image whose declared size is beyond
 reason. Pillow reads only formats it decodes itself (never EPS or PDF, which
@@ -25,11 +25,11 @@ from typing import IO, Any
 
 import numpy as np
 
+from ..base.deps import require
+from ..base.errors import DataError
+from ..base.limits import require_memory
+from ..base.log import warn_once
 from ..bundle.tensorproto import decode
-from ..deps import require
-from ..errors import DataError
-from ..limits import require_memory
-from ..log import warn_once
 
 MAX_PB_BYTES = 2 << 30
 MAX_IMAGE_PIXELS = 1 << 28  # 268 million pixels: a 16384 x 16384 image

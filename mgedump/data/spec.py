@@ -6,7 +6,7 @@ makes one test case of every non-empty line of FILE.
 
 This module only parses and binds names: it never reads data files, so any
 text can be fed to :func:`parse_case` and the only exception it raises is
-:class:`~mgedump.errors.SpecError`.
+:class:`~mgedump.base.errors.SpecError`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import SpecError
+from ..base.errors import SpecError
 
 GENERATORS = {
     # name: (parameter names, how many are required)

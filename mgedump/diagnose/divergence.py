@@ -2,7 +2,7 @@
 
 Tensors are matched by name; tensors on one side only (fused away, renamed,
 Casts added) are counted, never an error. Each matched tensor gets the
-AssertEqual error of :mod:`mgedump.assertion` (a non-finite value on one side
+AssertEqual error of :mod:`mgedump.measure.assertion` (a non-finite value on one side
 only, or a shape that differs, is an infinite error) and where its worst
 element is.
 
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..assertion import FLOAT16_MAX, json_value, measure, value_text
+from ..measure.assertion import FLOAT16_MAX, json_value, measure, value_text
 from ..options import DEFAULT_MAXERR, FLOAT16_MAXERR
 from .iodump import CaseDump, IoDump, NodeInfo
 
@@ -72,7 +72,7 @@ class TensorErr:
     b_dtype: str = ""
 
     def passes(self, maxerr: float) -> bool:
-        """Within maxerr, as :meth:`mgedump.assertion.Measure.passes` decides."""
+        """Within maxerr, as :meth:`mgedump.measure.assertion.Measure.passes` decides."""
         return self.err == 0.0 if self.exact else self.err <= maxerr
 
     def to_json(self) -> dict[str, Any]:
@@ -87,7 +87,7 @@ class TensorErr:
 
 
 def tensor_err(name: str, a: np.ndarray, b: np.ndarray) -> TensorErr:
-    """Compare one tensor of B against A's with the AssertEqual metric (:func:`mgedump.assertion.measure`)."""
+    """Compare one tensor of B against A's with the AssertEqual metric (:func:`mgedump.measure.assertion.measure`)."""
     m = measure(a, b, labels=("A", "B"))
     return TensorErr(
         name,
@@ -344,7 +344,7 @@ class DiffReport:
 
     @property
     def exit_code(self) -> int:
-        from ..errors import EXIT_FAILED, EXIT_OK
+        from ..base.errors import EXIT_FAILED, EXIT_OK
 
         return EXIT_OK if self.passed else EXIT_FAILED
 
@@ -378,7 +378,7 @@ def diff_dumps(
     Raises:
         DataError: the dumps share no test case, or share no tensor at all.
     """
-    from ..errors import DataError
+    from ..base.errors import DataError
 
     numbers = sorted(set(a.cases) & set(b.cases))
     if not numbers:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import open_session, session_options
+from ..model.runtime import open_session, session_options
 from .iodump import DEFAULT_BUDGET, ExposedRunner, IoDump, MemoryDump, load_for_exposure, write_case
 
 

@@ -61,12 +61,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import text
+from ..base import text
+from ..base.deps import require
+from ..base.errors import DataError, OutputError
+from ..base.fileio import make_folder
 from ..bundle.format import case_folder
 from ..bundle.tensorproto import decode, encode_parts
-from ..deps import require
-from ..errors import DataError, OutputError
-from ..fileio import make_folder
 from ..options import IO_DUMP_BUDGET_MB
 
 FORMAT = "mgedump-iodump"
@@ -187,8 +187,8 @@ def load_for_exposure(path: str, scratch_dir: str) -> tuple[Any, str | None]:
     """
     onnx = require("onnx", purpose="exposing every tensor of a model (io dumps, first divergence)")
 
-    from ..errors import ModelError
-    from ..modelfile import uses_external_data
+    from ..base.errors import ModelError
+    from ..model.modelfile import uses_external_data
 
     folder = os.path.dirname(os.path.abspath(path))
     try:
@@ -346,7 +346,7 @@ class ExposedRunner:
         Raises:
             RunError: the model failed to run.
         """
-        from ..runtime import infer
+        from ..model.runtime import infer
 
         for name in self.plan.inputs:
             if name in feeds:

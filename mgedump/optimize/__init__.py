@@ -47,11 +47,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.errors import ModelError, UsageError
 from ..bundle.requirements import check_can_make, int8_requirements, requirements_of
-from ..errors import ModelError, UsageError
-from ..modelfile import uses_external_data
+from ..model.modelfile import uses_external_data
+from ..model.runtime import open_session, session_options
 from ..options import DEFAULT_MAXERR, OptimizeOptions
-from ..runtime import open_session, session_options
 from .autocast import choose_precision
 from .float16 import check_not_quantized, convert, is_float16_model, matching_nodes, name_nodes
 from .passes import (
@@ -388,7 +388,7 @@ def end_to_end_note(
     """
     import numpy as np
 
-    from ..assertion import measure
+    from ..measure.assertion import measure
 
     worst, where = 0.0, ""
     for k, (original, stored) in enumerate(cases):

@@ -43,12 +43,12 @@ from typing import Any
 
 import numpy as np
 
-from ..assertion import maxerr_hint
+from ..base.errors import OptimizeError
+from ..base.log import logger
 from ..diagnose.divergence import CaseDiff, diff_stream, tensor_err
 from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
 from ..diagnose.iodump import IoDump, MemoryDump
-from ..errors import OptimizeError
-from ..log import logger
+from ..measure.assertion import maxerr_hint
 from ..options import FLOAT16_MAXERR
 from .float16 import FLOAT16_MAX, Conversion, _all_nodes, convert, matching_nodes, name_nodes
 from .isolate import Opener, worst_output

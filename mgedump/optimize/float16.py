@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ..assertion import FLOAT16_MAX
-from ..errors import ModelError, UsageError
+from ..base.errors import ModelError, UsageError
+from ..measure.assertion import FLOAT16_MAX
 
 FLOAT16_TINY = 2.0**-24  # the smallest float16 (subnormal): a weight entirely below it (an epsilon) becomes zero
 IOC16, IO16XC32 = "ioc16", "io16xc32"

@@ -26,7 +26,7 @@ from typing import IO
 
 import numpy as np
 
-from ..errors import OptimizeError
+from ..base.errors import OptimizeError
 
 _CHILD = """
 import json

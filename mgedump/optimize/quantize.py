@@ -23,7 +23,7 @@ The proof, on the test cases, against the outputs of the model as given:
    outputs' error beyond what its inputs carry in. The first node that
    introduces error above ``maxerr`` is the first divergence.
 3. If the candidate destroys the outputs (a non-finite error, 0.5 or more, or
-   beyond a tenth of the outputs' scale: as :func:`mgedump.assertion.maxerr_hint`
+   beyond a tenth of the outputs' scale: as :func:`mgedump.measure.assertion.maxerr_hint`
    judges), refuse, naming the first divergence; a model int8 destroys is only
    packed when the user names the nodes to keep float (``--fp32-nodes``). The
    refusal says which nodes would do, when the search finds them.
@@ -50,12 +50,12 @@ from typing import Any
 
 import numpy as np
 
-from ..assertion import assert_equal, maxerr_hint
+from ..base.errors import MgeError, ModelError, OptimizeError
 from ..diagnose.divergence import INTRODUCES_FACTOR, TensorErr, tensor_err
 from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
-from ..errors import MgeError, ModelError, OptimizeError
+from ..measure.assertion import assert_equal, maxerr_hint
+from ..model.runtime import infer, open_session, tensor_infos, to_numpy_outputs
 from ..options import CALIBRATE_METHODS, QUANTIZE_MODES
-from ..runtime import infer, open_session, tensor_infos, to_numpy_outputs
 from .float16 import matching_nodes, name_nodes
 from .isolate import Opener, worst_output
 
@@ -573,7 +573,7 @@ def quantize_int8(
     """
     import onnx
 
-    from ..errors import UsageError
+    from ..base.errors import UsageError
 
     if mode not in MODES:
         raise UsageError(f"the int8 mode must be one of {', '.join(MODES)}, got {mode!r}")

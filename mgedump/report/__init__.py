@@ -73,14 +73,14 @@ def stdout_targets(targets: Iterable[str | None]) -> list[str]:
 
 def check_report_targets(targets: Iterable[str | None], protected: Iterable[str] = ()) -> None:
     """Check, before any work, that each report's target can be written: at most one of them on standard output
-    (two would interleave), the others files that can be created (:func:`mgedump.fileio.check_target`).
+    (two would interleave), the others files that can be created (:func:`mgedump.base.fileio.check_target`).
 
     Raises:
         UsageError: several reports to standard output.
         OutputError: a file that cannot be written.
     """
-    from ..errors import UsageError
-    from ..fileio import check_target
+    from ..base.errors import UsageError
+    from ..base.fileio import check_target
 
     given = [t for t in targets if t]
     if len(stdout_targets(given)) > 1:
@@ -92,7 +92,7 @@ def check_report_targets(targets: Iterable[str | None], protected: Iterable[str]
 
 def write_report(target: str, data: bytes, protected: Iterable[str] = ()) -> None:
     """Write one report: to standard output for ``-`` (and its other names, see :func:`is_stdout`), else
-    atomically beside the target (:func:`mgedump.fileio.write_bytes_atomic`).
+    atomically beside the target (:func:`mgedump.base.fileio.write_bytes_atomic`).
 
     A reader that closes the pipe early (``mgerun ... --report-json - | head -c 10``) ends the writing quietly:
     standard output is pointed at the null device, so nothing written later fails either.
@@ -101,7 +101,7 @@ def write_report(target: str, data: bytes, protected: Iterable[str] = ()) -> Non
         OutputError: the target cannot be written.
     """
     if not is_stdout(target):
-        from ..fileio import write_bytes_atomic
+        from ..base.fileio import write_bytes_atomic
 
         write_bytes_atomic(target, data, protected)
         return

@@ -18,7 +18,7 @@ and with ``--profile``, the share of time of the ten most expensive operator
 types. From 10 test cases, the table and the passing test cases are folded as
 a whole too: a bundle of 200 passing test cases is a page of a few lines,
 about 0.6 MB.
-Every text from outside goes through :func:`mgedump.text.html`.
+Every text from outside goes through :func:`mgedump.base.text.html`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__
-from ..environment import summary as environment_summary
-from ..text import html as esc
+from ..base.text import html as esc
+from ..model.environment import summary as environment_summary
 from . import svg
 from .schema import BundleRecord, CaseRecord, RunReport, TimingRecord, as_report
 

@@ -20,7 +20,7 @@ check every rule of it) and parses with junitparser and xunitparser:
   ``<testcase name="bundle">`` with an ``<error type="BundleError">``;
 - each test case's ``<system-out>`` holds its latency line and its full spec.
 
-Text goes through :func:`mgedump.text.xml` and the standard library's
+Text goes through :func:`mgedump.base.text.xml` and the standard library's
 :class:`~xml.sax.saxutils.XMLGenerator`: characters XML 1.0 cannot hold are
 shown as visible escapes, never as character references parsers refuse.
 """
@@ -32,8 +32,8 @@ from typing import Any
 from xml.sax.saxutils import XMLGenerator
 from xml.sax.xmlreader import AttributesImpl
 
-from .. import text
-from ..environment import summary as environment_summary
+from ..base import text
+from ..model.environment import summary as environment_summary
 from .schema import BundleRecord, CaseRecord, RunReport, as_report
 
 SKIPPED = "not checked: assertions are off (run and timed only)"
@@ -49,7 +49,7 @@ def _timestamp(started: str) -> str:
 
 
 class _Writer:
-    """Indented XML through :class:`XMLGenerator`, every text and attribute cleaned by :func:`mgedump.text.xml`."""
+    """Indented XML through :class:`XMLGenerator`, every text and attribute cleaned by :func:`mgedump.base.text.xml`."""
 
     def __init__(self) -> None:
         self.out = io.StringIO()

@@ -14,7 +14,7 @@ Every record has ``to_json()`` (the keys of docs/reports.md, exactly as
 a saved report renders again as it did (``RunReport.from_json(document)``).
 :func:`dumps` writes a document as strict JSON: numbers that are not finite as
 the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (JSON has no NaN or infinity),
-text through :func:`mgedump.text.json` (no lone surrogate).
+text through :func:`mgedump.base.text.json` (no lone surrogate).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import text
+from ..base import text
 
 REPORT_VERSION = 2
 REFERENCE = "embedded io dump"
@@ -54,7 +54,7 @@ def number(value: Any) -> Any:
 
 def json_ready(value: Any) -> Any:
     """A JSON-ready value that strict JSON parsers accept: numbers that are not finite named
-    (:func:`finite_or_name`), every string and key cleaned by :func:`mgedump.text.json`, tuples as lists."""
+    (:func:`finite_or_name`), every string and key cleaned by :func:`mgedump.base.text.json`, tuples as lists."""
     if isinstance(value, dict):
         return {text.json(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -98,7 +98,7 @@ class Latency:
 
     @classmethod
     def of(cls, samples_ms: Sequence[float]) -> Latency:
-        from ..timing import latency_stats
+        from ..measure.timing import latency_stats
 
         return cls.from_json(latency_stats(samples_ms))
 
@@ -151,7 +151,7 @@ class TimingRecord:
 
     @classmethod
     def of(cls, timing: Any) -> TimingRecord:
-        """The record of a :class:`mgedump.timing.Timing`."""
+        """The record of a :class:`mgedump.measure.timing.Timing`."""
         rate = timing.throughput()
         return cls(
             batch=int(timing.batch),
@@ -240,7 +240,7 @@ class OutputRecord:
 
     @classmethod
     def of(cls, check: Any) -> OutputRecord:
-        """The record of a :class:`mgedump.assertion.OutputCheck`."""
+        """The record of a :class:`mgedump.measure.assertion.OutputCheck`."""
         index = check.worst_index
         record = cls(
             name=check.name,
@@ -585,7 +585,7 @@ class BundleRecord:
         peak_rss_mib: the process's peak resident memory when it ended.
         packed_environment: the manifest's ``environment``: where it was packed (None: unknown, or a plain model).
         environment_differences: what differs between that and where it ran that can change results
-            (:func:`mgedump.environment.differences`); for a bundle that does not record it, one sentence
+            (:func:`mgedump.model.environment.differences`); for a bundle that does not record it, one sentence
             saying so.
     """
 
@@ -718,7 +718,7 @@ class RunReport:
     bundles: list[BundleRecord] = field(default_factory=list)
     exit_code: int = 0
     peak_rss_mib: float | None = None
-    environment: dict[str, Any] | None = None  # mgedump.environment.run_environment() of this call
+    environment: dict[str, Any] | None = None  # mgedump.model.environment.run_environment() of this call
 
     @property
     def passed(self) -> bool:

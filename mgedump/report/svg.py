@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import text
+from ..base import text
 
 WIDTH, HEIGHT = 460, 200
 LEFT, RIGHT, TOP, BOTTOM = 52, 14, 36, 34

@@ -29,7 +29,7 @@ imports the tracer, and the tracer never imports jit: the graph has no cycle.
 
 Only ``dump`` imports the tool's higher modules (options, optimize, packer,
 stripinfo, fileio, bundle, spec); the other modules use at most
-``mgedump.runtime``.
+``mgedump.model.runtime``.
 """
 
 # Importing any module of this package imports tensor first, so that the Tensor class is

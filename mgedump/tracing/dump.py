@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from mgedump.base.fileio import check_target, write_bytes_atomic
 from mgedump.bundle import MODEL_MEMBER
 from mgedump.commands.pack import pack
-from mgedump.fileio import check_target, write_bytes_atomic
+from mgedump.model.runtime import infer, open_session
+from mgedump.model.stripinfo import strip_info_paths, write_strip_info
 from mgedump.optimize import optimize_file
 from mgedump.options import OptimizeOptions, PackOptions
-from mgedump.runtime import infer, open_session
-from mgedump.stripinfo import strip_info_paths, write_strip_info
 
 from .dispatch import TensorBase
 from .graph import Program, build_model, node_labels

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from mgedump import __version__
-from mgedump.runtime import infer, open_session, session_options
+from mgedump.model.runtime import infer, open_session, session_options
 
 from .dispatch import ORIGIN_EXCLUDED, TensorBase, TracedCall, current, enter_call, leave_call, scope, traced
 from .ops import OPS, compute_dtype, display_name, onnx_type, widened_inputs

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
+from mgedump.base.errors import BundleError
 from mgedump.bundle import check_member_name, validate_manifest
-from mgedump.errors import BundleError
 
 
 def _manifest() -> dict:

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mgedump.base.errors import BundleError
 from mgedump.bundle import Bundle, Manifest, Member, write_bundle
 from mgedump.bundle import reader as reader_module
-from mgedump.errors import BundleError
 from tests.support import SAMPLES, rewrite_bundle
 
 

@@ -8,8 +8,8 @@ import zipfile
 
 import pytest
 
+from mgedump.base.errors import BundleError
 from mgedump.bundle import AssertionEntry, Manifest, Member, ModelEntry, write_bundle
-from mgedump.errors import BundleError
 
 
 def _write(path, members) -> Manifest:

@@ -9,8 +9,8 @@ import zlib
 
 import pytest
 
+from mgedump.base.fileio import hash_files
 from mgedump.bundle import zipwrite
-from mgedump.fileio import hash_files
 
 
 def _write(path, files):

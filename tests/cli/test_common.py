@@ -9,9 +9,9 @@ import click
 import click.testing
 import pytest
 
+from mgedump.base.errors import EXIT_INTERRUPTED, EXIT_USAGE, MgeError
 from mgedump.cli import mgediff_command, mgedump_command, mgerun_command
 from mgedump.cli.common import invoke
-from mgedump.errors import EXIT_INTERRUPTED, EXIT_USAGE, MgeError
 from mgedump.options import DataOptions, DiffOptions, PackOptions, VerifyOptions, declared_flags
 from mgedump.options import default_of as field_default
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mgedump.assertion import assert_equal, value_text
 from mgedump.cli.output import case_lines, table
 from mgedump.commands.verify import CaseReport
-from mgedump.timing import Timing
+from mgedump.measure.assertion import assert_equal, value_text
+from mgedump.measure.timing import Timing
 
 
 def test_a_failure_says_where_and_shows_both_values_plainly():

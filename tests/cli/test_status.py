@@ -107,7 +107,7 @@ def test_in_a_pipe_nothing_extra(tmp_path):
 
 _SLOW_RUN = """
 import sys
-from mgedump import timing
+from mgedump.measure import timing
 from mgedump.cli import status
 status.AFTER_S = 0.0
 timing.PROGRESS_AFTER_S = 0.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mgedump.base.errors import UsageError
 from mgedump.commands.diff import diff
-from mgedump.errors import UsageError
 from mgedump.options import DiffOptions
 from tests.support import sample
 

@@ -183,9 +183,9 @@ def _stored(expected):
 
 
 def test_a_small_self_check_error_gets_a_maxerr_hint():
+    from mgedump.base.errors import OptimizeError
     from mgedump.commands.pack import _self_check
-    from mgedump.errors import OptimizeError
-    from mgedump.runtime import TensorInfo
+    from mgedump.model.runtime import TensorInfo
 
     expected = np.array([[0.1, 0.9]], np.float32)
     with pytest.raises(OptimizeError) as caught:
@@ -202,9 +202,9 @@ def test_a_small_self_check_error_gets_a_maxerr_hint():
 
 
 def test_destroyed_outputs_get_the_first_divergence_and_no_hint():
+    from mgedump.base.errors import OptimizeError
     from mgedump.commands.pack import _self_check
-    from mgedump.errors import OptimizeError
-    from mgedump.runtime import TensorInfo
+    from mgedump.model.runtime import TensorInfo
 
     expected = np.array([[0.1, 0.9]], np.float32)
     with pytest.raises(OptimizeError) as caught:
@@ -247,7 +247,7 @@ def test_pack_from_code_takes_arrays_and_a_model_in_memory(tmp_path, mgerun):
 
 def test_arrays_that_do_not_fit_are_one_clear_error(tmp_path):
     from mgedump import PackOptions, pack
-    from mgedump.errors import DataError, SpecError, UsageError
+    from mgedump.base.errors import DataError, SpecError, UsageError
     from tests.support import sample
 
     cnn = str(sample("cnn.onnx").path)

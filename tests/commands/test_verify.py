@@ -127,8 +127,8 @@ def test_repeat_sweep_needs_a_free_batch_dim(bundle, mgerun):
 
 
 def test_progress_callback_for_long_runs(bundle, monkeypatch):
-    from mgedump import timing
     from mgedump.commands import verify as verify_module  # the module
+    from mgedump.measure import timing
 
     monkeypatch.setattr(timing, "PROGRESS_AFTER_S", 0.0)
     calls = []

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mgedump.base.errors import MgeError
 from mgedump.data import load_file
-from mgedump.errors import MgeError
+from mgedump.model.runtime import TensorInfo
 from mgedump.options import DataOptions
-from mgedump.runtime import TensorInfo
 from tests.support import SAMPLES
 
 FUZZ = settings(

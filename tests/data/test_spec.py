@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mgedump.base.errors import SpecError
 from mgedump.data.spec import FileSource, Generator, expand_specs, parse_case, parse_generator
-from mgedump.errors import SpecError
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,9 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
+from mgedump.base.errors import DataError
 from mgedump.diagnose.divergence import tensor_err
 from mgedump.diagnose.locate import compare_models
-from mgedump.errors import DataError
 from mgedump.optimize.float16 import convert, name_nodes
 from mgedump.options import DEFAULT_MAXERR as FLOAT32_MAXERR
 from mgedump.options import FLOAT16_MAXERR

@@ -11,10 +11,10 @@ import numpy as np
 import onnx
 import pytest
 
+from mgedump.base.errors import DataError, OutputError
+from mgedump.base.fileio import hash_files
 from mgedump.diagnose.exposed import ModelDumper, RunSettings
 from mgedump.diagnose.iodump import INDEX, IoDump, Plan, estimate_sizes, partition, tensor_stats
-from mgedump.errors import DataError, OutputError
-from mgedump.fileio import hash_files
 from tests.support import sample
 
 CNN = sample("cnn.onnx").path

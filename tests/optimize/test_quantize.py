@@ -10,7 +10,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from mgedump.errors import OptimizeError
+from mgedump.base.errors import OptimizeError
 from mgedump.optimize.quantize import METHODS, output_stats, quantize_int8
 from tests.support import sample
 

@@ -37,7 +37,7 @@ def ran(tmp_path_factory):
 
 
 def test_every_report_says_what_differs(ran, capfd):
-    from mgedump import environment
+    from mgedump.model import environment
 
     folder, args, targets, main = ran
     capfd.readouterr()

@@ -15,8 +15,8 @@ import mgedump.functional as F
 import mgedump.module as M
 from mgedump import tensor
 from mgedump.jit import DumpInfo, exclude_from_trace, trace
+from mgedump.model.runtime import open_session
 from mgedump.options import PackOptions
-from mgedump.runtime import open_session
 from tests.support import run_script
 from tests.tracing.support import batch
 

@@ -17,8 +17,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import OutputError
-from .fileio import hash_files, write_bytes_atomic
+from ..base.errors import OutputError
+from ..base.fileio import hash_files, write_bytes_atomic
 
 FORMAT = "mgedump-strip-info"
 VERSION = 1

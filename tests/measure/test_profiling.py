@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgedump.profiling import op_table, op_table_of
+from mgedump.measure.profiling import op_table, op_table_of
 
 
 def _kernel(node: str, op: str, micros: float) -> dict:
@@ -33,7 +33,7 @@ def test_no_kernel_events_give_an_empty_table():
 def test_a_real_profile(tmp_path):
     import numpy as np
 
-    from mgedump.runtime import open_session, session_options
+    from mgedump.model.runtime import open_session, session_options
     from tests.support import SAMPLES
 
     session = open_session(str(SAMPLES / "cnn.onnx"), options=session_options(profile=str(tmp_path / "p")))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mgedump import log
+from mgedump.base import log
 
 
 def test_levels_and_once(capsys):
@@ -35,7 +35,7 @@ def test_a_warning_from_a_file_is_escaped(capsys):
 
 
 def test_printable_is_the_terminal_cleaning_and_keeps_bytes_recoverable():
-    from mgedump import text
+    from mgedump.base import text
 
     name = b"\xff\xfe.npy".decode("utf-8", "surrogateescape")  # how Python holds a file name that is not UTF-8
     assert log.printable(name) == text.terminal(name) == "\\xff\\xfe.npy"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ModelError
+from ..base.errors import ModelError
 from .protowire import LENGTH_DELIMITED, VARINT, fields
 
 # protobuf field numbers (onnx.proto3)

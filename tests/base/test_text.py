@@ -1,4 +1,4 @@
-"""mgedump.text: one cleaning per output context, and what each context's strict reader then accepts."""
+"""mgedump.base.text: one cleaning per output context, and what each context's strict reader then accepts."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mgedump import text
+from mgedump.base import text
 
 NOT_UTF8 = b"\xff\xc3(.npy".decode("utf-8", "surrogateescape")  # bytes that are not UTF-8, as Python holds them
 HOSTILE = [

@@ -6,8 +6,8 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from mgedump.errors import ModelError, RunError, UsageError
-from mgedump.runtime import (
+from mgedump.base.errors import ModelError, RunError, UsageError
+from mgedump.model.runtime import (
     TensorInfo,
     clean_ort_message,
     infer,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mgedump.stripinfo import write_strip_info
+from mgedump.model.stripinfo import write_strip_info
 from tests.support import SAMPLES, bundle_manifest, bundled_model, sample
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from onnx import TensorProto
 
-from mgedump.protowire import LENGTH_DELIMITED, VARINT, WireError, fields, read_varint, write_varint
+from mgedump.model.protowire import LENGTH_DELIMITED, VARINT, WireError, fields, read_varint, write_varint
 
 
 @pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 2**32, 2**63 - 1])

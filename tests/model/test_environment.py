@@ -21,7 +21,7 @@ import onnxruntime as ort
 import pytest
 
 import mgedump
-from mgedump.environment import (
+from mgedump.model.environment import (
     KERNEL_FLAGS,
     differences,
     kernel_label,
@@ -138,7 +138,9 @@ def test_the_record_names_this_machine_and_its_software():
 
 
 def test_packing_records_the_same_in_every_process():
-    code = "import json\nfrom mgedump.environment import pack_environment\nprint(json.dumps(pack_environment()))\n"
+    code = (
+        "import json\nfrom mgedump.model.environment import pack_environment\nprint(json.dumps(pack_environment()))\n"
+    )
     runs = [
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
         for _ in range(2)
@@ -196,7 +198,7 @@ def test_the_real_cpuinfo_agrees_with_numpys_own_detection():
 
 def test_import_is_cheap():
     code = (
-        "import sys, mgedump.environment\n"
+        "import sys, mgedump.model.environment\n"
         "print(sorted(m for m in ('numpy', 'onnx', 'onnxruntime', 'cv2') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

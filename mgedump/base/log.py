@@ -19,7 +19,7 @@ from .text import terminal
 
 
 def printable(text: object) -> str:
-    """Text as it may reach a terminal (:func:`mgedump.text.terminal`): every control character and every
+    """Text as it may reach a terminal (:func:`mgedump.base.text.terminal`): every control character and every
     character that reorders or hides text escaped (``\\x1b``), bytes that are not UTF-8 shown as ``\\xff``, so
     what came from a file (a spec, a tensor name, a manifest) can neither drive the terminal nor fake a line."""
     return terminal(text)

@@ -4,7 +4,7 @@ The core install is numpy and click; everything else comes with an extra
 (``pyproject.toml``, README "Installing"): the runtime with ``cpu``
 (onnxruntime) or ``gpu`` (onnxruntime-gpu), and what packing needs with
 ``pack`` (onnx, OpenCV, Pillow). A command that reaches a module its install
-left out stops with a :class:`~mgedump.errors.UsageError` naming the pip install
+left out stops with a :class:`~mgedump.base.errors.UsageError` naming the pip install
 that adds it, rather than a ModuleNotFoundError traceback::
 
     onnx = require("onnx", purpose="naming the node where a check first fails")

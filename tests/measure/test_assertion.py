@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from mgedump.assertion import assert_equal
+from mgedump.measure.assertion import assert_equal
 
 
 def test_the_metric_is_relative_above_one_and_absolute_below():

@@ -375,6 +375,6 @@ def _version(distribution: str) -> str | None:
 
 
 def _mgedump_version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__

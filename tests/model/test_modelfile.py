@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from mgedump.modelfile import model_source, uses_external_data
+from mgedump.model.modelfile import model_source, uses_external_data
 from tests.support import bundle_manifest, bundle_member, good_models, sample
 
 

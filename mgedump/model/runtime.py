@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .deps import require
-from .errors import ModelError, RunError, UsageError
+from ..base.deps import require
+from ..base.errors import ModelError, RunError, UsageError
 
 # onnxruntime's type strings for tensors, and the numpy dtype of each.
 _ORT_DTYPES = {

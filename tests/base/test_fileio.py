@@ -7,8 +7,8 @@ import zlib
 
 import pytest
 
-from mgedump.errors import OutputError
-from mgedump.fileio import atomic_output, check_target, hash_files, write_bytes_atomic
+from mgedump.base.errors import OutputError
+from mgedump.base.fileio import atomic_output, check_target, hash_files, write_bytes_atomic
 
 
 def test_hash_files_hashes_the_concatenation(tmp_path):

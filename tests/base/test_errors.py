@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgedump import errors
+from mgedump.base import errors
 
 
 def test_one_line_joins_whitespace_and_adds_the_hint():

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from mgedump.deps import PROVIDERS, require
-from mgedump.errors import EXIT_USAGE, UsageError
+from mgedump.base.deps import PROVIDERS, require
+from mgedump.base.errors import EXIT_USAGE, UsageError
 
 
 @pytest.mark.parametrize("module", ["onnx", "onnx.helper", "cv2", "PIL.Image", "onnxruntime"])

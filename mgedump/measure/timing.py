@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .runtime import run_error
+from ..model.runtime import run_error
 
 PROGRESS_AFTER_S = 1.0
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mgedump import timing
-from mgedump.errors import RunError
-from mgedump.runtime import open_session
-from mgedump.timing import Timing, latency_stats, time_runs
+from mgedump.base.errors import RunError
+from mgedump.measure import timing
+from mgedump.measure.timing import Timing, latency_stats, time_runs
+from mgedump.model.runtime import open_session
 from tests.support import sample
 
 
