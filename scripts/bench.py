@@ -1282,16 +1282,16 @@ def section_startup(ctx: Context) -> Table:
 # ---------------------------------------------------------------- section: optimize
 
 
-OPTIMIZE_VARIANTS: list[tuple[str, dict[str, bool]]] = [
+OPTIMIZE_VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("as given", {}),
     ("--optimize-for-inference", {"optimize_for_inference": True}),
-    ("+ --enable-io16xc32", {"optimize_for_inference": True, "enable_io16xc32": True}),
-    ("+ --enable-ioc16", {"optimize_for_inference": True, "enable_ioc16": True}),
+    ("+ --enable-io16xc32", {"optimize_for_inference": True, "precision": "io16xc32"}),
+    ("+ --enable-ioc16", {"optimize_for_inference": True, "precision": "ioc16"}),
     (
         "+ --enable-fuse-conv-bias-nonlinearity",
-        {"optimize_for_inference": True, "enable_fuse_conv_bias_nonlinearity": True},
+        {"optimize_for_inference": True, "fuse_conv_bias_nonlinearity": True},
     ),
-    ("+ --enable-nchw88", {"optimize_for_inference": True, "enable_nchw88": True}),
+    ("+ --enable-nchw88", {"optimize_for_inference": True, "nchw88": True}),
     ("--discard-var-name", {"discard_var_name": True}),
 ]
 
@@ -1308,7 +1308,7 @@ def optimize_worker(model: str, folder: str, rounds: int, iters: int) -> list[di
     paths: dict[str, str] = {}
     skipped: dict[str, str] = {}
     for label, flags in OPTIMIZE_VARIANTS:
-        if flags.get("enable_nchw88") and not cpu_has_avx2():
+        if flags.get("nchw88") and not cpu_has_avx2():
             skipped[label] = "no AVX2 on this CPU"
             continue
         if not flags:

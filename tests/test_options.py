@@ -67,22 +67,23 @@ def test_defaults():
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: PackOptions(maxerr=-1), "--maxerr must be a finite number >= 0, got -1"),
-        (lambda: PackOptions(maxerr=float("nan")), "--maxerr must be a finite number >= 0"),
-        (lambda: VerifyOptions(maxerr=float("inf")), "--maxerr must be a finite number >= 0"),
-        (lambda: VerifyOptions(iters=0), "--iter must be >= 1, got 0"),
-        (lambda: VerifyOptions(warmup=-1), "--warmup-iter must be >= 0, got -1"),
-        (lambda: VerifyOptions(threads=0), "--thread must be >= 1, got 0"),
-        (lambda: VerifyOptions(threads=2**40), r"--thread must be at most \d+ \(four per core, 64 at least\)"),
-        (lambda: VerifyOptions(graph_opt="max"), "--graph-opt must be one of disable, basic, extended, all"),
-        (lambda: VerifyOptions(repeat_sweep=(1, 0)), "--repeat-sweep batch sizes must be >= 1"),
-        (lambda: DataOptions(repeat=0), "--repeat must be >= 1, got 0"),
-        (lambda: PackOptions(embed_io_dump=-1), "--embed-io-dump takes a count of test cases >= 1"),
-        (lambda: VerifyOptions(io_dump_budget_mb=0), "--io-dump-budget must be >= 1"),
-        (lambda: DiffOptions(maxerr=-1), "--maxerr must be a finite number >= 0"),
-        (lambda: DataOptions(seed=-1), r"--seed must be in \[0, 2\*\*63\)"),
+        (lambda: PackOptions(maxerr=-1), "maxerr must be a finite number >= 0, got -1"),
+        (lambda: PackOptions(maxerr=float("nan")), "maxerr must be a finite number >= 0"),
+        (lambda: VerifyOptions(maxerr=float("inf")), "maxerr must be a finite number >= 0"),
+        (lambda: VerifyOptions(iters=0), "iters must be >= 1, got 0"),
+        (lambda: VerifyOptions(warmup=-1), "warmup must be >= 0, got -1"),
+        (lambda: VerifyOptions(threads=0), "threads must be >= 1, got 0"),
+        (lambda: VerifyOptions(threads=2**40), r"threads must be at most \d+ \(four per core, 64 at least\)"),
+        (lambda: VerifyOptions(graph_opt="max"), "graph_opt must be one of disable, basic, extended, all"),
+        (lambda: VerifyOptions(repeat_sweep=(1, 0)), "repeat_sweep batch sizes must be >= 1"),
+        (lambda: DataOptions(repeat=0), "repeat must be >= 1, got 0"),
+        (lambda: PackOptions(embed_io_dump=-1), "embed_io_dump takes a count of test cases >= 1"),
+        (lambda: VerifyOptions(io_dump_budget_mb=0), "io_dump_budget_mb must be >= 1"),
+        (lambda: DiffOptions(maxerr=-1), "maxerr must be a finite number >= 0"),
+        (lambda: DataOptions(seed=-1), r"seed must be in \[0, 2\*\*63\)"),
         (lambda: DataOptions(input_transform="data/"), "is not a Python expression"),
-        (lambda: OptimizeOptions.from_flags(enable_nope=True), "unknown optimisation flag 'enable_nope'"),
+        (lambda: OptimizeOptions(float16_margin=1.5), r"float16_margin must be a fraction in \[0, 1\)"),
+        (lambda: OptimizeOptions(nchw88=True), "nchw88 needs optimize_for_inference"),
     ],
 )
 def test_bad_values_are_usage_errors(make, message):
@@ -90,9 +91,25 @@ def test_bad_values_are_usage_errors(make, message):
         make()
 
 
-def test_from_flags():
-    options = OptimizeOptions.from_flags(optimize_for_inference=True, enable_ioc16=True, enalbe_hwcd4=False)
-    assert options.enable_ioc16 and options.any and options.names() == ["optimize-for-inference", "ioc16"]
-    assert not OptimizeOptions().any and OptimizeOptions().names() == []
-    with pytest.raises(UsageError, match="--enable-hwcd4 is a layout/fusion for MegEngine's OpenCL kernels"):
-        OptimizeOptions.from_flags(optimize_for_inference=True, enalbe_hwcd4=True)
+def test_the_library_names_options_by_keyword_and_the_command_line_by_flag(tmp_path, mgedump):
+    """One message, two surfaces: a library caller reads the keyword it typed, a command-line user the flag."""
+    with pytest.raises(UsageError, match="^iters must be >= 1, got 0$"):
+        VerifyOptions(iters=0)
+    result = mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--repeat", "0", "-o", tmp_path / "o")
+    assert result.code == 2 and "--repeat must be >= 1, got 0" in result.err
+
+
+def test_precision_modes_are_checked_against_the_registry():
+    from mgedump.optimize.precisions import check_options
+
+    assert check_options(OptimizeOptions()) is None
+    assert check_options(OptimizeOptions(optimize_for_inference=True, precision="ioc16")).name == "ioc16"
+    with pytest.raises(UsageError, match="precision 'bf17' is not a precision mode: one of ioc16, io16xc32, int8"):
+        check_options(OptimizeOptions(precision="bf17"))
+    with pytest.raises(UsageError, match="precision='ioc16' needs optimize_for_inference"):
+        check_options(OptimizeOptions(precision="ioc16"))
+    with pytest.raises(UsageError, match="keep_io_types keeps a float16 model's inputs and outputs float32: add"):
+        check_options(OptimizeOptions(keep_io_types=True))
+    with pytest.raises(UsageError, match="calibrate_method applies to int8's static calibration, not to"):
+        check_options(OptimizeOptions(precision="int8-dynamic", calibrate_method="entropy"))
+    assert not OptimizeOptions().any and OptimizeOptions(discard_var_name=True).any

@@ -17,6 +17,7 @@ import stat
 import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import IO
 
@@ -83,9 +84,43 @@ def check_target(path: str, inputs: Iterable[str] = ()) -> str:
     return target
 
 
+_pending: ContextVar[list[tuple[str, str]] | None] = ContextVar("mgedump_pending_outputs", default=None)
+
+
+@contextlib.contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """The files :func:`atomic_output` writes inside this block replace their targets together when it ends; if
+    the block fails, none of them does (each is removed), and the files that were there stay as they were.
+
+    Raises:
+        OutputError: a rename fails (the targets renamed before it stay renamed: the file system offers no
+            rename of several files at once).
+    """
+    pending: list[tuple[str, str]] = []
+    token = _pending.set(pending)
+    try:
+        yield
+    except BaseException:
+        for temporary, _ in pending:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        raise
+    finally:
+        _pending.reset(token)
+    for k, (temporary, target) in enumerate(pending):
+        try:
+            os.replace(temporary, target)
+        except OSError as exc:
+            for left, _ in pending[k:]:
+                with contextlib.suppress(OSError):
+                    os.unlink(left)
+            raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
 @contextlib.contextmanager
 def atomic_output(path: str, inputs: Iterable[str] = ()) -> Iterator[IO[bytes]]:
-    """Open a temporary file beside path; on success it replaces path at once.
+    """Open a temporary file beside path; on success it replaces path at once (inside :func:`all_or_nothing`:
+    when that block ends, with the other outputs).
 
     On any error the temporary file is removed and an existing file at path is
     left as it was.
@@ -104,7 +139,11 @@ def atomic_output(path: str, inputs: Iterable[str] = ()) -> Iterator[IO[bytes]]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, target)
+        pending = _pending.get()
+        if pending is None:
+            os.replace(temporary, target)
+        else:
+            pending.append((temporary, target))
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

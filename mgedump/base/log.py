@@ -86,3 +86,7 @@ def fresh_warnings(function: F) -> F:
             return function(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def no_status(text: str) -> None:
+    """The status callback of a command called without one (``on_stage=None``): it says nothing."""

@@ -72,6 +72,15 @@ class CaseEntry:
         }
 
 
+CORE_KEYS = frozenset(
+    (
+        "format", "format_version", "generator", "model", "optimizations", "requirements", "inputs", "outputs",
+        "assertion", "seed", "data_options", "test_cases", "io_dump", "environment", "members",
+    )
+)  # fmt: skip
+"""The manifest's own keys; any other key that holds an object is a precision mode's record."""
+
+
 @dataclass
 class Manifest:
     """A bundle's manifest, format version 1 (docs/bundle.md).
@@ -79,8 +88,9 @@ class Manifest:
     ``environment`` records the packing machine (versions, CPU and its instruction sets, OS; no host name and no
     clock time, so the same command on the same machine gives the same bytes); bundles of older versions of
     mgedump have none. ``members`` is filled by the writer (:func:`~mgedump.bundle.write_bundle`), which lists and hashes every
-    member after the manifest. The optional parts (``float16``, ``int8``, ``io_dump``) are kept as the JSON objects
-    they are; their keys are docs/bundle.md's.
+    member after the manifest. The optional parts are kept as the JSON objects they are; their keys are
+    docs/bundle.md's. ``records`` holds the precision mode's record under its key (``float16``, ``int8``: the
+    mode's :attr:`~mgedump.optimize.precisions.Precision.manifest_key`), written after ``optimizations``.
     """
 
     model: ModelEntry
@@ -92,8 +102,7 @@ class Manifest:
     requirements: list[str] = field(default_factory=list)
     seed: int = 0
     data_options: dict[str, Any] = field(default_factory=dict)
-    float16: dict[str, Any] | None = None
-    int8: dict[str, Any] | None = None
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
     io_dump: dict[str, Any] | None = None
     environment: dict[str, Any] | None = None  # where it was packed (mgedump.model.environment.pack_environment)
     members: list[dict[str, Any]] = field(default_factory=list)
@@ -107,8 +116,7 @@ class Manifest:
             "generator": dict(self.generator),
             "model": self.model.to_json(),
             "optimizations": list(self.optimizations),
-            **({"float16": self.float16} if self.float16 else {}),
-            **({"int8": self.int8} if self.int8 else {}),
+            **{key: record for key, record in self.records.items() if record},
             "requirements": list(self.requirements),
             "inputs": list(self.inputs),
             "outputs": list(self.outputs),
@@ -157,8 +165,7 @@ class Manifest:
             requirements=list(document["requirements"]),
             seed=int(document.get("seed", 0)),
             data_options=dict(document.get("data_options") or {}),
-            float16=document.get("float16"),
-            int8=document.get("int8"),
+            records={key: value for key, value in document.items() if key not in CORE_KEYS and isinstance(value, dict)},
             io_dump=document.get("io_dump"),
             environment=document.get("environment"),
             members=list(document.get("members", [])),

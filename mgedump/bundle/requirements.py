@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..base.errors import UsageError
-from ..options import OptimizeOptions
+from ..base.naming import option_name
 
 REQ_ONNXRUNTIME = "onnxruntime"  # com.microsoft ops: any onnxruntime, no other runtime
 REQ_ORT_CPU = "onnxruntime-cpu"  # ops only onnxruntime's CPU execution provider has
@@ -15,31 +15,6 @@ INT8_KERNELS = {
     REQ_INT8_DYNAMIC: ("DynamicQuantizeLinear", "MatMulInteger"),
 }
 KNOWN = (REQ_ONNXRUNTIME, REQ_ORT_CPU, REQ_AVX2, REQ_INT8_QDQ, REQ_INT8_DYNAMIC)
-
-
-def int8_requirements(mode: str) -> list[str]:
-    """What an int8 model needs: kernels for its quantized ops (``mode``: static QDQ or dynamic)."""
-    return [REQ_INT8_QDQ if mode == "static" else REQ_INT8_DYNAMIC]
-
-
-def requirements_of(options: OptimizeOptions) -> list[str]:
-    """What a model optimised with these options needs at run time (for the manifest)."""
-    reqs = []
-    if options.enable_fuse_conv_bias_nonlinearity or options.enable_nchw88:
-        reqs.append(REQ_ONNXRUNTIME)
-    if options.enable_nchw88:
-        reqs += [REQ_ORT_CPU, REQ_AVX2]
-    return reqs
-
-
-def check_can_make(options: OptimizeOptions) -> None:
-    """Refuse to make a model this machine cannot make (NCHWc needs AVX2 to be laid out).
-
-    Raises:
-        UsageError: ``enable_nchw88`` on a CPU without AVX2.
-    """
-    if options.enable_nchw88 and not cpu_has_avx2():
-        raise UsageError("--enable-nchw88 makes onnxruntime's NCHWc layout for x86 AVX2, and this CPU has no AVX2")
 
 
 def cpu_has_avx2() -> bool:
@@ -64,9 +39,9 @@ def check_requirements(requirements: list[str], provider: str | None = None) -> 
         )
     if REQ_AVX2 in requirements and not cpu_has_avx2():
         raise UsageError(
-            "the bundle's model uses onnxruntime's NCHWc layout for x86 CPUs with AVX2 (--enable-nchw88), "
+            f"the bundle's model uses onnxruntime's NCHWc layout for x86 CPUs with AVX2 ({option_name('nchw88')}), "
             "and this CPU has no AVX2",
-            hint="pack it again without --enable-nchw88 for this machine",
+            hint=f"pack it again without {option_name('nchw88')} for this machine",
         )
     for req in (r for r in requirements if r in INT8_KERNELS):
         missing = [op for op in INT8_KERNELS[req] if op not in _kernels_for_int8(provider)]

@@ -1,9 +1,10 @@
 """The command line: a thin click layer over the library.
 
-Each command parses its options, builds one options object
-(:mod:`mgedump.options`), calls the library, prints (:mod:`.output`) and maps
-the outcome to an exit code (:func:`.common.run`): 0 passed, 1 an assertion or
-run failure, 2 bad usage or input. Heavy modules (numpy, onnx, onnxruntime,
+Each command parses its flags (:mod:`.flags`: a group of flags per job, each
+turning what the user gave into plain values), builds one options object of
+the library (:mod:`mgedump.options`), calls the library, prints (:mod:`.output`)
+and maps the outcome to an exit code (:func:`.common.invoke`): 0 passed, 1 an
+assertion or run failure, 2 bad usage or input. Heavy modules (numpy, onnx, onnxruntime,
 OpenCV) are imported only inside the commands, so ``--help`` stays fast.
 
 - :mod:`.mgedump`: ``mgedump MODEL -d SPEC -o OUT``

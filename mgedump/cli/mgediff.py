@@ -7,19 +7,17 @@ from typing import Any
 import click
 
 from ..base.deps import require
-from ..options import DiffOptions
 from .common import CONTEXT, common_options, setup
-from .declared import build, declared_options
+from .flags.diff import diff_options, diff_options_flags
 from .output import print_diff
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("a", metavar="A", type=click.Path())
 @click.argument("b", metavar="B", type=click.Path())
-@declared_options(DiffOptions)
+@diff_options_flags
 @common_options
-@click.pass_context
-def mgediff_command(ctx: click.Context, a: str, b: str, verbose: int, quiet: bool | None, **values: Any) -> int:
+def mgediff_command(a: str, b: str, verbose: int, quiet: bool | None, **values: Any) -> int:
     """Compare A and B tensor by tensor; name the node of B that first introduces error.
 
     A and B are each an io dump (mgerun --io-dump DIR), a bundle or an ONNX
@@ -38,6 +36,6 @@ def mgediff_command(ctx: click.Context, a: str, b: str, verbose: int, quiet: boo
         require(module, purpose="comparing runs")
     from ..commands.diff import diff
 
-    report = diff(a, b, build(DiffOptions, ctx, values))
+    report = diff(a, b, diff_options(values))
     print_diff(report, verbose)
     return report.exit_code

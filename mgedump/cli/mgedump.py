@@ -7,9 +7,8 @@ from typing import Any
 import click
 
 from ..base.deps import require
-from ..options import PackOptions
 from .common import CONTEXT, common_options, setup
-from .declared import build, declared_options
+from .flags.pack import pack_options, pack_options_flags
 from .output import print_packed
 from .status import Status
 
@@ -19,12 +18,9 @@ from .status import Status
 @click.option(
     "-o", "--output", required=True, metavar="OUT", type=click.Path(), help="The bundle to write (e.g. model.mgetest)."
 )
-@declared_options(PackOptions)
+@pack_options_flags
 @common_options
-@click.pass_context
-def mgedump_command(
-    ctx: click.Context, model: str, output: str, verbose: int, quiet: bool | None, **values: Any
-) -> int:
+def mgedump_command(model: str, output: str, verbose: int, quiet: bool | None, **values: Any) -> int:
     """Pack MODEL (ONNX) with test cases from -d into one bundle OUT.
 
     \b
@@ -39,7 +35,7 @@ def mgedump_command(
         require(module, purpose="packing a model")
     from ..commands.pack import pack
 
-    options = build(PackOptions, ctx, values)
+    options = pack_options(values, output)
     with Status("mgedump", enabled=not quiet) as status:
         result = pack(model, output, options, on_stage=status)
     if not quiet:

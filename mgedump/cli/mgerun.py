@@ -7,20 +7,18 @@ from typing import Any
 
 import click
 
-from ..options import VerifyOptions
 from ..report import stdout_targets
 from .common import CONTEXT, common_options, setup
-from .declared import build, declared_options, given_flags
+from .flags.verify import verify_options, verify_options_flags
 from .output import ProgressBar, RunPrinter
 from .status import Status
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("paths", metavar="BUNDLE_OR_MODEL...", nargs=-1, type=click.Path())
-@declared_options(VerifyOptions)
+@verify_options_flags
 @common_options
-@click.pass_context
-def mgerun_command(ctx: click.Context, paths: tuple[str, ...], verbose: int, quiet: bool | None, **values: Any) -> int:
+def mgerun_command(paths: tuple[str, ...], verbose: int, quiet: bool | None, **values: Any) -> int:
     """Verify every test case of each BUNDLE and time it; exit with the worst outcome (1: a mismatch, 2: bad input).
 
     A folder stands for its *.mgetest bundles. With -d, BUNDLE_OR_MODEL is one
@@ -37,8 +35,7 @@ def mgerun_command(ctx: click.Context, paths: tuple[str, ...], verbose: int, qui
     setup(verbose, quiet, "mgerun")
     from ..commands.verify_many import plan_runs, verify_all
 
-    data_flags = given_flags(VerifyOptions, ctx, "data")
-    options = build(VerifyOptions, ctx, values)
+    options, data_flags = verify_options(values)
     plan = plan_runs(paths, options, data_flags=data_flags)
     # a report on stdout (--report-json -) keeps stdout to itself: the lines people read go to stderr
     to_stdout = bool(stdout_targets((options.report_json, options.junit_xml, options.report_html)))

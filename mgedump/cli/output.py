@@ -47,61 +47,8 @@ def print_packed(output: str, result: Any) -> None:
             f"mgedump: optimised ({', '.join(manifest.optimizations)}); self-check worst err={worst:.3g}{needs}",
             err=True,
         )
-    for line in float16_lines(manifest.float16) + int8_lines(manifest.int8) + list(getattr(result, "notes", [])):
+    for line in result.notes:  # the precision mode's summary, then what the optimisation says
         say(f"mgedump: {line}", err=True)
-
-
-def int8_lines(int8: dict[str, Any] | None, limit: int = 10) -> list[str]:
-    """How int8 was made, each output's error statistics (to pick --maxerr knowingly), and the nodes kept float."""
-    if not int8:
-        return []
-    how = f"{int8['mode']} {int8['format']}"
-    calibration = int8.get("calibration")
-    if calibration:
-        how += f", {int8['method']} ranges from {calibration['cases']} case(s) ({', '.join(calibration['from'])})"
-    how += ", weights per channel" if int8.get("per_channel") else ", weights per tensor"
-    kept = int8.get("kept_float32", [])
-    lines = [
-        f"int8 ({how}): {int8['quantized_nodes']} node(s) quantized, {len(kept)} kept float, "
-        f"{int8['search_rounds']} quantization(s) tried"
-    ]
-    for out in int8.get("outputs", []):
-        top1 = ""
-        if out.get("top1_agreement") is not None:
-            top1 = f", top-1 agreement {out['top1_agreement']:.1%} of {out['top1_rows']}"
-        lines.append(
-            f"  output {out['name']!r}: max abs err {out['max_abs_err']:.3g}, p99 {out['p99_abs_err']:.3g}, "
-            f"mean {out['mean_abs_err']:.3g} (AssertEqual err {out['assert_err']:.3g}){top1}"
-        )
-    entries = [f"  node {e['node']!r} ({e['op_type']}) kept float: {e['why']}" for e in kept]
-    lines += entries[:limit]
-    if len(entries) > limit:
-        lines.append(f"  ... and {len(entries) - limit} more (the bundle's manifest lists them all)")
-    return lines
-
-
-def float16_lines(float16: dict[str, Any] | None, limit: int = 10) -> list[str]:
-    """What a float16 mode kept float32, and why: one line each, the first ``limit`` of them."""
-    if not float16:
-        return []
-    kept = float16["kept_float32"]
-    weights = float16.get("weights_float32", [])
-    if not kept and not weights:
-        return [f"{float16['mode']}: every node converted"]
-    lines = [f"{float16['mode']}: {len(kept)} node(s) and {len(weights)} weight(s) kept float32"]
-    entries = []
-    for entry in kept:
-        op = f" ({entry['op_type']})" if entry.get("op_type") else ""
-        entries.append(f"  node {entry['node']!r}{op}: {entry['why']}")
-    by_reason: dict[str, list[str]] = {}
-    for entry in weights:  # weights kept for one reason (read by one kept node) are many: one line per reason
-        by_reason.setdefault(entry["why"], []).append(entry["weight"])
-    for why, names in by_reason.items():
-        entries.append(f"  weight {names[0]!r}: {why}" if len(names) == 1 else f"  {len(names)} weights: {why}")
-    lines += entries[:limit]
-    if len(entries) > limit:
-        lines.append(f"  ... and {len(entries) - limit} more (the bundle's manifest lists them all)")
-    return lines
 
 
 def case_lines(

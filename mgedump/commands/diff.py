@@ -22,8 +22,9 @@ import numpy as np
 
 from ..base.deps import require
 from ..base.errors import RunError, SpecError, UsageError
-from ..base.fileio import check_target, hash_files, write_bytes_atomic
+from ..base.fileio import hash_files
 from ..base.log import fresh_warnings
+from ..base.outputs import Output, Outputs
 from ..bundle import Bundle
 from ..data import TestData
 from ..diagnose.divergence import DiffReport, diff_dumps
@@ -170,16 +171,15 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
     options = options or DiffOptions()
     data = TestData.parse(options.cases) if options.cases else None
     protected = [*_files_of(a), *_files_of(b), *(data.list_files if data is not None else ())]
-    if options.report_json:
-        check_target(options.report_json, protected)
+    outputs = Outputs([Output("report_json", options.report_json or "", stdout=True)])
+    outputs.check(protected)
     settings = RunSettings(providers=tuple(resolve_providers(options.provider)), budget=options.io_dump_budget_mb << 20)
     with tempfile.TemporaryDirectory(prefix="mgediff-") as scratch:
         side_a = _open_side(a, "A", scratch)
         side_b = _open_side(b, "B", scratch)
         cases, data_files = _test_cases(side_a, side_b, data, options)
-        if options.report_json:
-            check_target(options.report_json, protected + data_files)
         protected += data_files
+        outputs.check(protected)
         dumps = []
         for side in (side_a, side_b):
             if side.dump is not None:
@@ -191,8 +191,9 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
     if options.report_json:
         import json
 
+        from ..report import write_report
         from ..report.schema import json_ready  # strict JSON: no lone surrogate from a path or a name
 
         document = json.dumps(json_ready(report.to_json()), indent=1, sort_keys=True, allow_nan=False) + "\n"
-        write_bytes_atomic(options.report_json, document.encode(), protected)
+        write_report(options.report_json, document.encode(), protected)
     return report

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
-from ..base.fileio import atomic_output, check_folder_target, check_target, hash_files, make_folder
+from ..base.fileio import atomic_output, hash_files, make_folder
 from ..base.limits import available_memory, require_memory
-from ..base.log import fresh_warnings, warn_once
+from ..base.log import fresh_warnings, no_status, warn_once
+from ..base.outputs import Output, Outputs
 from ..bundle import Bundle, case_folder
 from ..bundle.requirements import check_requirements
 from ..data import TestData, check_shape
@@ -26,7 +27,7 @@ from ..model.environment import differences, run_environment
 from ..model.modelfile import external_locations
 from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
 from ..options import VerifyOptions
-from ..report import bundle_name, check_report_targets
+from ..report import bundle_name
 from ..report.schema import (
     Assertion,
     BundleRecord,
@@ -204,11 +205,7 @@ def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
     return array
 
 
-def _quiet(text: str) -> None:
-    """No status line."""
-
-
-def _from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[str], None] = _quiet) -> _Prepared:
+def _from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[str], None] = no_status) -> _Prepared:
     if options.cases:
         raise UsageError("-d gives data to a plain model; a bundle carries its own test cases")
     stage(f"checking {os.path.basename(path)}")
@@ -287,7 +284,7 @@ def _check_external_data(label: str, model_path: str, member: str | None) -> Non
 
 
 def _from_model(
-    path: str, data: TestData | None, options: VerifyOptions, tmp: str, stage: Callable[[str], None] = _quiet
+    path: str, data: TestData | None, options: VerifyOptions, tmp: str, stage: Callable[[str], None] = no_status
 ) -> _Prepared:
     if data is None:
         raise UsageError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
@@ -318,22 +315,19 @@ def is_plain_model(path: str, options: VerifyOptions) -> bool:
     return bool(options.cases) or path.lower().endswith(".onnx")
 
 
-def _check_outputs(options: VerifyOptions, protected: Sequence[str], *, reports: bool) -> None:
-    """Refuse outputs that cannot be written, or would overwrite an input, before any work starts.
-
-    Args:
-        reports: check the report targets too (which :func:`~mgedump.commands.verify_many.verify_all` writes and
-            :func:`~mgedump.commands.verify_many.plan_runs` checked once before): only against data files that
-            only building the test cases names.
-    """
-    if options.profile:
-        check_target(options.profile, protected)
-    if reports:
-        check_report_targets((options.report_json, options.junit_xml, options.report_html), protected)
-    if options.bin_out_dump:
-        check_folder_target(options.bin_out_dump, "--bin-out-dump", protected)
-    if options.io_dump:
-        check_folder_target(options.io_dump, "--io-dump", protected)
+def run_outputs(options: VerifyOptions) -> Outputs:
+    """The table of what ``mgerun`` writes: the reports (standard output may take one), the profile, and the
+    folders of outputs and io dumps."""
+    return Outputs(
+        [
+            Output("report_json", options.report_json or "", stdout=True),
+            Output("junit_xml", options.junit_xml or "", stdout=True),
+            Output("report_html", options.report_html or "", stdout=True),
+            Output("profile", options.profile or ""),
+            Output("bin_out_dump", options.bin_out_dump or "", folder=True),
+            Output("io_dump", options.io_dump or "", folder=True),
+        ]
+    )
 
 
 @fresh_warnings
@@ -369,15 +363,16 @@ def verify(
     plain = is_plain_model(path, options)
     data = TestData.parse(options.cases) if plain and options.cases else None
     protected = [path, *(data.list_files if data is not None else ())]
-    _check_outputs(options, protected, reports=False)
+    outputs = run_outputs(options)
+    outputs.check(protected)
     resolve_providers(options.provider)
     with tempfile.TemporaryDirectory(prefix="mgerun-") as tmp:
-        stage = on_stage or _quiet
+        stage = on_stage or no_status
         prepared = _from_model(path, data, options, tmp, stage) if plain else _from_bundle(path, options, tmp, stage)
         stage("")
         if prepared.files:  # the data files are known now: no output may replace one
             protected += prepared.files
-            _check_outputs(options, protected, reports=True)
+            outputs.check(protected)
         max_runs = _check_budget(prepared, options)
         report = _new_report(path, prepared, options, protected)
         bounds = _bounds(prepared, options) if report.assertion else None

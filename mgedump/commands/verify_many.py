@@ -22,18 +22,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.errors import EXIT_OK, MgeError, UsageError
-from ..base.fileio import check_folder_target, make_folder
+from ..base.fileio import make_folder
 from ..base.limits import peak_rss_mib
 from ..base.log import fresh_warnings
+from ..base.naming import option_name
 from ..bundle.format import BUNDLE_SUFFIX
 from ..data import TestData
 from ..measure.timing import Progress
 from ..model.environment import run_environment
 from ..model.runtime import resolve_providers
-from ..options import VerifyOptions, changed
-from ..report import bundle_name, check_report_targets, unique_names, utc_timestamp, write_report
+from ..options import VerifyOptions
+from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
-from .verify import CaseReport, Report, is_plain_model, verify
+from .verify import CaseReport, Report, is_plain_model, run_outputs, verify
 
 
 @dataclass
@@ -157,54 +158,29 @@ def plan_runs(
         SpecError: test data that cannot be read.
     """
     options = options or VerifyOptions()
-    check_distinct_outputs(options)
+    outputs = run_outputs(options)
+    outputs.check()
     bundles = expand_paths(paths)
     many = len(bundles) > 1
     if many and options.cases:
-        raise UsageError(f"-d gives data to one plain model; {len(bundles)} paths were given")
+        raise UsageError(f"{option_name('cases')} gives data to one plain model; {len(bundles)} paths were given")
     plain = [p for p in bundles if is_plain_model(p, options)]
     if many and plain:
-        raise UsageError(f"{plain[0]} is a plain model: run it alone with -d, or pack it into a bundle first")
-    data_flags = changed(options.data) if data_flags is None else data_flags
+        raise UsageError(
+            f"{plain[0]} is a plain model: run it alone with {option_name('cases')}, or pack it into a bundle first"
+        )
+    data_flags = options.data.given() if data_flags is None else data_flags
     if data_flags and not plain:
         verb = "applies" if len(data_flags) == 1 else "apply"
-        raise UsageError(f"{', '.join(data_flags)} {verb} to a plain model with -d, not a bundle")
+        raise UsageError(f"{', '.join(data_flags)} {verb} to a plain model with {option_name('cases')}, not a bundle")
     if options.cases:
         options = dataclasses.replace(options, cases=TestData.parse(options.cases))
     resolve_providers(options.provider)
     _check_unique_names(bundles, options, many)
     list_files = options.cases.list_files if isinstance(options.cases, TestData) else []
     protected = (*bundles, *list_files)
-    check_report_targets((options.report_json, options.junit_xml, options.report_html), protected)
+    outputs.check(protected)
     return RunPlan(tuple(bundles), options, protected)
-
-
-OUTPUT_FLAGS = (
-    ("--report-json", "report_json"),
-    ("--junit-xml", "junit_xml"),
-    ("--report-html", "report_html"),
-    ("--profile", "profile"),
-    ("--bin-out-dump", "bin_out_dump"),
-    ("--io-dump", "io_dump"),
-)
-
-
-def check_distinct_outputs(options: VerifyOptions) -> None:
-    """Two outputs on one path would leave only the last one written: refused before any work.
-
-    Raises:
-        UsageError: naming both flags.
-    """
-    seen: dict[str, str] = {}
-    for flag, name in OUTPUT_FLAGS:
-        target = getattr(options, name)
-        if not target:
-            continue
-        key = target if target == "-" else os.path.realpath(target)
-        if key in seen:
-            where = "standard output" if target == "-" else repr(target)
-            raise UsageError(f"{seen[key]} and {flag} both write to {where}: give each its own path")
-        seen[key] = flag
 
 
 @fresh_warnings
@@ -240,10 +216,10 @@ def verify_all(
     options, many = plan.options, plan.many
     protected = list(plan.protected)
     if many:  # the per-bundle folders go inside the one given
-        for flag, folder in (("--bin-out-dump", options.bin_out_dump), ("--io-dump", options.io_dump)):
+        for name in ("bin_out_dump", "io_dump"):
+            folder = getattr(options, name)
             if folder:
-                check_folder_target(folder, flag, protected)
-                make_folder(folder, flag)
+                make_folder(folder, option_name(name))
     summary = Summary()
     for path in plan.bundles:
         if on_start is not None:
@@ -298,7 +274,8 @@ def _check_unique_names(bundles: Sequence[str], options: VerifyOptions, many: bo
         name = bundle_name(path)
         if name in seen and os.path.realpath(seen[name]) != os.path.realpath(path):
             raise UsageError(
-                f"{seen[name]} and {path} are both called {name!r}: their --profile or dump outputs would collide",
+                f"{seen[name]} and {path} are both called {name!r}: their {option_name('profile')} or dump outputs "
+                "would collide",
                 hint="rename one, or run them in separate calls",
             )
         seen[name] = path

@@ -55,11 +55,11 @@ from ..diagnose.divergence import INTRODUCES_FACTOR, TensorErr, tensor_err
 from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
 from ..measure.assertion import assert_equal, maxerr_hint
 from ..model.runtime import infer, open_session, tensor_infos, to_numpy_outputs
-from ..options import CALIBRATE_METHODS, QUANTIZE_MODES
+from ..options import CALIBRATE_METHODS
 from .float16 import matching_nodes, name_nodes
 from .isolate import Opener, worst_output
 
-MODES = QUANTIZE_MODES
+MODES = ("static", "dynamic")  # QDQ calibrated ahead, or MatMul weights only
 STATIC, DYNAMIC = MODES
 METHODS = CALIBRATE_METHODS
 DEFAULT_METHOD = CALIBRATE_METHODS[0]  # MinMax: measured as accurate as Entropy and faster, Percentile worse (README)

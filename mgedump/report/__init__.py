@@ -11,12 +11,13 @@ agreement, and lets a report be rendered again later from a saved JSON file
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 
-STDOUT = "-"
+from ..base.outputs import STDOUT, is_stdout
+
+__all__ = ["STDOUT", "bundle_name", "is_stdout", "silence_stdout", "stdout_targets", "unique_names", "write_report"]
 
 
 def bundle_name(path: str) -> str:
@@ -51,43 +52,9 @@ def utc_timestamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def is_stdout(target: str | None) -> bool:
-    """Whether a report's target is this process's standard output: ``-``, or a name of the file standard output
-    is (``/dev/stdout``, ``/dev/fd/1``, ``/proc/self/fd/1``, or the log file it is redirected to). Those are
-    written in place, never replaced by a new file (which would drop what was printed before)."""
-    if not target:
-        return False
-    if target == STDOUT:
-        return True
-    try:
-        there, out = os.stat(target), os.fstat(sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        return False
-    return os.path.samestat(there, out) and not stat.S_ISDIR(there.st_mode)
-
-
 def stdout_targets(targets: Iterable[str | None]) -> list[str]:
     """The targets among these that are standard output."""
     return [t for t in targets if t and is_stdout(t)]
-
-
-def check_report_targets(targets: Iterable[str | None], protected: Iterable[str] = ()) -> None:
-    """Check, before any work, that each report's target can be written: at most one of them on standard output
-    (two would interleave), the others files that can be created (:func:`mgedump.base.fileio.check_target`).
-
-    Raises:
-        UsageError: several reports to standard output.
-        OutputError: a file that cannot be written.
-    """
-    from ..base.errors import UsageError
-    from ..base.fileio import check_target
-
-    given = [t for t in targets if t]
-    if len(stdout_targets(given)) > 1:
-        raise UsageError("only one report can go to standard output (-): give the others a file")
-    for target in given:
-        if not is_stdout(target):
-            check_target(target, protected)
 
 
 def write_report(target: str, data: bytes, protected: Iterable[str] = ()) -> None:

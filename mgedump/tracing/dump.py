@@ -25,12 +25,14 @@ from typing import Any
 
 import numpy as np
 
+from mgedump.base.errors import UsageError
 from mgedump.base.fileio import check_target, write_bytes_atomic
+from mgedump.base.naming import NO_VALUE, spoken_as
 from mgedump.bundle import MODEL_MEMBER
 from mgedump.commands.pack import pack
 from mgedump.model.runtime import infer, open_session
 from mgedump.model.stripinfo import strip_info_paths, write_strip_info
-from mgedump.optimize import optimize_file
+from mgedump.optimize import check_can_make, optimize_file
 from mgedump.options import OptimizeOptions, PackOptions
 
 from .dispatch import TensorBase
@@ -151,7 +153,8 @@ def dump_program(programs: Sequence[Program], file: Any, *, symbolic_shape: bool
     if len(set(inputs + outputs)) != len(inputs) + len(outputs):
         raise ValueError(f"input and output names must be unique, got inputs {inputs} and outputs {outputs}")
 
-    options = OptimizeOptions.from_flags(optimize_for_inference=bool(optimize_for_inference), **enable_flags)
+    with spoken_as(_megengine_keyword):
+        options = _optimize_options(bool(optimize_for_inference), enable_flags)
     shapes, free = _free_dims(programs, inputs, outputs) if symbolic_shape and len(programs) > 1 else ({}, {})
     model = _dump_model(program, inputs, outputs, keep_var_name, keep_opr_name, keep_param_name, shapes)
     if free:
@@ -174,6 +177,55 @@ def dump_program(programs: Sequence[Program], file: Any, *, symbolic_shape: bool
                 pack_options["maxerr"] = maxerr
             data = _write_bundle(src, file, tmp, pack_options, strip_info_file, append_json)
     return _info(data, free)
+
+
+# MegEngine's dump() keywords for its optimisations, and what each is here (docs/trace.md)
+_PRECISIONS = {"enable_io16xc32": "io16xc32", "enable_ioc16": "ioc16"}
+_REWRITES = {
+    "enable_fuse_conv_bias_nonlinearity": "fuse_conv_bias_nonlinearity",
+    "enable_nchw88": "nchw88",
+    "discard_var_name": "discard_var_name",
+    "fp32_nodes": "fp32_nodes",
+    "keep_io_types": "keep_io_types",
+    "float16_margin": "float16_margin",
+}
+_REFUSED = (
+    "enable_hwcd4", "enalbe_hwcd4", "enable_nchw4", "enable_nchw44", "enable_nchw44_dot", "enable_nchw32",
+    "enable_chwn4", "enable_fuse_conv_bias_with_z",
+)  # fmt: skip
+
+
+def _megengine_keyword(name: str, value: Any = NO_VALUE) -> str:
+    """Messages name options as dump() takes them (MegEngine's keywords)."""
+    if name == "precision" and value is not NO_VALUE:
+        return next((k for k, v in _PRECISIONS.items() if v == value), f"precision {value!r}") + "=True"
+    return next((k for k, v in _REWRITES.items() if v == name), name)
+
+
+def _optimize_options(optimize_for_inference: bool, flags: dict[str, Any]) -> OptimizeOptions:
+    """The rewrites MegEngine's dump() keywords ask for.
+
+    Raises:
+        UsageError: an unknown keyword, or one of MegEngine's layouts and fusions for its own kernels.
+    """
+    chosen: dict[str, Any] = {"optimize_for_inference": optimize_for_inference}
+    for key, value in flags.items():
+        if key in _REFUSED:
+            if value:
+                raise UsageError(
+                    f"{key} is a MegEngine layout/fusion for its own kernels; ONNX and onnxruntime have no "
+                    "equivalent, so mgedump refuses it rather than do nothing"
+                )
+        elif key in _PRECISIONS:
+            if value:
+                chosen["precision"] = _PRECISIONS[key]
+        elif key in _REWRITES:
+            chosen[_REWRITES[key]] = tuple(value) if key == "fp32_nodes" else value
+        else:
+            raise UsageError(f"unknown optimisation flag {key!r}")
+    options = OptimizeOptions(**chosen)
+    check_can_make(options)
+    return options
 
 
 def _info(data: bytes, free: dict[str, dict[int, str]]) -> DumpInfo:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import fields
 
@@ -12,13 +13,9 @@ import pytest
 from mgedump.base.errors import EXIT_INTERRUPTED, EXIT_USAGE, MgeError
 from mgedump.cli import mgediff_command, mgedump_command, mgerun_command
 from mgedump.cli.common import invoke
-from mgedump.options import DataOptions, DiffOptions, PackOptions, VerifyOptions, declared_flags
-from mgedump.options import default_of as field_default
-
-
-def default_of(cls: type, name: str) -> object:
-    return field_default(next(f for f in fields(cls) if f.name == name))
-
+from mgedump.cli.flags import default as default_of
+from mgedump.cli.flags.optimize import REFUSED
+from mgedump.options import DataOptions, DiffOptions, PackOptions, VerifyOptions
 
 # (command, option as written, options dataclass, field): every option whose default --help states
 HELP_DEFAULTS = [
@@ -74,52 +71,64 @@ def test_click_options_default_to_not_given(command):
             assert param.default is None or (param.multiple and param.default == ()), param.name
 
 
+# fields the command line sets from flags named otherwise: the precision mode (MegEngine's --enable-* flags and
+# --quantize), the per-output bounds (--maxerr NAME:X)
+COMPUTED = {"precision": ("enable_io16xc32", "enable_ioc16", "quantize", "quantize_mode"), "output_maxerr": ("maxerr",)}
+REFUSED_PARAMS = {refused.name for refused in REFUSED}
+
+
+def _leaf_fields(cls: type) -> set[str]:
+    """Every field of an options dataclass, the fields of its nested options included."""
+    names = set()
+    for f in fields(cls):
+        nested = f.default_factory if callable(f.default_factory) else None  # type: ignore[misc]
+        if nested is not None and dataclasses.is_dataclass(nested):
+            names |= _leaf_fields(nested)
+        else:
+            names.add(f.name)
+    return names
+
+
+def _unset_fields(command: click.Command, options: type) -> set[str]:
+    """The fields of ``options`` that no parameter of ``command`` sets (by its name, or as COMPUTED says)."""
+    params = {param.name for param in command.params if isinstance(param, click.Option)}
+    return {name for name in _leaf_fields(options) if name not in params and not set(COMPUTED.get(name, ())) & params}
+
+
 @pytest.mark.parametrize("command, options", COMMANDS)
 def test_every_field_has_one_flag_and_every_flag_one_field(command, options):
-    """The options dataclass is the one declaration: each of its fields is exactly one flag of the command,
-    and the command has no option that is not a field (besides -o, -v, -q, --version, --help)."""
-    declared = [flag.names for _, _, flag in declared_flags(options)]
-    flags_of_fields = [name for names in declared for name in names]
-    assert len(flags_of_fields) == len(set(flags_of_fields)), "a flag is declared on two fields"
-    command_flags = {
-        name
+    """Each click parameter is named after the library field it sets: every field of the command's options has
+    its flag, and every flag sets a field (besides -o, -v, -q, --version, --help, the precision flags and
+    MegEngine's refused ones)."""
+    assert _unset_fields(command, options) == set()
+    fields_ = _leaf_fields(options)
+    extra = {
+        param.name
         for param in command.params
         if isinstance(param, click.Option)
-        for name in param.opts + param.secondary_opts
+        and not any(o in COMMAND_ONLY for o in param.opts)
+        and param.name not in fields_
+        and param.name not in REFUSED_PARAMS
+        and not any(param.name in sources for sources in COMPUTED.values())
     }
-    long_command_only = {
-        name
-        for param in command.params
-        if isinstance(param, click.Option)
-        for name in param.opts
-        if any(o in COMMAND_ONLY for o in param.opts)
-    }
-    assert command_flags - long_command_only == set(flags_of_fields)
-    counted = {f.name for f in fields(options)}
-    leaves = {path[0] for path, _, _ in declared_flags(options)}
-    filled = {f.name: f.metadata["filled_by"] for f in fields(options) if "filled_by" in f.metadata}
-    assert all(flag in flags_of_fields for flag in filled.values())  # filled by a flag that exists
-    assert all(any(flag.fills == name for _, _, flag in declared_flags(options)) for name in filled)
-    assert leaves | set(filled) == counted, f"fields with no flag: {counted - leaves - set(filled)}"
+    assert extra == set()
+    flags = [name for param in command.params if isinstance(param, click.Option) for name in param.opts]
+    assert len(flags) == len(set(flags)), "a flag is declared twice"
 
 
 def test_a_field_without_a_flag_fails_the_declaration_check():
-    """The check above can fail: a dataclass with a field that declares no flag is caught."""
-    import dataclasses
+    """The check above can fail: a dataclass with a field that no flag sets is caught."""
 
     @dataclasses.dataclass(frozen=True)
     class Broken(VerifyOptions):
         hidden: int = 3
 
-    counted = {f.name for f in fields(Broken)}
-    leaves = {path[0] for path, _, _ in declared_flags(Broken)}
-    filled = {f.name for f in fields(Broken) if "filled_by" in f.metadata}
-    assert counted - leaves - filled == {"hidden"}
+    assert _unset_fields(mgerun_command, Broken) == {"hidden"}
 
 
 def test_help_defaults_follow_the_dataclass(monkeypatch):
     """Change a dataclass default and --help follows: the number is written in one place."""
-    field = next(f for f in fields(VerifyOptions) if f.name == "iters")
+    field = next(f for f in fields(VerifyOptions) if f.name == "iters")  # noqa: F811
     monkeypatch.setattr(field, "default", 77)
     assert default_of(VerifyOptions, "iters") == 77
 

@@ -175,11 +175,11 @@ class _Session:
 
 
 def _stored(expected):
-    from mgedump.commands.pack import _Case
+    from mgedump.commands.pack import StoredCase
     from mgedump.data import TestCase
     from mgedump.data.spec import CaseSpec
 
-    return [_Case(TestCase(CaseSpec("#rand(0,1)", "-d #1"), []), [("x", np.zeros(1, np.float32))], [expected])]
+    return [StoredCase(TestCase(CaseSpec("#rand(0,1)", "-d #1"), []), [("x", np.zeros(1, np.float32))], [expected])]
 
 
 def test_a_small_self_check_error_gets_a_maxerr_hint():
@@ -364,4 +364,4 @@ def test_output_model_on_the_bundle_path_is_refused(tmp_path, mgedump):
 
     cnn = sample("cnn.onnx")
     done = mgedump(cnn.path, "-d", cnn.spec, "--output-model", tmp_path / "b", "-o", tmp_path / "b")
-    assert done.code == 2 and "would write one file" in done.err and not (tmp_path / "b").exists()
+    assert done.code == 2 and "-o and --output-model both write to" in done.err and not (tmp_path / "b").exists()

@@ -94,7 +94,7 @@ def test_ioc16_halves_the_model_and_verifies(tmp_path, mgedump, mgerun):
 
 def test_ioc16_on_a_float16_model_does_not_crash(tmp_path):
     src = sample("half_relu.onnx").path
-    options = OptimizeOptions.from_flags(optimize_for_inference=True, enable_ioc16=True)
+    options = OptimizeOptions(optimize_for_inference=True, precision="ioc16")
     result = optimize_file(str(src), str(tmp_path / "o.onnx"), options)
     assert "float16 already" in " ".join(result.notes)
 
@@ -202,13 +202,13 @@ def test_ioc16_islands_between_float32_ops_compute_in_float32():
     assert result.computes16 == [] and len(activation_casts) == 2
 
 
-@pytest.mark.parametrize("mode", ["enable_ioc16", "enable_io16xc32"])
+@pytest.mark.parametrize("mode", ["ioc16", "io16xc32"])
 def test_weights_listed_as_inputs_change_type_with_their_initializer(tmp_path, mode):
     """IR 3 models list every weight as a graph input too: a weight stored float16 must be declared float16 there,
     or onnxruntime refuses the model ("Tensor element type mismatch")."""
     out = tmp_path / "m.onnx"
     optimize_file(
-        str(sample("ir3_mlp.onnx").path), str(out), OptimizeOptions(optimize_for_inference=True, **{mode: True})
+        str(sample("ir3_mlp.onnx").path), str(out), OptimizeOptions(optimize_for_inference=True, precision=mode)
     )
     model = onnx.load(str(out))
     stored = {init.name: init.data_type for init in model.graph.initializer}

@@ -138,10 +138,10 @@ def test_dynamic_mode_quantizes_matmul_weights(tmp_path, mgedump, mgerun):
     ("args", "message"),
     [
         (["--quantize-mode", "dynamic"], "--quantize-mode applies to --quantize int8"),
-        (["--calibrate", "#rand(0,1)"], "--calibrate gives calibration data to --quantize int8 (static)"),
+        (["--calibrate", "#rand(0,1)"], "--calibrate gives calibration data to int8's static calibration"),
         (
             ["--quantize", "int8", "--quantize-mode", "dynamic", "--calibrate", "#rand(0,1)"],
-            "--calibrate gives calibration data to --quantize int8 (static)",
+            "--calibrate gives calibration data to int8's static calibration",
         ),
         (
             ["--quantize", "int8", "--optimize-for-inference", "--enable-ioc16"],

@@ -205,7 +205,7 @@ def test_dump_refuses_unknown_and_megengine_only_flags(tmp_path):
         f.dump(str(tmp_path / "f.onnx"), enable_warp_speed=True)
     with pytest.raises(mgedump.MgeError, match="nchw44"):
         f.dump(str(tmp_path / "f.onnx"), enable_nchw44=True)
-    with pytest.raises(mgedump.MgeError, match="needs --optimize-for-inference"):
+    with pytest.raises(mgedump.MgeError, match="enable_io16xc32=True needs optimize_for_inference"):
         f.dump(str(tmp_path / "f.onnx"), optimize_for_inference=False, enable_io16xc32=True)
     assert not (tmp_path / "f.onnx").exists()
 

@@ -1,0 +1,55 @@
+"""The command line's flags, in groups (as Polygraphy's ``tools/args``): each group adds its click options to a
+command and turns what the user gave into the library's plain values (:mod:`mgedump.options`).
+
+- :mod:`.data`: ``-d`` and how test data is made (every command);
+- :mod:`.optimize`: ``--optimize-for-inference``, the precision modes and MegEngine's ``--enable-*`` flags;
+- :mod:`.pack`, :mod:`.verify`, :mod:`.diff`: each command's own flags;
+- :mod:`.spelling`: how messages name an option while a command runs (its flag).
+
+A click parameter is named after the library keyword it sets (``--iter`` sets ``iters``) and defaults to ``None``,
+"not given": the dataclass's own default then applies, and ``--help`` states it from there. The group that
+declared a parameter takes it out of the command's keyword arguments, so a flag can be followed by reading code:
+``--maxerr`` is ``parse_maxerr(values.pop("maxerr"))`` in :func:`.pack.pack_options`, which makes
+``PackOptions(maxerr=..., output_maxerr=...)`` for :func:`mgedump.pack`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, fields
+from typing import Any
+
+import click
+
+FILE = click.Path()  # a path the shell completes; what it may be is the command's own check, with its message
+DIR = click.Path(file_okay=False)
+
+Decorator = Callable[[Any], Any]
+
+
+def default(cls: type, name: str) -> Any:
+    """The default of a field of an options dataclass."""
+    f = next(f for f in fields(cls) if f.name == name)
+    return f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc,operator]
+
+
+def stating(help: str, cls: type, name: str) -> str:
+    """A help text that states the dataclass's default."""
+    return f"{help}  [default: {default(cls, name)}]"
+
+
+def given(values: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """Take these parameters out of a command's keyword arguments; return the ones the user gave."""
+    taken = {name: values.pop(name, None) for name in names}
+    return {name: value for name, value in taken.items() if value is not None and value != ()}
+
+
+def apply(decorators: Sequence[Decorator]) -> Decorator:
+    """One decorator adding the options of ``decorators`` in the order written (click lists them so)."""
+
+    def decorate(command: Any) -> Any:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return decorate

@@ -1,0 +1,50 @@
+"""``mgediff``'s own flags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ...options import DEFAULT_MAXERR, FLOAT16_MAXERR, DiffOptions
+from . import FILE, apply, given
+from .data import data_from, data_options
+from .verify import io_dump_budget
+
+diff_options_flags = apply(
+    [
+        data_options,
+        click.option(
+            "--maxerr",
+            "maxerr",
+            type=float,
+            default=None,
+            help=f"AssertEqual threshold per tensor (default: {DEFAULT_MAXERR:g}; {FLOAT16_MAXERR:g} when either "
+            "side holds float16).",
+        ),
+        click.option(
+            "--provider",
+            "provider",
+            metavar="NAME",
+            default=None,
+            help="Execution provider for the runs (default CPU).",
+        ),  # fmt: skip
+        io_dump_budget("MiB of tensors one run may expose.", DiffOptions),
+        click.option(
+            "--report-json",
+            "report_json",
+            metavar="FILE",
+            type=FILE,
+            default=None,
+            help="Write the comparison as JSON.",
+        ),
+    ]
+)
+
+
+def diff_options(values: dict[str, Any]) -> DiffOptions:
+    """How the flags ask ``mgediff`` to compare."""
+    cases, data, _ = data_from(values)
+    return DiffOptions(
+        cases=cases, data=data, **given(values, ("maxerr", "provider", "io_dump_budget_mb", "report_json"))
+    )

@@ -1,0 +1,125 @@
+"""``mgedump``'s own flags: the bound recorded in the bundle, what else it writes, calibration data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from ...base.errors import UsageError
+from ...options import PackOptions, check_maxerr
+from . import FILE, apply, given, stating
+from .data import data_from, data_options
+from .optimize import optimize_from, optimize_options
+
+NAMES = ("no_assert", "silent", "model_out", "embed_io_dump")
+
+pack_options_flags = apply(
+    [
+        data_options,
+        click.option(
+            "--maxerr",
+            "maxerr",
+            metavar="[OUTPUT:]X",
+            multiple=True,
+            default=None,
+            help=stating(
+                "AssertEqual threshold recorded in the bundle; OUTPUT:X for one output (repeatable).",
+                PackOptions,
+                "maxerr",
+            ),
+        ),
+        click.option(
+            "--no-assert",
+            "no_assert",
+            is_flag=True,
+            default=None,
+            help="Store no expected outputs: mgerun only runs and times.",
+        ),  # fmt: skip
+        click.option("--silent", "silent", is_flag=True, default=None, help="Record that mgerun prints failures only."),
+        optimize_options,
+        click.option(
+            "--calibrate",
+            "calibrate",
+            metavar="SPEC",
+            multiple=True,
+            default=None,
+            type=FILE,
+            help="With --quantize int8 (static): calibrate the activation ranges on this data (repeatable; the -d "
+            "grammar: files, images, @lists, generators) instead of the test cases.",
+        ),
+        click.option(
+            "--output-strip-info",
+            "strip_info",
+            is_flag=True,
+            default=None,
+            help="Also write OUT.json (operators, dtypes) and onnxruntime's reduced-build config.",
+        ),
+        click.option(
+            "--output-model",
+            "model_out",
+            metavar="FILE",
+            type=FILE,
+            default=None,
+            help="Also write the bundled model (optimised, converted or quantized) as a plain ONNX file; its "
+            "external data, if any, beside it as model.onnx.data.",
+        ),
+        click.option(
+            "--embed-io-dump",
+            "embed_io_dump",
+            type=int,
+            is_flag=False,
+            flag_value=1,
+            default=None,
+            metavar="[N]",
+            help="Store every tensor of the model as given on the first N test cases (default 1) in the bundle: "
+            "mgerun then names the node where a failing test case first diverges.",
+        ),
+    ]
+)
+
+
+def parse_maxerr(values: Sequence[str]) -> tuple[float | None, tuple[tuple[str, float], ...]]:
+    """``--maxerr X`` and ``--maxerr NAME:X`` (repeatable) as (the bound of every output, or None when only named
+    outputs were given; the bounds of named outputs). The name is everything before the last ``:``.
+
+    Raises:
+        UsageError: a value that is neither a number nor NAME:number, or a bound that is not a number >= 0.
+    """
+    every = None
+    named: dict[str, float] = {}
+    for text in values:
+        try:
+            every = check_maxerr(float(text))
+            continue
+        except ValueError:
+            pass
+        name, sep, number = text.rpartition(":")
+        try:
+            value = float(number)
+        except ValueError:
+            value = None
+        if not sep or not name or value is None:
+            raise UsageError(f"--maxerr {text!r}: give a number (e.g. 1e-4) or OUTPUT:number (e.g. prob:1e-3)")
+        named[name] = check_maxerr(value, output=name)
+    return every, tuple(named.items())
+
+
+def pack_options(values: dict[str, Any], output: str) -> PackOptions:
+    """What the flags ask ``mgedump`` to pack into ``output``."""
+    cases, data, _ = data_from(values)
+    maxerr, per_output = parse_maxerr(values.pop("maxerr", None) or ())
+    chosen = given(values, NAMES)
+    calibrate = tuple(values.pop("calibrate", None) or ())
+    if maxerr is not None:
+        chosen["maxerr"] = maxerr
+    return PackOptions(
+        cases=cases,
+        data=data,
+        output_maxerr=per_output,
+        optimize=optimize_from(values),
+        calibrate=calibrate,
+        strip_info=f"{output}.json" if values.pop("strip_info", None) else None,
+        **chosen,
+    )

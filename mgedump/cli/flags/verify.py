@@ -1,0 +1,199 @@
+"""``mgerun``'s own flags: how it verifies and times, and the reports it writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ...base.errors import UsageError
+from ...options import GRAPH_OPT_LEVELS, VerifyOptions
+from . import DIR, FILE, apply, given, stating
+from .data import data_from, data_options
+from .pack import parse_maxerr
+
+NAMES = (
+    "silent",
+    "no_assert",
+    "iters",
+    "warmup",
+    "duration_s",
+    "concurrency",
+    "threads",
+    "provider",
+    "graph_opt",
+    "profile",
+    "bin_out_dump",
+    "report_json",
+    "junit_xml",
+    "report_html",
+    "io_dump",
+    "io_dump_budget_mb",
+)
+
+
+def io_dump_budget(help: str, cls: type) -> Any:
+    """``--io-dump-budget MB``: how much of a run's tensors one run may expose (mgerun and mgediff)."""
+    return click.option(
+        "--io-dump-budget",
+        "io_dump_budget_mb",
+        type=int,
+        metavar="MB",
+        default=None,
+        help=stating(help, cls, "io_dump_budget_mb"),
+    )
+
+
+verify_options_flags = apply(
+    [
+        data_options,
+        click.option(
+            "--maxerr",
+            "maxerr",
+            metavar="[OUTPUT:]X",
+            multiple=True,
+            default=None,
+            help="Override the bundle's AssertEqual thresholds (every output's); OUTPUT:X for one output (repeatable).",
+        ),
+        click.option("--silent", "silent", is_flag=True, default=None, help="Print failures only."),
+        click.option("--no-assert", "no_assert", is_flag=True, default=None, help="Run and time only; check nothing."),
+        click.option(
+            "--iter", "iters", type=int, default=None, help=stating("Timed runs per test case.", VerifyOptions, "iters")
+        ),
+        click.option(
+            "--warmup-iter",
+            "warmup",
+            type=int,
+            default=None,
+            help=stating("Untimed runs before timing.", VerifyOptions, "warmup"),
+        ),
+        click.option(
+            "--duration",
+            "duration_s",
+            type=float,
+            metavar="SECONDS",
+            default=None,
+            help="Time each test case for at least SECONDS (and at least --iter runs).",
+        ),
+        click.option(
+            "--concurrency",
+            "concurrency",
+            type=int,
+            metavar="N",
+            default=None,
+            help=stating(
+                "Threads issuing runs on the one session at once: latency and throughput under load.",
+                VerifyOptions,
+                "concurrency",
+            ),
+        ),
+        click.option(
+            "--thread",
+            "threads",
+            type=int,
+            default=None,
+            help="onnxruntime intra-op threads (default: onnxruntime's choice).",
+        ),
+        click.option(
+            "--provider",
+            "provider",
+            metavar="NAME",
+            default=None,
+            help="Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU).",
+        ),
+        click.option(
+            "--graph-opt",
+            "graph_opt",
+            type=click.Choice(GRAPH_OPT_LEVELS),
+            default=None,
+            help="onnxruntime graph optimisation level (default: onnxruntime's, all).",
+        ),
+        click.option(
+            "--profile",
+            "profile",
+            metavar="FILE",
+            type=FILE,
+            default=None,
+            help="Write onnxruntime's profile (JSON) to FILE.",
+        ),  # fmt: skip
+        click.option(
+            "--bin-out-dump",
+            "bin_out_dump",
+            metavar="DIR",
+            type=DIR,
+            default=None,
+            help="Write every output as DIR/test_data_set_N/NAME.npy.",
+        ),
+        click.option(
+            "--repeat-sweep",
+            "repeat_sweep",
+            metavar="N,N,...",
+            default=None,
+            help="Also time each test case with its inputs repeated N times along axis 0.",
+        ),
+        click.option(
+            "--report-json",
+            "report_json",
+            metavar="FILE",
+            type=FILE,
+            default=None,
+            help="Write a machine-readable report (docs/reports.md).",
+        ),
+        click.option(
+            "--junit-xml",
+            "junit_xml",
+            metavar="FILE",
+            type=FILE,
+            default=None,
+            help="Write a JUnit XML report (for CI test reporters).",
+        ),
+        click.option(
+            "--report-html",
+            "report_html",
+            metavar="FILE",
+            type=FILE,
+            default=None,
+            help="Write a self-contained HTML report with plots (no network needed to view it).",
+        ),
+        click.option(
+            "--io-dump",
+            "io_dump",
+            metavar="DIR",
+            type=DIR,
+            default=None,
+            help="Write every tensor of every test case into DIR (an io dump).",
+        ),
+        io_dump_budget("MiB of tensors one run may expose; beyond it a test case runs in parts.", VerifyOptions),
+    ]
+)
+
+
+def parse_sweep(value: str) -> tuple[int, ...]:
+    """``--repeat-sweep 1,2,4,8`` as batch sizes.
+
+    Raises:
+        UsageError: not a comma-separated list of whole numbers.
+    """
+    try:
+        return tuple(int(part) for part in value.split(","))
+    except ValueError:
+        raise UsageError(
+            f"--repeat-sweep {value!r} is not a comma-separated list of batch sizes, e.g. 1,2,4,8"
+        ) from None
+
+
+def verify_options(values: dict[str, Any]) -> tuple[VerifyOptions, list[str]]:
+    """How the flags ask ``mgerun`` to verify, and the data flags given (they apply to a plain model only)."""
+    cases, data, data_flags = data_from(values)
+    maxerr, per_output = parse_maxerr(values.pop("maxerr", None) or ())
+    sweep = values.pop("repeat_sweep", None)
+    chosen = given(values, NAMES)
+    options = VerifyOptions(
+        cases=cases,
+        data=data,
+        maxerr=maxerr,
+        output_maxerr=per_output,
+        repeat_sweep=parse_sweep(sweep) if sweep is not None else (),
+        **chosen,
+    )
+    return options, data_flags

@@ -1,0 +1,90 @@
+"""onnxruntime's offline optimiser as a rewrite, and saving a model with or without external data.
+
+The portable rewrites are onnxruntime's BASIC level (constant folding; Identity, Dropout and other redundant
+nodes removed; BatchNorm and Add/Mul folded into Conv; MatMul+Add into Gemm); its EXTENDED level adds
+``com.microsoft.FusedConv`` and ALL the NCHWc layout for x86 AVX2 (docs/optimize.md). The result is saved at the
+model's own opsets, IR and weights-as-inputs restored (:mod:`.passes`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..model.modelfile import uses_external_data
+from ..model.runtime import open_session, session_options
+from .passes import batchnorm_to_affine, dequantized_weights, hide_weights, restore_ir, restore_weights
+
+PROTOBUF_LIMIT = (1 << 31) - (64 << 20)  # beyond this a model file keeps its weights outside (protobuf's 2 GiB)
+
+
+def uses_external(path: str) -> bool:
+    """Whether the model at ``path`` keeps (or must keep) its weights in an external data file."""
+    return uses_external_data(path) or os.path.getsize(path) > PROTOBUF_LIMIT
+
+
+def save(model: Any, path: str, external: bool) -> None:
+    """Save a model; with ``external``, its weights in ``<file>.data`` beside it (the bundle's data member)."""
+    import onnx
+
+    if external:
+        onnx.save_model(
+            model,
+            path,
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=os.path.basename(path) + ".data",
+            size_threshold=1024,
+        )
+    else:
+        onnx.save_model(model, path)
+
+
+def portable_rewrites(src: str, scratch: str, external: bool) -> Any:
+    """The model at ``src`` after the portable rewrites (onnxruntime's BASIC level, twice when BatchNorms that
+    follow no Conv become Mul + Add)."""
+    model = ort_offline(src, os.path.join(scratch, "basic.onnx"), "basic", external)
+    if batchnorm_to_affine(model):
+        staged = os.path.join(scratch, "affine.onnx")
+        save(model, staged, external)
+        model = ort_offline(staged, os.path.join(scratch, "basic2.onnx"), "basic", external)
+    return model
+
+
+def at_level(model: Any, level: str, scratch: str, external: bool) -> Any:
+    """The model after onnxruntime's optimiser at ``level`` (``extended``: fusions; ``all``: NCHWc too)."""
+    staged = os.path.join(scratch, "staged.onnx")
+    save(model, staged, external)
+    return ort_offline(staged, os.path.join(scratch, f"{level}.onnx"), level, external)
+
+
+def ort_offline(src: str, out: str, level: str, external: bool) -> Any:
+    """Run onnxruntime's offline optimiser at a level; return the saved model, opsets restored.
+
+    Integer weights that the model dequantizes (int8 -> Cast -> Mul, DequantizeLinear) are hidden from the
+    optimiser as graph inputs and put back after: constant folding would store them dequantized, as float32
+    weights four times their size.
+    """
+    import onnx
+
+    original = onnx.load(src, load_external_data=False)
+    protected = dequantized_weights(original)
+    source = src
+    if protected:
+        model = onnx.load(src)
+        weights = hide_weights(model, protected)
+        source = out + ".protected.onnx"
+        save(model, source, external)
+    opts = session_options(graph_opt=level)
+    opts.optimized_model_filepath = out
+    if external:
+        opts.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", os.path.basename(out) + ".data"
+        )
+        opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    open_session(source, label=f"the model being optimised ({level} level)", options=opts)
+    model = onnx.load(out)
+    if protected:
+        restore_weights(model, weights)
+    restore_ir(model, original)
+    return model

@@ -1,0 +1,111 @@
+"""What the two float16 modes share: the search that decides which nodes stay float32, and what a pack says.
+
+``ioc16`` (:mod:`.ioc16`) computes in float16 where onnxruntime has a float16 kernel; ``io16xc32``
+(:mod:`.io16xc32`) stores float16 between operators and computes in float32. Both are made by
+:func:`~mgedump.optimize.autocast.choose_precision` on the test data (docs/float16.md), or, without test data,
+from the weights' ranges and ``fp32_nodes`` alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ...base.naming import option_name
+from ..autocast import choose_precision
+from ..float16 import check_not_quantized, convert, is_float16_model, matching_nodes, name_nodes
+from ..offline import save
+from . import Job, Made
+
+READS = frozenset({"fp32_nodes", "keep_io_types", "float16_margin"})
+LIMIT = 10  # nodes listed in a pack's summary; the manifest lists them all
+
+
+def float16_maker(mode: str, after: Callable[[str, Any, Job], list[str]] | None = None) -> Callable[[Job], Made]:
+    """How a float16 mode is made: the search on the test data, else the weights' ranges and ``fp32_nodes``.
+
+    Args:
+        after: more notes on the searched model (float32 model's path, the search's result, the job).
+    """
+
+    def make(job: Job) -> Made:
+        model, options = job.model, job.options
+        check_not_quantized(model, option_name("precision", mode))
+        if is_float16_model(model):
+            record = {"mode": mode, "kept_float32": [], "weights_float32": [], "search_rounds": 0}
+            return Made(model, record, ["the model is float16 already"])
+        if not job.test_inputs:
+            return _from_weights(job, mode)
+        staged = os.path.join(job.scratch, "float32.onnx")
+        save(model, staged, job.external)
+        found = choose_precision(
+            staged,
+            mode,
+            job.test_inputs,
+            maxerr=job.tightest,
+            fp32_nodes=options.fp32_nodes,
+            scratch=job.scratch,
+            keep_io=options.keep_io_types,
+            margin=options.float16_margin,
+        )
+        notes = [*found.notes, cast_note(found.model, mode), *(after(staged, found, job) if after else [])]
+        return Made(found.model, found.to_json(), notes)
+
+    return make
+
+
+def _from_weights(job: Job, mode: str) -> Made:
+    """Without test data: the nodes ``fp32_nodes`` names stay float32, weights float16 where float16 holds them."""
+    model = job.model
+    name_nodes(model)
+    kept = matching_nodes(model, job.options.fp32_nodes)
+    conversion = convert(model, mode, kept, keep_io=job.options.keep_io_types)
+    record = {
+        "mode": mode,
+        "kept_float32": [{"node": n, "op_type": "", "why": why} for n, why in kept.items()],
+        "weights_float32": [{"weight": n, "why": why} for n, why in conversion.weights32.items()],
+        "search_rounds": 0,
+    }
+    return Made(model, record)
+
+
+def cast_note(model: Any, mode: str) -> str:
+    """How many Casts the float16 model holds, and how many of them only convert a weight (onnxruntime folds those
+    when it loads the model: they cost nothing per run)."""
+    weights = {init.name for init in model.graph.initializer}
+    casts = [node for node in model.graph.node if node.op_type == "Cast"]
+    on_weights = sum(1 for node in casts if node.input and node.input[0] in weights)
+    return (
+        f"{mode}: {len(casts)} Cast(s) in the model, {on_weights} of them on weights (folded when onnxruntime loads "
+        f"it), {len(casts) - on_weights} run per inference"
+    )
+
+
+def float16_lines(record: Mapping[str, Any]) -> list[str]:
+    """What a float16 mode kept float32, and why: one line each, the first :data:`LIMIT` of them."""
+    kept = record["kept_float32"]
+    weights = record.get("weights_float32", [])
+    if not kept and not weights:
+        return [f"{record['mode']}: every node converted"]
+    lines = [f"{record['mode']}: {len(kept)} node(s) and {len(weights)} weight(s) kept float32"]
+    entries = []
+    for entry in kept:
+        op = f" ({entry['op_type']})" if entry.get("op_type") else ""
+        entries.append(f"  node {entry['node']!r}{op}: {entry['why']}")
+    by_reason: dict[str, list[str]] = {}
+    for entry in weights:  # weights kept for one reason (read by one kept node) are many: one line per reason
+        by_reason.setdefault(entry["why"], []).append(entry["weight"])
+    for why, names in by_reason.items():
+        entries.append(f"  weight {names[0]!r}: {why}" if len(names) == 1 else f"  {len(names)} weights: {why}")
+    return lines + limited(entries)
+
+
+def limited(entries: list[str]) -> list[str]:
+    """The first :data:`LIMIT` entries, and how many more the manifest lists."""
+    more = (
+        [f"  ... and {len(entries) - LIMIT} more (the bundle's manifest lists them all)"]
+        if len(entries) > LIMIT
+        else []
+    )
+    return entries[:LIMIT] + more

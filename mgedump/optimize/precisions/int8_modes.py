@@ -1,0 +1,81 @@
+"""What the two int8 modes share: onnxruntime's quantizer, proved on the test data, and what a pack says.
+
+``int8`` (:mod:`.int8`) is static QDQ calibrated ahead; ``int8-dynamic`` (:mod:`.int8_dynamic`) quantizes MatMul
+weights and the activations at run time. Both are :func:`~mgedump.optimize.quantize.quantize_int8`, after the
+portable rewrites (the quantizer's pre-processing), against the outputs of the model as given (docs/int8.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ...bundle.requirements import REQ_INT8_DYNAMIC, REQ_INT8_QDQ
+from ...model.runtime import open_session
+from ..offline import save
+from . import Job, Made
+from .float16_modes import limited
+
+
+def int8_maker(quantize_mode: str) -> Callable[[Job], Made]:
+    """How an int8 mode is made: ``quantize_mode`` is onnxruntime's ``"static"`` or ``"dynamic"``."""
+
+    def make(job: Job) -> Made:
+        import onnx
+
+        from ..quantize import quantize_int8
+
+        staged = os.path.join(job.scratch, "float.onnx")
+        save(job.model, staged, job.external)
+        given = open_session(job.source, label="the model as given")
+        names = [o.name for o in given.get_outputs()]
+        expected = [given.run(names, dict(feeds)) for feeds in job.test_inputs]
+        options = job.options
+        found = quantize_int8(
+            staged,
+            os.path.join(job.scratch, "int8.onnx"),
+            test_inputs=job.test_inputs,
+            expected=expected,
+            maxerr=job.maxerr,
+            output_maxerr=job.output_maxerr,
+            calibration=job.calibration,
+            calibration_specs=job.calibration_specs,
+            mode=quantize_mode,
+            method=options.calibrate_method,
+            per_channel=options.int8_weights == "per-channel",
+            fp32_nodes=options.fp32_nodes,
+            scratch=job.scratch,
+            external=job.external,
+        )
+        return Made(onnx.load(found.path), found.to_json(), list(found.notes))
+
+    return make
+
+
+def int8_requirements(record: Mapping[str, Any]) -> list[str]:
+    """What an int8 model needs: kernels for its quantized ops."""
+    return [REQ_INT8_QDQ if record["mode"] == "static" else REQ_INT8_DYNAMIC]
+
+
+def int8_lines(record: Mapping[str, Any]) -> list[str]:
+    """How int8 was made, each output's error statistics (to pick maxerr knowingly), and the nodes kept float."""
+    how = f"{record['mode']} {record['format']}"
+    calibration = record.get("calibration")
+    if calibration:
+        how += f", {record['method']} ranges from {calibration['cases']} case(s) ({', '.join(calibration['from'])})"
+    how += ", weights per channel" if record.get("per_channel") else ", weights per tensor"
+    kept = record.get("kept_float32", [])
+    lines = [
+        f"int8 ({how}): {record['quantized_nodes']} node(s) quantized, {len(kept)} kept float, "
+        f"{record['search_rounds']} quantization(s) tried"
+    ]
+    for out in record.get("outputs", []):
+        top1 = ""
+        if out.get("top1_agreement") is not None:
+            top1 = f", top-1 agreement {out['top1_agreement']:.1%} of {out['top1_rows']}"
+        lines.append(
+            f"  output {out['name']!r}: max abs err {out['max_abs_err']:.3g}, p99 {out['p99_abs_err']:.3g}, "
+            f"mean {out['mean_abs_err']:.3g} (AssertEqual err {out['assert_err']:.3g}){top1}"
+        )
+    return lines + limited([f"  node {e['node']!r} ({e['op_type']}) kept float: {e['why']}" for e in kept])
