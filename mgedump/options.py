@@ -30,6 +30,7 @@ FLOAT16_MAXERR = 1e-2  # mgediff's default when either side holds float16: float
 FLOAT16_MARGIN = 0.5  # the float16 search aims this fraction below maxerr (measured on held-out data: docs/float16.md)
 IO_DUMP_BUDGET_MB = 1024  # MiB of exposed tensors one run may hold (docs/io-dump.md)
 GRAPH_OPT_LEVELS = ("disable", "basic", "extended", "all")
+ERROR_STATS = ("max", "p99", "mean", "median")  # what a bound applies to, over an output's element errors
 CALIBRATE_METHODS = ("minmax", "entropy", "percentile")  # onnxruntime's calibrators; minmax measured best (docs)
 INT8_WEIGHTS = ("per-channel", "per-tensor")
 MAX_THREADS = max(64, 4 * (os.cpu_count() or 1))  # intra-op threads beyond the cores only wait; beyond this, refused

@@ -1,4 +1,9 @@
-"""The mgedump bundle format, version 1. This docstring is its specification.
+"""The mgedump bundle format, versions 1 and 2. This docstring is its specification.
+
+Version 1 holds one model; version 2 holds several variants of one model
+(float32, float16, int8, ...), each proved on the same test cases, for the
+target to choose among (``mgerun --fitting``). A bundle of one variant is
+written as version 1.
 
 A bundle is a ZIP archive whose members are all stored (uncompressed), in this
 order::
@@ -60,12 +65,16 @@ Manifest keys (all REQUIRED unless marked):
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from ..base.errors import BundleError
+from ..options import ERROR_STATS
 
 FORMAT = "mgedump-bundle"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest version this mgedump reads; a bundle of one variant is written as version 1
+SINGLE_VERSION = 1
+VARIANTS_FOLDER = "variants"
 MANIFEST = "mgedump.json"
 MODEL_MEMBER = "model.onnx"
 BUNDLE_SUFFIX = ".mgetest"  # what a bundle file is called; a folder given to mgerun stands for its *.mgetest files
@@ -98,6 +107,76 @@ def _require(condition: bool, what: str) -> None:
         raise BundleError(f"bundle manifest is malformed: {what}")
 
 
+def _check_model(model: Any, where: str) -> None:
+    _require(
+        isinstance(model, dict) and isinstance(model.get("member"), str) and isinstance(model.get("sha256"), str),
+        f"{where!r} must name a member and its sha256",
+    )
+    _require(
+        model.get("external_data") is None or isinstance(model.get("external_data"), str),
+        f"'{where}.external_data' must be a member name or null",
+    )
+    if model.get("external_data") is not None:
+        _require(
+            model["external_data"].rsplit("/", 1)[-1] != model["member"].rsplit("/", 1)[-1],
+            f"'{where}.external_data' must not have the model member's file name (both are extracted side by side)",
+        )
+
+
+def _check_precision(entry: dict[str, Any], where: str) -> None:
+    """The rewrites of one model: its optimizations, requirements and float16 record."""
+    _require(_is_str_list(entry.get("optimizations")), f"'{where}optimizations' must be a list of strings")
+    _require(_is_str_list(entry.get("requirements")), f"'{where}requirements' must be a list of strings")
+    float16 = entry.get("float16")
+    _require(
+        float16 is None or (isinstance(float16, dict) and isinstance(float16.get("kept_float32"), list)),
+        f"'{where}float16' must be an object listing 'kept_float32'",
+    )
+
+
+_VARIANT_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+
+def _check_variants(manifest: dict[str, Any]) -> None:
+    """Version 2: the variants, each a model of its own with its proof, and the ones left out."""
+    model = manifest.get("model")
+    _require(isinstance(model, dict) and isinstance(model.get("source_sha256"), str), "'model' must give source_sha256")
+    variants = manifest.get("variants")
+    if not isinstance(variants, list) or not variants:
+        raise BundleError("bundle manifest is malformed: 'variants' must be a non-empty list")
+    names = set()
+    for k, variant in enumerate(variants):
+        where = f"variants[{k}]"
+        _require(isinstance(variant, dict), f"{where!r} must be an object")
+        name = variant.get("name")
+        _require(isinstance(name, str) and bool(_VARIANT_NAME.match(name)), f"'{where}.name' must be a variant name")
+        _require(name not in names, f"variant {name!r} is listed twice")
+        names.add(name)
+        _check_model(variant.get("model"), f"{where}.model")
+        _check_precision(variant, f"{where}.")
+        _check_tensor_infos(variant.get("inputs"), f"{where}.inputs")
+        _check_tensor_infos(variant.get("outputs"), f"{where}.outputs")
+        certified = variant.get("certified")
+        _require(
+            isinstance(certified, dict) and all(_is_number(v) or v is None for v in certified.values()),
+            f"'{where}.certified' must map output names to numbers",
+        )
+        _require(isinstance(variant.get("options", {}), dict), f"'{where}.options' must be an object")
+    left_out = manifest.get("left_out", [])
+    _require(
+        isinstance(left_out, list)
+        and all(
+            isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("reason"), str)
+            for e in left_out
+        ),
+        "'left_out' must list names and reasons",
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
@@ -117,7 +196,7 @@ def _check_tensor_infos(value: Any, key: str) -> None:
 
 
 def validate_manifest(manifest: Any) -> None:
-    """Check the manifest's version, keys and types (format version 1).
+    """Check the manifest's version, keys and types (format versions 1 and 2).
 
     Raises:
         BundleError: with what is wrong.
@@ -133,64 +212,69 @@ def validate_manifest(manifest: Any) -> None:
             f"bundle format version {version} is newer than this mgedump reads (up to {FORMAT_VERSION})",
             hint="upgrade mgedump",
         )
-    if version != FORMAT_VERSION:
-        raise BundleError(f"unknown bundle format version {version} (this mgedump reads version {FORMAT_VERSION})")
-    model = manifest.get("model")
-    _require(
-        isinstance(model, dict) and isinstance(model.get("member"), str) and isinstance(model.get("sha256"), str),
-        "'model' must name a member and its sha256",
-    )
-    _require(
-        model.get("external_data") is None or isinstance(model.get("external_data"), str),
-        "'model.external_data' must be a member name or null",
-    )
-    if model.get("external_data") is not None:
-        _require(
-            model["external_data"].rsplit("/", 1)[-1] != model["member"].rsplit("/", 1)[-1],
-            "'model.external_data' must not have the model member's file name (both are extracted side by side)",
-        )
-    _require(_is_str_list(manifest.get("optimizations")), "'optimizations' must be a list of strings")
-    _require(_is_str_list(manifest.get("requirements")), "'requirements' must be a list of strings")
-    float16 = manifest.get("float16")
-    _require(
-        float16 is None or (isinstance(float16, dict) and isinstance(float16.get("kept_float32"), list)),
-        "'float16' must be an object listing 'kept_float32'",
-    )
+    if version not in (SINGLE_VERSION, FORMAT_VERSION):
+        raise BundleError(f"unknown bundle format version {version} (this mgedump reads versions 1 and 2)")
+    if version == SINGLE_VERSION:
+        _check_model(manifest.get("model"), "model")
+        _check_precision(manifest, "")
+    else:
+        _check_variants(manifest)
     _check_tensor_infos(manifest.get("inputs"), "inputs")
     _check_tensor_infos(manifest.get("outputs"), "outputs")
-    assertion = manifest.get("assertion")
-    _require(isinstance(assertion, dict), "'assertion' must be an object")
-    _require(
-        isinstance(assertion.get("enabled"), bool) and isinstance(assertion.get("verbose"), bool),
-        "'assertion.enabled' and 'assertion.verbose' must be true or false",
-    )
-    maxerr = assertion.get("maxerr")
-    _require(
-        isinstance(maxerr, (int, float)) and not isinstance(maxerr, bool) and math.isfinite(maxerr) and maxerr >= 0,
-        "'assertion.maxerr' must be a number >= 0",
-    )
-    bounds = assertion.get("output_maxerr", {})
-    output_names = {entry["name"] for entry in manifest["outputs"]}
-    _require(
-        isinstance(bounds, dict)
-        and all(
-            name in output_names
-            and isinstance(b, (int, float))
-            and not isinstance(b, bool)
-            and math.isfinite(b)
-            and b >= 0
-            for name, b in bounds.items()
-        ),
-        "'assertion.output_maxerr' must map output names to numbers >= 0",
-    )
+    _check_assertion(manifest.get("assertion"), {entry["name"] for entry in manifest["outputs"]})
     seed = manifest.get("seed", 0)
     _require(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, "'seed' must be a whole number >= 0")
     _require(isinstance(manifest.get("data_options", {}), dict), "'data_options' must be an object")
     environment = manifest.get("environment")
     _require(environment is None or isinstance(environment, dict), "'environment' must be an object")
     cases = manifest.get("test_cases")
+    _check_cases(cases, len(manifest["inputs"]), len(manifest["outputs"]), manifest["assertion"]["enabled"])
+    listed = _check_members(manifest.get("members"))
+    _check_io_dump(manifest.get("io_dump"), len(cases), listed)
+    referenced = [
+        name
+        for entry in ([manifest["model"]] if version == SINGLE_VERSION else [v["model"] for v in manifest["variants"]])
+        for name in (entry["member"], entry.get("external_data"))
+        if name
+    ]
+    for case in cases:
+        referenced += case["inputs"] + case["outputs"]
+    seen: set[str] = set()
+    for name in referenced:
+        if name not in listed:
+            raise BundleError(f"bundle manifest refers to member {name!r}, which it does not list")
+        if name in seen:  # a bundle's work is bounded by its bytes: each tensor member stands for one tensor
+            raise BundleError(f"bundle manifest refers to member {name!r} more than once")
+        seen.add(name)
+
+
+def _check_assertion(assertion: Any, output_names: set[str]) -> None:
+    _require(isinstance(assertion, dict), "'assertion' must be an object")
+    _require(
+        isinstance(assertion.get("enabled"), bool) and isinstance(assertion.get("verbose"), bool),
+        "'assertion.enabled' and 'assertion.verbose' must be true or false",
+    )
+    maxerr = assertion.get("maxerr")
+    _require(_is_number(maxerr) and maxerr >= 0, "'assertion.maxerr' must be a number >= 0")
+    bounds = assertion.get("output_maxerr", {})
+    _require(
+        isinstance(bounds, dict)
+        and all(name in output_names and _is_number(b) and b >= 0 for name, b in bounds.items()),
+        "'assertion.output_maxerr' must map output names to numbers >= 0",
+    )
+    _require(
+        assertion.get("error_stat", "max") in ERROR_STATS,
+        f"'assertion.error_stat' must be one of {', '.join(ERROR_STATS)}",
+    )
+    stats = assertion.get("output_error_stat", {})
+    _require(
+        isinstance(stats, dict) and all(name in output_names and stat in ERROR_STATS for name, stat in stats.items()),
+        "'assertion.output_error_stat' must map output names to error statistics",
+    )
+
+
+def _check_cases(cases: Any, n_in: int, n_out: int, asserted: bool) -> None:
     _require(isinstance(cases, list) and bool(cases), "'test_cases' must be a non-empty list")
-    n_in, n_out = len(manifest["inputs"]), len(manifest["outputs"])
     for case in cases:
         _require(isinstance(case, dict) and isinstance(case.get("spec"), str), "each test case needs a 'spec'")
         _require(
@@ -199,10 +283,12 @@ def validate_manifest(manifest: Any) -> None:
         )
         outputs = case.get("outputs")
         _require(
-            _is_str_list(outputs) and len(outputs) == (n_out if assertion["enabled"] else 0),
+            _is_str_list(outputs) and len(outputs) == (n_out if asserted else 0),
             "each test case needs one output member per model output when assertions are on, none when off",
         )
-    members = manifest.get("members")
+
+
+def _check_members(members: Any) -> set[str]:
     _require(isinstance(members, list), "'members' must be a list")
     for entry in members:
         _require(
@@ -216,30 +302,21 @@ def validate_manifest(manifest: Any) -> None:
         check_member_name(entry["name"])
     listed = {entry["name"] for entry in members}
     _require(len(listed) == len(members), "a member is listed twice")
-    io_dump = manifest.get("io_dump")
-    if io_dump is not None:
+    return listed
+
+
+def _check_io_dump(io_dump: Any, cases: int, listed: set[str]) -> None:
+    if io_dump is None:
+        return
+    _require(
+        isinstance(io_dump, dict)
+        and io_dump.get("folder") == IO_DUMP_FOLDER
+        and isinstance(io_dump.get("model_sha256"), str)
+        and isinstance(io_dump.get("test_cases"), list)
+        and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < cases for n in io_dump["test_cases"]),
+        f"'io_dump' must give the folder {IO_DUMP_FOLDER!r}, the model's sha256 and test case numbers",
+    )
+    for n in io_dump["test_cases"]:
         _require(
-            isinstance(io_dump, dict)
-            and io_dump.get("folder") == IO_DUMP_FOLDER
-            and isinstance(io_dump.get("model_sha256"), str)
-            and isinstance(io_dump.get("test_cases"), list)
-            and all(
-                isinstance(n, int) and not isinstance(n, bool) and 0 <= n < len(cases) for n in io_dump["test_cases"]
-            ),
-            f"'io_dump' must give the folder {IO_DUMP_FOLDER!r}, the model's sha256 and test case numbers",
+            f"{IO_DUMP_FOLDER}/{case_folder(n)}/index.json" in listed, f"the io dump of test case {n} is not listed"
         )
-        for n in io_dump["test_cases"]:
-            _require(
-                f"{IO_DUMP_FOLDER}/{case_folder(n)}/index.json" in listed,
-                f"the io dump of test case {n} is not listed",
-            )
-    referenced = [model["member"]] + ([model["external_data"]] if model.get("external_data") else [])
-    for case in cases:
-        referenced += case["inputs"] + case["outputs"]
-    seen: set[str] = set()
-    for name in referenced:
-        if name not in listed:
-            raise BundleError(f"bundle manifest refers to member {name!r}, which it does not list")
-        if name in seen:  # a bundle's work is bounded by its bytes: each tensor member stands for one tensor
-            raise BundleError(f"bundle manifest refers to member {name!r} more than once")
-        seen.add(name)

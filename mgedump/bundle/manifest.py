@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
-from .format import FORMAT, FORMAT_VERSION, MODEL_MEMBER
+from .format import FORMAT, FORMAT_VERSION, MODEL_MEMBER, SINGLE_VERSION
 
 
 @dataclass(frozen=True)
@@ -34,22 +34,103 @@ class ModelEntry:
 @dataclass(frozen=True)
 class AssertionEntry:
     """Whether expected outputs are checked, within which error (``output_maxerr``: the outputs with a bound of
-    their own), and whether passing checks are printed."""
+    their own), of which statistic of the element errors (``error_stat``, ``output_error_stat``), and whether
+    passing checks are printed."""
 
     enabled: bool
     maxerr: float
     verbose: bool
     output_maxerr: dict[str, float] = field(default_factory=dict)
+    error_stat: str = "max"
+    output_error_stat: dict[str, str] = field(default_factory=dict)
 
     def maxerr_of(self, output: str) -> float:
         """The bound of one output: its own, else the bundle's."""
         return self.output_maxerr.get(output, self.maxerr)
 
+    def stat_of(self, output: str) -> str:
+        """The statistic one output's bound applies to."""
+        return self.output_error_stat.get(output, self.error_stat)
+
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {"enabled": self.enabled, "maxerr": self.maxerr, "verbose": self.verbose}
         if self.output_maxerr:
             document["output_maxerr"] = dict(self.output_maxerr)
+        if self.error_stat != "max":
+            document["error_stat"] = self.error_stat
+        if self.output_error_stat:
+            document["output_error_stat"] = dict(self.output_error_stat)
         return document
+
+    @classmethod
+    def from_json(cls, assertion: dict[str, Any]) -> AssertionEntry:
+        return cls(
+            enabled=bool(assertion["enabled"]),
+            maxerr=float(assertion["maxerr"]),
+            verbose=bool(assertion["verbose"]),
+            output_maxerr={name: float(bound) for name, bound in (assertion.get("output_maxerr") or {}).items()},
+            error_stat=str(assertion.get("error_stat", "max")),
+            output_error_stat={name: str(stat) for name, stat in (assertion.get("output_error_stat") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class VariantEntry:
+    """One variant of a version-2 bundle: its model, how it was made, and its proof.
+
+    Attributes:
+        name: ``fp32``, ``ioc16``, ``int8``, ...: what ``mgerun --variant`` takes.
+        model: its model member (``source_sha256`` is the bundle's).
+        inputs, outputs: its model's inputs and outputs (dtypes may differ from the stored tensors').
+        certified: the worst error per output over the test cases, measured when packing.
+        options: the options that made it.
+        records: its precision mode's record, by key (``float16``, ``int8``).
+    """
+
+    name: str
+    model: ModelEntry
+    optimizations: list[str]
+    requirements: list[str]
+    inputs: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+    certified: dict[str, float | None] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        model = self.model.to_json()
+        del model["source_sha256"]
+        return {
+            "name": self.name,
+            "model": model,
+            "optimizations": list(self.optimizations),
+            "requirements": list(self.requirements),
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+            "certified": dict(self.certified),
+            "options": dict(self.options),
+            **{key: record for key, record in self.records.items() if record},
+        }
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any], source_sha256: str) -> VariantEntry:
+        model = entry["model"]
+        return cls(
+            name=entry["name"],
+            model=ModelEntry(model["sha256"], source_sha256, model["member"], model.get("external_data")),
+            optimizations=list(entry["optimizations"]),
+            requirements=list(entry["requirements"]),
+            inputs=list(entry["inputs"]),
+            outputs=list(entry["outputs"]),
+            certified=dict(entry["certified"]),
+            options=dict(entry.get("options") or {}),
+            records={k: v for k, v in entry.items() if k not in VARIANT_KEYS and isinstance(v, dict)},
+        )
+
+
+VARIANT_KEYS = frozenset(
+    ("name", "model", "optimizations", "requirements", "inputs", "outputs", "certified", "options")
+)
 
 
 @dataclass(frozen=True)
@@ -75,7 +156,8 @@ class CaseEntry:
 CORE_KEYS = frozenset(
     (
         "format", "format_version", "generator", "model", "optimizations", "requirements", "inputs", "outputs",
-        "assertion", "seed", "data_options", "test_cases", "io_dump", "environment", "members",
+        "assertion", "seed", "data_options", "test_cases", "io_dump", "environment", "members", "variants",
+        "left_out",
     )
 )  # fmt: skip
 """The manifest's own keys; any other key that holds an object is a precision mode's record."""
@@ -107,17 +189,22 @@ class Manifest:
     environment: dict[str, Any] | None = None  # where it was packed (mgedump.model.environment.pack_environment)
     members: list[dict[str, Any]] = field(default_factory=list)
     generator: dict[str, Any] = field(default_factory=lambda: {"name": "mgedump", "version": __version__})
+    variants: list[VariantEntry] = field(default_factory=list)
+    left_out: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def format_version(self) -> int:
+        """1 for one model, 2 for several variants."""
+        return FORMAT_VERSION if self.variants else SINGLE_VERSION
 
     def to_json(self) -> dict[str, Any]:
         """The manifest as written (``members`` last; optional keys only when present)."""
         document: dict[str, Any] = {
             "format": FORMAT,
-            "format_version": FORMAT_VERSION,
+            "format_version": self.format_version,
             "generator": dict(self.generator),
-            "model": self.model.to_json(),
-            "optimizations": list(self.optimizations),
-            **{key: record for key, record in self.records.items() if record},
-            "requirements": list(self.requirements),
+            "model": self.model.to_json() if not self.variants else {"source_sha256": self.model.source_sha256},
+            **self._single_or_variants(),
             "inputs": list(self.inputs),
             "outputs": list(self.outputs),
             "assertion": self.assertion.to_json(),
@@ -131,26 +218,37 @@ class Manifest:
             document["members"] = list(self.members)
         return document
 
+    def _single_or_variants(self) -> dict[str, Any]:
+        """Version 1's rewrites of its one model, or version 2's variants."""
+        if not self.variants:
+            return {
+                "optimizations": list(self.optimizations),
+                **{key: record for key, record in self.records.items() if record},
+                "requirements": list(self.requirements),
+            }
+        return {
+            "variants": [v.to_json() for v in self.variants],
+            **({"left_out": [dict(e) for e in self.left_out]} if self.left_out else {}),
+        }
+
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> Manifest:
         """The records of a manifest that :func:`~mgedump.bundle.format.validate_manifest` accepted."""
         model = document["model"]
-        assertion = document["assertion"]
+        source = model.get("source_sha256", "")
+        variants = [VariantEntry.from_json(v, source) for v in document.get("variants", [])]
         return cls(
-            model=ModelEntry(
+            model=variants[0].model
+            if variants
+            else ModelEntry(
                 sha256=model["sha256"],
-                source_sha256=model.get("source_sha256", ""),
+                source_sha256=source,
                 member=model["member"],
                 external_data=model.get("external_data"),
             ),
             inputs=list(document["inputs"]),
             outputs=list(document["outputs"]),
-            assertion=AssertionEntry(
-                enabled=bool(assertion["enabled"]),
-                maxerr=float(assertion["maxerr"]),
-                verbose=bool(assertion["verbose"]),
-                output_maxerr={name: float(bound) for name, bound in (assertion.get("output_maxerr") or {}).items()},
-            ),
+            assertion=AssertionEntry.from_json(document["assertion"]),
             test_cases=[
                 CaseEntry(
                     dir=case.get("dir", ""),
@@ -161,8 +259,8 @@ class Manifest:
                 )
                 for case in document["test_cases"]
             ],
-            optimizations=list(document["optimizations"]),
-            requirements=list(document["requirements"]),
+            optimizations=list(document.get("optimizations", [])),
+            requirements=list(document.get("requirements", [])),
             seed=int(document.get("seed", 0)),
             data_options=dict(document.get("data_options") or {}),
             records={key: value for key, value in document.items() if key not in CORE_KEYS and isinstance(value, dict)},
@@ -170,4 +268,6 @@ class Manifest:
             environment=document.get("environment"),
             members=list(document.get("members", [])),
             generator=dict(document.get("generator") or {}),
+            variants=variants,
+            left_out=[dict(e) for e in document.get("left_out", [])],
         )

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from ..options import ERROR_STATS
+
 FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504: float16's largest finite value, the one definition
-ERROR_STATS = ("max", "p99", "mean", "median")  # what the bound applies to, over an output's element errors
 
 
 def summarize(each: np.ndarray, stat: str) -> float:
@@ -87,8 +88,7 @@ class OutputCheck:
         err = "n/a" if self.err is None else f"{self.err:g}"
         lines = [
             f"AssertEqual{'' if self.stat == 'max' else ' ' + self.stat}: err={err} (name={self.name}) FAILED "
-            f"(maxerr={self.maxerr:g})"
-            + (f": {self.reason}" if self.reason else "")
+            f"(maxerr={self.maxerr:g})" + (f": {self.reason}" if self.reason else "")
         ]
         if self.worst_index is not None:
             lines.append(

@@ -64,7 +64,7 @@ CASES = [
     ("format", _set("format", "zip"), "not an mgedump bundle"),
     ("version-missing", _set("format_version", _DELETE), "no valid format_version"),
     ("version-bool", _set("format_version", True), "no valid format_version"),
-    ("version-newer", _set("format_version", 2), "newer than this mgedump reads"),
+    ("version-newer", _set("format_version", 3), "newer than this mgedump reads"),
     ("version-older", _set("format_version", 0), "unknown bundle format version 0"),
     ("model-not-object", _set("model", "model.onnx"), "'model' must name a member"),
     ("external-data-type", _set("model.external_data", 3), "'model.external_data'"),

@@ -29,7 +29,7 @@ def _traversal(names, manifest, members):
 
 
 def _unknown_version(names, manifest, members):
-    manifest["format_version"] = 2
+    manifest["format_version"] = 3
 
 
 def _tamper_output(names, manifest, members):
@@ -163,7 +163,7 @@ CASES = [
         "unknown-manifest-version",
         "mgerun",
         lambda t: [rewrite_bundle(_bundle(t), t / "e.mgetest", _unknown_version)],
-        "format version 2 is newer",
+        "format version 3 is newer",
     ),
     (
         "tampered-member",
