@@ -89,7 +89,22 @@ def output_bounds(value: Any) -> tuple[tuple[str, float], ...]:
     return tuple(checked)
 
 
-def test_cases(value: Any, name: str = "cases") -> Any:
+def _output_stats(value: Any) -> tuple[tuple[str, str], ...]:
+    """Per-output error statistics as (name, statistic) pairs, from pairs or a mapping; each checked."""
+    pairs = value.items() if isinstance(value, Mapping) else value
+    checked = []
+    for item in pairs:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)):
+            raise UsageError(f"{option_name('output_error_stat')} takes output names and statistics, got {item!r}")
+        if item[1] not in ERROR_STATS:
+            raise UsageError(
+                f"{option_name('output_error_stat', item[0])} must be one of {', '.join(ERROR_STATS)}, got {item[1]!r}"
+            )
+        checked.append((item[0], item[1]))
+    return tuple(checked)
+
+
+def given_cases(value: Any, name: str = "cases") -> Any:
     """The test cases as given: ``-d`` texts, :class:`~mgedump.data.spec.CaseSpec` objects, arrays or dicts (a
     tuple of them), or :class:`~mgedump.data.TestData` already parsed (which passes as it is)."""
     if hasattr(value, "list_files"):  # TestData: parsed at the edge, not parsed again
@@ -239,6 +254,12 @@ class PackOptions:
         embed_io_dump: store the io dump of the model as given on this many
             test cases (the first ones) in the bundle, so that ``mgerun`` names
             where a failing test case first diverges (0: none).
+        variants: several variants of the model in one bundle (docs/fitting.md): ``"fp32"`` and precision
+            modes by name (``"ioc16"``, ``"int8"``, ...), or ``"auto"`` for every one this model can have; each is
+            made with ``optimize``'s rewrites and proved on the test cases; one that misses maxerr is left out
+            with its reason (none given: the one model ``optimize`` makes).
+        error_stat: the statistic of an output's element errors that ``maxerr`` bounds: ``"max"``, ``"p99"``,
+            ``"mean"`` or ``"median"`` (docs/assertion.md); ``output_error_stat``: outputs with their own.
     """
 
     cases: Any = ()
@@ -252,8 +273,23 @@ class PackOptions:
     strip_info: str | None = None
     model_out: str | None = None
     embed_io_dump: int = 0
+    variants: tuple[str, ...] = ()
+    error_stat: str = "max"
+    output_error_stat: Any = ()
 
     def __post_init__(self) -> None:
+        check_one_of(self.error_stat, ERROR_STATS, "error_stat")
+        if isinstance(self.variants, str) or not all(isinstance(v, str) for v in self.variants):
+            raise UsageError(f"{option_name('variants')} takes a list of variant names, e.g. ['fp32', 'int8']")
+        if self.variants and self.optimize.precision is not None:
+            raise UsageError(
+                f"{option_name('precision', self.optimize.precision)} and {option_name('variants')} exclude each "
+                f"other: name {self.optimize.precision!r} among the variants"
+            )
+        if len(self.variants) > 1 and self.no_assert:
+            raise UsageError(
+                f"{option_name('variants')} are proved on the test cases: leave out {option_name('no_assert')}"
+            )
         if self.embed_io_dump < 0:
             raise UsageError(
                 f"{option_name('embed_io_dump')} takes a count of test cases >= 1, got {self.embed_io_dump}"
@@ -262,13 +298,19 @@ class PackOptions:
             self,
             maxerr=check_maxerr(self.maxerr),
             output_maxerr=output_bounds(self.output_maxerr),
-            cases=test_cases(self.cases),
-            calibrate=test_cases(self.calibrate, "calibrate") if self.calibrate else (),
+            cases=given_cases(self.cases),
+            calibrate=given_cases(self.calibrate, "calibrate") if self.calibrate else (),
+            variants=tuple(self.variants),
+            output_error_stat=_output_stats(self.output_error_stat),
         )
 
     def maxerr_of(self, output: str) -> float:
         """The bound of one output: its own, else the bundle's."""
         return dict(self.output_maxerr).get(output, self.maxerr)
+
+    def stat_of(self, output: str) -> str:
+        """The statistic one output's bound applies to."""
+        return dict(self.output_error_stat).get(output, self.error_stat)
 
     @property
     def tightest(self) -> float:
@@ -355,7 +397,7 @@ class VerifyOptions:
             self,
             maxerr=None if self.maxerr is None else check_maxerr(self.maxerr),
             output_maxerr=output_bounds(self.output_maxerr),
-            cases=test_cases(self.cases),
+            cases=given_cases(self.cases),
             repeat_sweep=tuple(self.repeat_sweep),
         )
 
@@ -384,5 +426,5 @@ class DiffOptions:
     def __post_init__(self) -> None:
         check_at_least(self.io_dump_budget_mb, 1, "io_dump_budget_mb", " (MiB)")
         _normalize(
-            self, maxerr=None if self.maxerr is None else check_maxerr(self.maxerr), cases=test_cases(self.cases)
+            self, maxerr=None if self.maxerr is None else check_maxerr(self.maxerr), cases=given_cases(self.cases)
         )

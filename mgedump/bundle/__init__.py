@@ -22,7 +22,7 @@ from .format import (
     check_member_name,
     validate_manifest,
 )
-from .manifest import AssertionEntry, CaseEntry, Manifest, ModelEntry
+from .manifest import AssertionEntry, CaseEntry, Manifest, ModelEntry, VariantEntry
 from .reader import Bundle
 from .writer import Member, tensor_bytes, write_bundle
 
@@ -38,6 +38,7 @@ __all__ = [
     "CaseEntry",
     "Manifest",
     "ModelEntry",
+    "VariantEntry",
     "case_folder",
     "Member",
     "check_member_name",

@@ -101,6 +101,8 @@ def write_strip_info(
     append: bool = False,
     model_sha256: str | None = None,
     inputs: Sequence[str] = (),
+    label: str | None = None,
+    others: Sequence[tuple[str, str, str | None]] = (),
 ) -> dict[str, Any]:
     """Write the strip-info JSON and the reduced-build config beside it.
 
@@ -111,6 +113,8 @@ def write_strip_info(
             and dtypes are kept), as MegEngine's ``append_json`` does.
         model_sha256: the model's hash, when the caller has it.
         inputs: files the strip info must not overwrite.
+        label: what the model is called in the JSON (default: its file name).
+        others: more models the same build must run, as (path, label, sha256 or None): a bundle's variants.
 
     Returns:
         The JSON written.
@@ -119,7 +123,11 @@ def write_strip_info(
         OutputError: the JSON to append to is not a strip-info file, or a file cannot be written.
     """
     info = model_strip_info(model_path, model_sha256=model_sha256)
-    info["model"] = os.path.basename(model_path)
+    info["model"] = label or os.path.basename(model_path)
+    more = []
+    for path, name, sha256 in others:
+        more.append(model_strip_info(path, model_sha256=sha256))
+        more[-1]["model"] = name
     models = []
     if append and os.path.exists(json_path):
         try:
@@ -130,7 +138,7 @@ def write_strip_info(
             models = [m for m in previous["models"] if m.get("sha256") != info["sha256"]]
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise OutputError(f"cannot append strip info to {json_path}: {exc}") from None
-    models.append(info)
+    models += [info, *more]
     operators = sorted({(op["domain"], op["opset"], op["op_type"]) for m in models for op in m["operators"]})
     listed = [{"domain": d, "opset": v, "op_type": t} for d, v, t in operators]
     document = {

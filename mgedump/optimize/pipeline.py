@@ -42,6 +42,7 @@ class OptimizeResult:
         notes: remarks for the user.
         mode: the precision mode applied, if one.
         record: the mode's record for the manifest (stored under ``mode.manifest_key``).
+        options: the options that made it.
     """
 
     path: str
@@ -50,6 +51,7 @@ class OptimizeResult:
     notes: list[str] = field(default_factory=list)
     mode: Precision | None = None
     record: dict[str, Any] | None = None
+    options: OptimizeOptions | None = None
 
     @property
     def records(self) -> dict[str, dict[str, Any]]:
@@ -149,6 +151,7 @@ def optimize_file(
         made.notes if made else [],
         mode,
         made.record if made else None,
+        options,
     )
 
 

@@ -73,7 +73,11 @@ def test_click_options_default_to_not_given(command):
 
 # fields the command line sets from flags named otherwise: the precision mode (MegEngine's --enable-* flags and
 # --quantize), the per-output bounds (--maxerr NAME:X)
-COMPUTED = {"precision": ("enable_io16xc32", "enable_ioc16", "quantize", "quantize_mode"), "output_maxerr": ("maxerr",)}
+COMPUTED = {
+    "precision": ("enable_io16xc32", "enable_ioc16", "quantize", "quantize_mode"),
+    "output_maxerr": ("maxerr",),
+    "output_error_stat": ("error_stat",),
+}
 REFUSED_PARAMS = {refused.name for refused in REFUSED}
 
 

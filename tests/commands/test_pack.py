@@ -175,7 +175,7 @@ class _Session:
 
 
 def _stored(expected):
-    from mgedump.commands.pack import StoredCase
+    from mgedump.commands.pack_proof import StoredCase
     from mgedump.data import TestCase
     from mgedump.data.spec import CaseSpec
 
@@ -184,7 +184,7 @@ def _stored(expected):
 
 def test_a_small_self_check_error_gets_a_maxerr_hint():
     from mgedump.base.errors import OptimizeError
-    from mgedump.commands.pack import _self_check
+    from mgedump.commands.pack_proof import self_check as _self_check
     from mgedump.model.runtime import TensorInfo
 
     expected = np.array([[0.1, 0.9]], np.float32)
@@ -203,7 +203,7 @@ def test_a_small_self_check_error_gets_a_maxerr_hint():
 
 def test_destroyed_outputs_get_the_first_divergence_and_no_hint():
     from mgedump.base.errors import OptimizeError
-    from mgedump.commands.pack import _self_check
+    from mgedump.commands.pack_proof import self_check as _self_check
     from mgedump.model.runtime import TensorInfo
 
     expected = np.array([[0.1, 0.9]], np.float32)

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ...base.errors import UsageError
-from ...options import PackOptions, check_maxerr
+from ...options import ERROR_STATS, PackOptions, check_maxerr
 from . import FILE, apply, given, stating
 from .data import data_from, data_options
 from .optimize import optimize_from, optimize_options
@@ -29,6 +29,24 @@ pack_options_flags = apply(
                 PackOptions,
                 "maxerr",
             ),
+        ),
+        click.option(
+            "--error-stat",
+            "error_stat",
+            metavar="[OUTPUT:]STAT",
+            multiple=True,
+            default=None,
+            help="The statistic of each output's element errors that --maxerr bounds: max (default), p99, mean or "
+            "median; OUTPUT:STAT for one output (repeatable). Recorded in the bundle; mgerun applies it.",
+        ),
+        click.option(
+            "--variants",
+            "variants",
+            metavar="LIST",
+            default=None,
+            help="Several variants of the model in one bundle, each proved: a comma list of fp32, ioc16, io16xc32, "
+            "int8, int8-dynamic, or auto (every one this model can have). One that misses --maxerr is left out with "
+            "its reason; mgerun --fitting picks the fastest on the target (docs/fitting.md).",
         ),
         click.option(
             "--no-assert",
@@ -106,6 +124,37 @@ def parse_maxerr(values: Sequence[str]) -> tuple[float | None, tuple[tuple[str, 
     return every, tuple(named.items())
 
 
+def parse_error_stat(values: Sequence[str]) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """``--error-stat STAT`` and ``--error-stat OUTPUT:STAT`` as (every output's statistic or None, per output).
+
+    Raises:
+        UsageError: a statistic that is not one of max, p99, mean, median.
+    """
+    every = None
+    named: dict[str, str] = {}
+    for text in values:
+        name, sep, stat = text.rpartition(":")
+        if stat not in ERROR_STATS:
+            raise UsageError(f"--error-stat {text!r}: give one of {', '.join(ERROR_STATS)}, or OUTPUT:STAT")
+        if sep:
+            named[name] = stat
+        else:
+            every = stat
+    return every, tuple(named.items())
+
+
+def parse_variants(text: str) -> tuple[str, ...]:
+    """``--variants fp32,int8`` as names (checked by the pack against the precision modes it knows).
+
+    Raises:
+        UsageError: no name in it.
+    """
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names:
+        raise UsageError(f"--variants {text!r} names no variant, e.g. fp32,ioc16,int8 or auto")
+    return names
+
+
 def pack_options(values: dict[str, Any], output: str) -> PackOptions:
     """What the flags ask ``mgedump`` to pack into ``output``."""
     cases, data, _ = data_from(values)
@@ -114,6 +163,10 @@ def pack_options(values: dict[str, Any], output: str) -> PackOptions:
     calibrate = tuple(values.pop("calibrate", None) or ())
     if maxerr is not None:
         chosen["maxerr"] = maxerr
+    stat, per_output_stat = parse_error_stat(values.pop("error_stat", None) or ())
+    if stat is not None:
+        chosen["error_stat"] = stat
+    variants = values.pop("variants", None)
     return PackOptions(
         cases=cases,
         data=data,
@@ -121,5 +174,7 @@ def pack_options(values: dict[str, Any], output: str) -> PackOptions:
         optimize=optimize_from(values),
         calibrate=calibrate,
         strip_info=f"{output}.json" if values.pop("strip_info", None) else None,
+        variants=parse_variants(variants) if variants is not None else (),
+        output_error_stat=per_output_stat,
         **chosen,
     )

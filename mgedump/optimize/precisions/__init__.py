@@ -133,6 +133,31 @@ MODE_OPTIONS = {
 }
 
 
+FLOAT32 = "fp32"  # the variant of no precision mode: the model's own float32
+AUTO = "auto"  # every variant a model can have
+
+
+def variant_names(names: Sequence[str]) -> list[str]:
+    """The variants asked for, in order, each once: ``auto`` stands for ``fp32`` and every mode.
+
+    Raises:
+        UsageError: an unknown name, or none.
+    """
+    known = [FLOAT32, *registry()]
+    chosen: list[str] = []
+    for name in names:
+        for each in known if name == AUTO else [name]:
+            if each not in known:
+                raise UsageError(
+                    f"{option_name('variants')} {name!r} is not a variant: one of {', '.join(known)}, or {AUTO}"
+                )
+            if each not in chosen:
+                chosen.append(each)
+    if not chosen:
+        raise UsageError(f"{option_name('variants')} names no variant: one of {', '.join(known)}, or {AUTO}")
+    return chosen
+
+
 def register(mode: Precision) -> Precision:
     """Add a mode (a plugin's, a test's); a name already taken is refused."""
     registry()
