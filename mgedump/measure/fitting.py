@@ -1,0 +1,242 @@
+"""Fitting: the fastest proven variant on this machine, under the settings it offers (docs/fitting.md).
+
+Each candidate is a variant of the model under one choice of session
+settings (execution provider, intra-op threads, graph optimisation level,
+sequential or parallel execution). Timing them one after the other on a
+shared machine compares noise: here the candidates are timed in interleaved
+rounds, so that a slow spell of the machine falls on all of them alike.
+
+1. Screening: every candidate, a few runs each, in interleaved rounds; each
+   variant keeps its best settings (:data:`KEEP` of them).
+2. Final rounds: the finalists, interleaved again, as many rounds as the
+   budget allows (up to :data:`MAX_ROUNDS`).
+3. The choice: the fastest by median, unless a simpler variant (float32 over
+   float16 over int8: :attr:`Candidate.rank`) is within the faster one's
+   spread: the faster wins only when the 90th percentile of its runs is
+   below the simpler one's median.
+
+The budget bounds the whole search, sessions included: screening (in an
+order that times every variant under its first settings before any variant
+under its second) stops when half of it is spent, and a final round starts
+only when it fits in what is left; a candidate's turn that has started ends
+(one warm-up and a few runs). Only variants that passed verification are
+candidates: this module times, it never proves.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+GRAPH_OPTS = ("basic", "extended", "all")
+EXECUTION_MODES = ("sequential", "parallel")
+KEEP = 2  # settings per variant that go on to the final rounds
+SCREEN_RUNS = 3  # timed runs per candidate and screening round
+SCREEN_ROUNDS = 2
+FINAL_RUNS = 5  # timed runs per finalist and final round
+MAX_ROUNDS = 15
+DEFAULT_BUDGET_S = 60.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a session runs a variant: what ``mgerun --config`` reproduces."""
+
+    provider: str = "CPUExecutionProvider"
+    threads: int = 1
+    graph_opt: str = "all"
+    execution_mode: str = "sequential"
+
+    def text(self) -> str:
+        provider = self.provider.removesuffix("ExecutionProvider")
+        return f"{provider}, {self.threads} thread(s), {self.graph_opt}, {self.execution_mode}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "threads": self.threads,
+            "graph_opt": self.graph_opt,
+            "execution_mode": self.execution_mode,
+        }
+
+
+def settings_space(providers: Sequence[str], cores: int | None = None) -> list[Settings]:
+    """Every choice of settings this machine offers: each provider, 1, half and all cores, each graph
+    optimisation level, sequential and parallel execution."""
+    cores = cores or os.cpu_count() or 1
+    threads = sorted({1, max(1, cores // 2), cores})
+    return [
+        Settings(provider, n, level, mode)
+        for provider in providers
+        for n in threads
+        for level in GRAPH_OPTS
+        for mode in EXECUTION_MODES
+    ]
+
+
+@dataclass
+class Candidate:
+    """A variant under one choice of settings, with the runs timed so far.
+
+    Attributes:
+        variant: the variant's name; ``rank``: how far from float32 (0 float32, 1 float16, 2 int8).
+        settings: the session settings.
+        start: makes the session and returns one run of the first test case (a callable that returns nothing);
+            called once, when the candidate is first timed.
+        samples_ms: every timed run.
+        error: why it could not be timed (the session failed to open or to run), if it could not.
+    """
+
+    variant: str
+    rank: int
+    settings: Settings
+    start: Callable[[], Callable[[], None]]
+    samples_ms: list[float] = field(default_factory=list)
+    error: str | None = None
+    _run: Callable[[], None] | None = field(default=None, repr=False)
+
+    def time(self, runs: int, clock: Callable[[], float]) -> None:
+        """One warm-up run, then ``runs`` timed runs."""
+        if self.error is not None:
+            return
+        try:
+            if self._run is None:
+                self._run = self.start()
+            self._run()
+            for _ in range(runs):
+                began = clock()
+                self._run()
+                self.samples_ms.append((clock() - began) * 1000)
+        except Exception as exc:  # a setting onnxruntime refuses here is not a candidate
+            self.error = " ".join(str(exc).split())[:300] or type(exc).__name__
+            self._run = None
+
+    def release(self) -> None:
+        self._run = None
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples_ms) if self.samples_ms else float("inf")
+
+    @property
+    def p90_ms(self) -> float:
+        if not self.samples_ms:
+            return float("inf")
+        ordered = sorted(self.samples_ms)
+        return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+@dataclass
+class Fitting:
+    """What the search measured and chose.
+
+    Attributes:
+        ranked: the finalists, fastest first (by median), then the other candidates timed.
+        chosen: the candidate to ship; ``why``: how it was chosen over a faster one, if it was.
+        seconds: how long the search took; ``rounds``: final rounds run; ``budget_s``: the budget.
+    """
+
+    ranked: list[Candidate]
+    chosen: Candidate | None
+    why: str = ""
+    seconds: float = 0.0
+    rounds: int = 0
+    budget_s: float = DEFAULT_BUDGET_S
+
+
+def fit(
+    candidates: Sequence[Candidate],
+    budget_s: float = DEFAULT_BUDGET_S,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Fitting:
+    """Time the candidates in interleaved rounds within ``budget_s`` seconds and choose one (see the module).
+
+    Args:
+        candidates: every variant under every setting, in a fixed order (the order decides nothing but ties).
+        clock: seconds, monotonic (a test's fake clock).
+        progress: called as ``progress(label, done, total)`` after each candidate's turn.
+    """
+    began = clock()
+
+    def spent() -> float:
+        return clock() - began
+
+    pool = _interleaved(candidates)
+    for _ in range(SCREEN_ROUNDS):
+        for k, candidate in enumerate(pool):
+            if spent() > budget_s / 2 and any(c.samples_ms for c in pool):
+                break
+            candidate.time(SCREEN_RUNS, clock)
+            if progress is not None:
+                progress(f"fitting: screening {candidate.variant} ({candidate.settings.text()})", k + 1, len(pool))
+    finalists = _finalists(pool)
+    for candidate in pool:
+        if candidate not in finalists:
+            candidate.release()
+    rounds = 0
+    while rounds < MAX_ROUNDS and spent() + _round_cost(finalists) <= budget_s:
+        for k, candidate in enumerate(finalists if rounds % 2 == 0 else finalists[::-1]):
+            candidate.time(FINAL_RUNS, clock)
+            if progress is not None:
+                progress(f"fitting: round {rounds + 1}, {candidate.variant}", k + 1, len(finalists))
+        rounds += 1
+    for candidate in finalists:
+        candidate.release()
+    ranked = sorted(finalists, key=lambda c: c.median_ms) + sorted(
+        (c for c in pool if c not in finalists), key=lambda c: c.median_ms
+    )
+    chosen, why = choose([c for c in finalists if c.error is None and c.samples_ms])
+    return Fitting(ranked, chosen, why, spent(), rounds, budget_s)
+
+
+def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Every variant's first settings, then every variant's second, ...: a screening cut short by the budget has
+    timed every variant."""
+    by_variant: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        by_variant.setdefault(candidate.variant, []).append(candidate)
+    columns = list(by_variant.values())
+    return [c[k] for k in range(max(map(len, columns), default=0)) for c in columns if k < len(c)]
+
+
+def _finalists(pool: Sequence[Candidate]) -> list[Candidate]:
+    """Each variant's best :data:`KEEP` settings by screening median."""
+    kept: list[Candidate] = []
+    for variant in dict.fromkeys(c.variant for c in pool):
+        timed = sorted(
+            (c for c in pool if c.variant == variant and c.error is None and c.samples_ms), key=lambda c: c.median_ms
+        )
+        kept += timed[:KEEP]
+    return kept
+
+
+def _round_cost(finalists: Sequence[Candidate]) -> float:
+    """Seconds one final round takes, from the medians so far."""
+    return sum((FINAL_RUNS + 1) * c.median_ms / 1000 for c in finalists if c.samples_ms)
+
+
+def choose(candidates: Sequence[Candidate]) -> tuple[Candidate | None, str]:
+    """The fastest candidate by median, unless a simpler variant is within its spread (see the module)."""
+    if not candidates:
+        return None, ""
+    fastest = min(candidates, key=lambda c: (c.median_ms, c.rank))
+    simpler = [c for c in candidates if c.rank < fastest.rank]
+    best_simpler: dict[int, Candidate] = {}
+    for candidate in sorted(simpler, key=lambda c: c.median_ms):
+        best_simpler.setdefault(candidate.rank, candidate)
+    for rank in sorted(best_simpler):
+        candidate = best_simpler[rank]
+        if fastest.p90_ms >= candidate.median_ms:
+            why = (
+                f"{fastest.variant} runs {fastest.median_ms:.3g} ms (p90 {fastest.p90_ms:.3g}) and "
+                f"{candidate.variant} {candidate.median_ms:.3g} ms: within the spread of {fastest.variant}'s runs, "
+                f"so the simpler {candidate.variant}"
+            )
+            return candidate, why
+    return fastest, ""
