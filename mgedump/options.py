@@ -297,6 +297,14 @@ def _embed(value: Any) -> None:
         raise UsageError(f"--embed-io-dump takes a count of test cases >= 1, got {value}")
 
 
+def _target_runtime(value: Any) -> None:
+    """``--target-runtime``: an onnxruntime version, MAJOR.MINOR (a patch number is allowed and ignored)."""
+    import re
+
+    if value is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", str(value)):
+        raise UsageError(f"--target-runtime {value!r}: give onnxruntime's version as MAJOR.MINOR, e.g. 1.17")
+
+
 def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
     """``--input-shape NAME:d0,d1,...`` (or ``d0,d1,...`` for a one-input model) as (name, dims).
 
@@ -716,6 +724,9 @@ class PackOptions(Options):
         embed_io_dump: store the io dump of the model as given on this many
             test cases (the first ones) in the bundle, so that ``mgerun`` names
             where a failing test case first diverges (0: none).
+        target_runtime: the onnxruntime version the target has (``1.17``): the
+            bundled model is written at the newest IR and opsets it loads (none:
+            the model's own; :mod:`mgedump.model.target`).
     """
 
     cases: Any = _cases_option()
@@ -768,6 +779,14 @@ class PackOptions(Options):
         check=_embed,
         help="Store every tensor of the model as given on the first N test cases (default 1) in the bundle: "
         "mgerun then names the node where a failing test case first diverges.",
+    )
+    target_runtime: str | None = option(
+        None,
+        "--target-runtime",
+        metavar="X.Y",
+        check=_target_runtime,
+        help="The onnxruntime version on the target (e.g. 1.17): write the model at the newest IR and opsets it "
+        "loads, proved like any rewrite; an operator it lacks is refused by name.",
     )
 
     def _check_together(self) -> None:

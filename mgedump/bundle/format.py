@@ -55,6 +55,11 @@ Manifest keys (all REQUIRED unless marked):
     files), listed and hashed like every other member. A verifier that finds
     a test case failing compares its own run against it to name the node that
     first diverges.
+``target_runtime`` (OPTIONAL, ``--target-runtime``): ``{"onnxruntime": "X.Y",
+    "ir_version": int, "opset": int, "ml_opset": int, "converted": [str]}``:
+    the onnxruntime the bundled model was written for, the newest IR and
+    opsets it loads (absent when it is at least the packing machine's), and
+    what was lowered (empty: nothing needed to be).
 """
 
 from __future__ import annotations
@@ -188,6 +193,11 @@ def validate_manifest(manifest: Any) -> None:
     _require(isinstance(manifest.get("data_options", {}), dict), "'data_options' must be an object")
     environment = manifest.get("environment")
     _require(environment is None or isinstance(environment, dict), "'environment' must be an object")
+    target = manifest.get("target_runtime")
+    _require(
+        target is None or (isinstance(target, dict) and isinstance(target.get("onnxruntime"), str)),
+        "'target_runtime' must be an object naming the onnxruntime version",
+    )
     cases = manifest.get("test_cases")
     _require(isinstance(cases, list) and bool(cases), "'test_cases' must be a non-empty list")
     n_in, n_out = len(manifest["inputs"]), len(manifest["outputs"])

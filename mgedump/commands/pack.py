@@ -36,6 +36,7 @@ from ..model.environment import pack_environment
 from ..model.modelfile import ModelSource, model_source
 from ..model.runtime import TensorInfo, check_model_path, infer, model_io, open_session, to_numpy_outputs
 from ..model.stripinfo import strip_info_paths, write_strip_info
+from ..model.target import retarget_file
 from ..optimize import OptimizeResult, end_to_end_note, optimize_file
 from ..options import PackOptions
 
@@ -88,6 +89,7 @@ class _Packing:
     stored: list[_Case] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    target: dict[str, Any] | None = None  # --target-runtime: the manifest's entry
 
     def protect(self, paths: Sequence[str]) -> None:
         """More inputs are known: no output may overwrite them."""
@@ -147,6 +149,7 @@ def pack(
             try:
                 _build_cases(state, data)
                 _optimize(state)
+                _retarget(state)
                 state.stored = _expected_outputs(
                     state.session,
                     state.cases,
@@ -255,6 +258,33 @@ def _optimize(state: _Packing) -> None:
     state.optimized_session = bundled
 
 
+def _retarget(state: _Packing) -> None:
+    """With --target-runtime: the bundled model (the optimised one, or the model as given) written at the newest
+    IR and opsets that onnxruntime loads, then proved like any rewrite (:func:`_self_check_optimized`)."""
+    wanted = state.options.target_runtime
+    if not wanted:
+        return
+    src = state.optimized.path if state.optimized else state.model_path
+    state.stage(f"writing the model for onnxruntime {wanted}")
+    folder = os.path.join(state.tmp, "target")  # beside nothing else: the model keeps its data embedded
+    os.makedirs(folder, exist_ok=True)
+    done = retarget_file(src, os.path.join(folder, MODEL_MEMBER), wanted)
+    state.target = done.to_json(f"{'.'.join(wanted.split('.')[:2])}")
+    if done.path is None:
+        return
+    before = state.optimized
+    state.optimized = OptimizeResult(
+        done.path,
+        list(before.optimizations) if before else [],
+        list(before.requirements) if before else [],
+        [*(before.notes if before else []), f"written for onnxruntime {wanted}: {', '.join(done.changes)}"],
+        before.float16 if before else None,
+        before.int8 if before else None,
+    )
+    state.optimized_session = open_session(done.path, label=f"the model written for onnxruntime {wanted}")
+    state.b_inputs, state.b_outputs = model_io(state.optimized_session)
+
+
 def _self_check_optimized(state: _Packing) -> None:
     """The optimised model must meet maxerr on every test case against the model as given."""
     if state.optimized is None:
@@ -327,6 +357,7 @@ def _manifest(state: _Packing, digest: FileDigest) -> tuple[list[Member], Manife
         test_cases=cases,
         io_dump=io_dump,
         environment=pack_environment(),
+        target_runtime=state.target,
     )
     return members, manifest
 
