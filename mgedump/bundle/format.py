@@ -39,7 +39,11 @@ Manifest keys (all REQUIRED unless marked):
 ``requirements``: list of str, what the bundled model needs at run time beyond
     a standard ONNX runtime (e.g. ``"onnxruntime"``, ``"x86-avx2"``).
 ``inputs``, ``outputs``: lists of ``{"name": str, "dtype": str, "shape": list
-    or null}``; dims are ints, str (symbolic) or null.
+    or null}``; dims are ints, str (symbolic) or null. A sequence, map or
+    optional has onnxruntime's name of its type as ``dtype``
+    (``seq(map(int64,tensor(float)))``, :mod:`mgedump.model.valuetype`), a
+    null shape, and ONNX's ``SequenceProto``, ``MapProto`` or ``OptionalProto``
+    as its test-data members (:mod:`.valueproto`).
 ``assertion``: ``{"enabled": bool, "maxerr": float, "verbose": bool}``.
 ``seed``: int, the seed of the data generators.
 ``data_options``: ``{"repeat": int, "resize_input": bool, "input_transform": str
@@ -68,6 +72,7 @@ import math
 from typing import Any
 
 from ..base.errors import BundleError
+from ..model.valuetype import is_structured, parse
 
 FORMAT = "mgedump-bundle"
 FORMAT_VERSION = 1
@@ -114,11 +119,26 @@ def _check_tensor_infos(value: Any, key: str) -> None:
             isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("dtype"), str),
             f"bad entry in {key!r}",
         )
+        if is_structured(entry["dtype"]):
+            try:
+                parse(entry["dtype"])
+            except ValueError as exc:
+                raise BundleError(
+                    f"bundle manifest is malformed: {key!r} names type {entry['dtype']!r} ({exc})"
+                ) from None
         shape = entry.get("shape")
         _require(
             shape is None or (isinstance(shape, list) and all(d is None or isinstance(d, (int, str)) for d in shape)),
             f"bad shape in {key!r}",
         )
+
+
+def _check_target_runtime(target: Any) -> None:
+    """``target_runtime`` (``--target-runtime``), when present: an object naming the onnxruntime version."""
+    _require(
+        target is None or (isinstance(target, dict) and isinstance(target.get("onnxruntime"), str)),
+        "'target_runtime' must be an object naming the onnxruntime version",
+    )
 
 
 def validate_manifest(manifest: Any) -> None:
@@ -193,11 +213,7 @@ def validate_manifest(manifest: Any) -> None:
     _require(isinstance(manifest.get("data_options", {}), dict), "'data_options' must be an object")
     environment = manifest.get("environment")
     _require(environment is None or isinstance(environment, dict), "'environment' must be an object")
-    target = manifest.get("target_runtime")
-    _require(
-        target is None or (isinstance(target, dict) and isinstance(target.get("onnxruntime"), str)),
-        "'target_runtime' must be an object naming the onnxruntime version",
-    )
+    _check_target_runtime(manifest.get("target_runtime"))
     cases = manifest.get("test_cases")
     _require(isinstance(cases, list) and bool(cases), "'test_cases' must be a non-empty list")
     n_in, n_out = len(manifest["inputs"]), len(manifest["outputs"])

@@ -30,13 +30,16 @@ from ..bundle import (
     tensor_bytes,
     write_bundle,
 )
+from ..bundle.valueproto import encode_value
 from ..data import TestCase, TestData, cast_to
-from ..measure.assertion import assert_equal, maxerr_hint
+from ..measure.assertion import maxerr_hint
+from ..measure.structured import check_value
 from ..model.environment import pack_environment
 from ..model.modelfile import ModelSource, model_source
-from ..model.runtime import TensorInfo, check_model_path, infer, model_io, open_session, to_numpy_outputs
+from ..model.runtime import TensorInfo, check_model_path, infer, model_io, open_session, to_values
 from ..model.stripinfo import strip_info_paths, write_strip_info
 from ..model.target import retarget_file
+from ..model.valuetype import leaves
 from ..optimize import OptimizeResult, end_to_end_note, optimize_file
 from ..options import PackOptions
 
@@ -319,7 +322,7 @@ def _manifest(state: _Packing, digest: FileDigest) -> tuple[list[Member], Manife
         optimizations, requirements, float16 = optimized.optimizations, optimized.requirements, optimized.float16
         int8 = optimized.int8
     source_sha256 = digest.sha256 if source.model_bytes is None else hash_files([state.model_path]).sha256
-    cases = _case_members(state.stored, state.b_outputs, members, options.no_assert)
+    cases = _case_members(state.stored, state.b_outputs, members, options.no_assert, state.b_inputs)
     io_dump = None
     if options.embed_io_dump:
         stored = state.stored[: options.embed_io_dump]
@@ -402,7 +405,7 @@ def _expected_outputs(
             target = by_name.get(name, info)
             feeds.append((name, cast_to(array, target, "the test data") if target.dtype != info.dtype else array))
         original = {
-            name: (array.astype(info.np_dtype) if array.dtype != info.np_dtype else array)
+            name: (array.astype(info.np_dtype) if info.is_tensor and array.dtype != info.np_dtype else array)
             for (name, array), info in zip(feeds, inputs, strict=True)
         }
         where = f"test case {index} ({case.spec.origin}: {case.spec.text!r})"
@@ -413,14 +416,18 @@ def _expected_outputs(
             hint = "give the defaulted dims with --input-shape" if defaulted else exc.hint
             raise SpecError(f"{where}: {exc.message}{defaulted}", hint=hint) from None
         expected = [
-            value.astype(info.np_dtype) if info.dtype != "str" and value.dtype != info.np_dtype else value
-            for value, info in zip(to_numpy_outputs(values, b_outputs), b_outputs, strict=True)
+            value.astype(info.np_dtype)
+            if info.is_tensor and info.dtype != "str" and value.dtype != info.np_dtype
+            else value
+            for value, info in zip(to_values(values, b_outputs), b_outputs, strict=True)
         ]
         for value, info in zip(expected, b_outputs, strict=True):
-            if asserted and value.dtype.kind == "f" and not np.isfinite(value).all():
-                bad = int(value.size - np.count_nonzero(np.isfinite(value)))
+            nonfinite = [leaf for leaf in leaves(value) if leaf.dtype.kind == "f" and not np.isfinite(leaf).all()]
+            if asserted and nonfinite:
+                bad = sum(int(a.size - np.count_nonzero(np.isfinite(a))) for a in nonfinite)
+                size = sum(a.size for a in leaves(value))
                 raise SpecError(
-                    f"{where}: the model's output {info.name!r} holds NaN or infinity ({bad} of {value.size} "
+                    f"{where}: the model's output {info.name!r} holds NaN or infinity ({bad} of {size} "
                     f"elements){defaulted}; a bundle that expects it could never pass",
                     hint="check the range of the test data, or pack with --no-assert",
                 )
@@ -449,11 +456,11 @@ def _self_check(
     results, failures, worst, scale, worst_case = [], [], 0.0, 0.0, 0
     for index, case in enumerate(stored):
         try:
-            got = to_numpy_outputs(infer(bundled, dict(case.inputs)), b_outputs)
+            got = to_values(infer(bundled, dict(case.inputs)), b_outputs)
         except RunError as exc:
             raise OptimizeError(f"the optimised model fails to run on test case {index}: {exc.message}") from None
         for info, want, have in zip(b_outputs, case.expected, got, strict=True):
-            check = assert_equal(info.name, want, have, options.maxerr_of(info.name))
+            check = check_value(info.name, want, have, options.maxerr_of(info.name))
             results.append({"case": index, "output": info.name, "err": check.err, "passed": check.passed})
             if check.passed:
                 continue
@@ -489,9 +496,15 @@ def _embed_io_dump(
     from ..diagnose.exposed import ModelDumper
 
     folder = os.path.join(scratch, IO_DUMP_FOLDER)
-    dtypes = {info.name: info.np_dtype for info in inputs}
+    dtypes = {info.name: info.np_dtype for info in inputs if info.is_tensor}
     cases = [
-        (k, {name: (a.astype(dtypes[name]) if a.dtype != dtypes[name] else a) for name, a in case.inputs})
+        (
+            k,
+            {
+                name: (a.astype(dtypes[name]) if name in dtypes and a.dtype != dtypes[name] else a)
+                for name, a in case.inputs
+            },
+        )
         for k, case in enumerate(stored)
     ]
     with ModelDumper(model_path, sha256, label=model_path) as dumper:
@@ -543,21 +556,33 @@ def _explain(given: str, optimized: str, case: _Case, maxerr: float, scratch: st
 
 
 def _case_members(
-    stored: Sequence[_Case], outputs: Sequence[TensorInfo], members: list[Member], no_assert: bool
+    stored: Sequence[_Case],
+    outputs: Sequence[TensorInfo],
+    members: list[Member],
+    no_assert: bool,
+    inputs: Sequence[TensorInfo] = (),
 ) -> list[CaseEntry]:
-    """Add every test case's tensors to members; return the manifest's test cases."""
+    """Add every test case's tensors (and sequences, maps, optionals) to members; return the manifest's test cases."""
+    types = {info.name: info for info in inputs}
     manifest_cases = []
     for index, case in enumerate(stored):
         folder = case_folder(index)
         input_members = []
         for k, (name, array) in enumerate(case.inputs):
             input_members.append(f"{folder}/input_{k}.pb")
-            members.append(Member(input_members[-1], tensor_bytes(array, name)))
+            members.append(Member(input_members[-1], _value_bytes(array, types.get(name, name))))
         output_members = []
         if not no_assert:
             for k, (info, array) in enumerate(zip(outputs, case.expected, strict=True)):
                 output_members.append(f"{folder}/output_{k}.pb")
-                members.append(Member(output_members[-1], tensor_bytes(array, info.name)))
+                members.append(Member(output_members[-1], _value_bytes(array, info)))
         spec = case.case.spec
         manifest_cases.append(CaseEntry(folder, spec.text, spec.origin, input_members, output_members))
     return manifest_cases
+
+
+def _value_bytes(value: Any, info: TensorInfo | str) -> bytes:
+    """A test-data member: a TensorProto, or for a sequence, a map or an optional its ONNX message."""
+    if isinstance(info, str) or info.is_tensor:
+        return tensor_bytes(value, info if isinstance(info, str) else info.name)
+    return encode_value(value, info.value_type, info.name)
