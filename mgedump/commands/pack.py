@@ -241,6 +241,7 @@ def _optimize(state: _Packing) -> None:
     if not options.optimize.any:
         state.b_inputs, state.b_outputs = state.inputs, state.outputs
         return
+    _refuse_searches(options, [*state.inputs, *state.outputs])
     calibration = TestData.parse(options.calibrate).build(state.inputs, options.data) if options.calibrate else []
     state.protect([path for case in calibration for path in case.files])
     state.stage(f"optimising ({', '.join(options.optimize.names())})")
@@ -286,6 +287,23 @@ def _retarget(state: _Packing) -> None:
     )
     state.optimized_session = open_session(done.path, label=f"the model written for onnxruntime {wanted}")
     state.b_inputs, state.b_outputs = model_io(state.optimized_session)
+
+
+def _refuse_searches(options: PackOptions, infos: Sequence[TensorInfo]) -> None:
+    """The float16 and int8 searches run candidates on tensors only: refuse them for a model with a sequence, a
+    map or an optional input or output (--optimize-for-inference alone is fine).
+
+    Raises:
+        UsageError: naming the flag and the value.
+    """
+    searched = options.optimize.float16 or options.optimize.quantize
+    other = next((info for info in infos if not info.is_tensor), None)
+    if searched and other is not None:
+        flag = f"--enable-{options.optimize.float16}" if options.optimize.float16 else "--quantize int8"
+        raise UsageError(
+            f"{flag} searches on tensor inputs and outputs; {other.name!r} is {other.dtype}",
+            hint="pack without it (--optimize-for-inference alone is fine)",
+        )
 
 
 def _self_check_optimized(state: _Packing) -> None:

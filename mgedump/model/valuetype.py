@@ -123,6 +123,8 @@ def _parse(text: str, depth: int) -> tuple[ValueType, str]:
         if not elem.is_tensor or not rest.startswith(")"):
             raise ValueError("a map's values must be tensors")
         return ValueType("map", match.group(1), elem), rest[1:]
+    if not text:
+        raise ValueError("the type ends early")
     raise ValueError(f"{text.split(')')[0]}) is not a type mgedump handles")
 
 

@@ -162,3 +162,34 @@ def test_a_type_mgedump_cannot_feed_is_refused_by_the_command_run(tmp_path, mged
         )
     result = mgediff(path, path, "-d", "#rand(0,1)")
     assert result.code == 2 and "which mgediff cannot feed" in result.err
+
+
+@pytest.mark.parametrize("flag", [["--enable-ioc16"], ["--quantize", "int8"]])
+def test_the_precision_searches_are_refused_for_a_zipmap(tmp_path, mgedump, flag):
+    out = tmp_path / "o.mgetest"
+    result = mgedump(ZIPMAP.path, "-d", ZIPMAP.spec, "--optimize-for-inference", *flag, "-o", out)
+    assert result.code == 2 and not out.exists()
+    assert "searches on tensor inputs and outputs; 'probabilities' is seq(map(int64,tensor(float)))" in result.err
+
+
+def test_optimize_for_inference_alone_packs_a_zipmap(tmp_path, mgedump, mgerun):
+    out = tmp_path / "o.mgetest"
+    assert mgedump(ZIPMAP.path, "-d", ZIPMAP.spec, "--optimize-for-inference", "--embed-io-dump", "-o", out).code == 0
+    assert mgerun(out, "--iter", "1").code == 0
+
+
+@pytest.mark.parametrize(
+    ("dtype", "message"),
+    [
+        ("seq(map(int64,", "'outputs' names type 'seq(map(int64,' (the type ends early)"),
+        ("seq(tensor(float))", "is not a valid seq(tensor(float)) (elem_type 4, expected 1"),
+        ("map(float,tensor(float))", "map keys of type float"),
+    ],
+)
+def test_a_manifest_type_that_lies_is_refused(zipmap_bundle, tmp_path, mgerun, dtype, message):
+    def edit(names, manifest, members):
+        manifest["outputs"][1]["dtype"] = dtype
+
+    bad = rewrite_bundle(zipmap_bundle, tmp_path / "bad.mgetest", edit, fix_hashes=True)
+    result = mgerun(bad, "--iter", "1")
+    assert result.code == 2 and message in result.err and "Traceback" not in result.err
