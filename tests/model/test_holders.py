@@ -135,3 +135,18 @@ def test_a_large_tree_ensemble_is_read_at_native_speed(tmp_path):
     assert uses_external_data(path) is False
     assert external_locations(path) == set()
     assert time.perf_counter() - began < 0.5
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"\x0b" * 100_000,  # start-group tags nested 100 000 deep
+        b"\x2a\xff\xff\xff\xff\x0f" + b"x" * 5000,  # a tensor field whose length runs past the attribute
+        b"\x3a\x80" * 5000,  # a truncated length, over and over
+    ],
+)
+def test_hostile_large_attributes_are_not_protobuf(payload):
+    from mgedump.model.protowire import WireError
+
+    with pytest.raises(WireError):
+        may_hold_tensors(memoryview(payload))
