@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, is_dataclass
 from typing import Any
@@ -260,6 +261,8 @@ class PackOptions:
             with its reason (none given: the one model ``optimize`` makes).
         error_stat: the statistic of an output's element errors that ``maxerr`` bounds: ``"max"``, ``"p99"``,
             ``"mean"`` or ``"median"`` (docs/assertion.md); ``output_error_stat``: outputs with their own.
+        target_runtime: the onnxruntime version the target has (``"1.17"``): the bundled model is written at the
+            newest IR and opsets it loads (none: the model's own; :mod:`mgedump.model.target`).
     """
 
     cases: Any = ()
@@ -276,9 +279,15 @@ class PackOptions:
     variants: tuple[str, ...] = ()
     error_stat: str = "max"
     output_error_stat: Any = ()
+    target_runtime: str | None = None
 
     def __post_init__(self) -> None:
         check_one_of(self.error_stat, ERROR_STATS, "error_stat")
+        if self.target_runtime is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", str(self.target_runtime)):
+            raise UsageError(
+                f"{option_name('target_runtime')} {self.target_runtime!r}: give onnxruntime's version as "
+                "MAJOR.MINOR, e.g. 1.17"
+            )
         if isinstance(self.variants, str) or not all(isinstance(v, str) for v in self.variants):
             raise UsageError(f"{option_name('variants')} takes a list of variant names, e.g. ['fp32', 'int8']")
         if self.variants and self.optimize.precision is not None:

@@ -77,6 +77,12 @@ Sections (``--sections``, a comma list; default: all, in this order):
     against the same with ``--report-html``, whole processes, alternated, on a
     bundle of the small CNN with 10 test cases. Target: at most 1.10x the wall
     time.
+``needs``
+    Reading what a model needs (``model_source`` for ``mgedump``,
+    ``external_locations`` for ``mgerun``) against onnxruntime's session
+    creation on a generated ~200 MB TreeEnsembleClassifier + ZipMap whose
+    attributes hold tens of millions of fields (``scripts/bench_needs.py``),
+    alternated in one worker. Target: each at most 0.2 of session creation.
 ``startup``
     Wall time of ``mgedump --help`` and ``mgerun --help`` against ``python -c
     pass`` with the same interpreter, alternated, 3 x ``--runs`` runs each
@@ -1533,6 +1539,50 @@ def section_zip(ctx: Context) -> Table:
     return table
 
 
+# ---------------------------------------------------------------- section: needs (scripts/bench_needs.py)
+
+
+def needs_worker(folder: str, mb: float, runs: int) -> dict[str, Any]:
+    """scripts/bench_needs.py's measurements, in a worker process."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_needs import measure_needs
+
+    return measure_needs(folder, mb, runs)
+
+
+def section_needs(ctx: Context) -> Table:
+    """Reading a big attribute-heavy model's needs (pack's and mgerun's) against onnxruntime opening it."""
+    mb = 5.0 if ctx.quick else 200.0
+    result = run_worker("needs", ctx.tmp, folder=str(ctx.tmp), mb=mb, runs=max(3, ctx.runs))
+    table = Table(
+        "Reading a model's needs",
+        f"A generated TreeEnsembleClassifier + ZipMap of {mib(result['size'])} (`scripts/bench_needs.py`: every tree "
+        "node is an element of a dozen ints, floats and strings attributes), in one worker process, alternated round "
+        "by round: (a) `model_source`, what `mgedump` reads before it opens the model; (b) `external_locations`, what "
+        "`mgerun` checks of a bundled model; (c) onnxruntime's session creation on the same file. Target: (a) / (c) "
+        f"and (b) / (c) <= {result['target']}.",
+        ["round", "(a) pack needs (s)", "(b) mgerun needs (s)", "(c) session (s)", "(a) / (c)", "(b) / (c)"],
+    )
+    for index, entry in enumerate(result["rounds"], 1):
+        a, b, c = entry["pack_needs_s"], entry["verify_needs_s"], entry["session_s"]
+        table.rows.append([str(index), fmt(a), fmt(b), fmt(c), fmt_ratio(a / c), fmt_ratio(b / c)])
+    table.rows.append(
+        ["**median**", "", "", "", f"**{fmt_ratio(result['pack_ratio'])}**", f"**{fmt_ratio(result['verify_ratio'])}**"]
+    )
+    for what, key in (("pack", "pack_ratio"), ("mgerun", "verify_ratio")):
+        table.checks.append(
+            Check(
+                f"needs: {what} / session creation ({mib(result['size'])} tree ensemble)",
+                f"<= {result['target']}",
+                fmt_ratio(result[key]),
+                at_most(result[key], result["target"]),
+            )
+        )
+    if not result["native"]:
+        table.notes.append("protobuf is not installed: attributes were walked in Python.")
+    return table
+
+
 SECTIONS: dict[str, Callable[[Context], Table]] = {
     "overhead": section_overhead,
     "pack": section_pack,
@@ -1546,6 +1596,7 @@ SECTIONS: dict[str, Callable[[Context], Table]] = {
     "iodump": section_iodump,
     "float16": section_float16,
     "int8": section_int8,
+    "needs": section_needs,
 }
 
 # Functions that run in a worker process (python scripts/bench.py --worker NAME JSON_KWARGS RESULT_FILE).
@@ -1564,6 +1615,7 @@ WORKERS: dict[str, Callable[..., Any]] = {
     "float16_casts": float16_casts_worker,
     "small_cnn": small_cnn_worker,
     "load": load_worker,
+    "needs": needs_worker,
 }
 
 

@@ -50,6 +50,7 @@ import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -84,6 +85,7 @@ SEEDS: dict[str, int] = {
     "int8/mild_outlier.onnx": 1019,
     "int8/weight_only.onnx": 1020,
     "float16/wide_logits.onnx": 1021,
+    "values/zipmap_classifier.onnx": 1022,
     "cnn_input.npy": 2001,
     "multi_input.npz": 2002,
     "cnn_input.pb": 2003,
@@ -861,6 +863,83 @@ def build_weight_only() -> onnx.ModelProto:
 
 
 # --------------------------------------------------------------------------
+# sequences, maps and optionals
+
+
+def build_zipmap_classifier() -> onnx.ModelProto:
+    """A scikit-learn-style classifier as skl2onnx exports it: LinearClassifier (softmax) + ZipMap, so
+    ``probabilities`` is seq(map(int64, tensor(float))), one map of class -> probability per row."""
+    rng = _rng("values/zipmap_classifier.onnx")
+    classes = [0, 1, 2]
+    coefficients = rng.normal(0.0, 1.0, (len(classes), 4)).astype(np.float32)
+    intercepts = rng.normal(0.0, 0.5, len(classes)).astype(np.float32)
+    linear = helper.make_node(
+        "LinearClassifier",
+        ["X"],
+        ["label", "scores"],
+        name="linear",
+        domain="ai.onnx.ml",
+        coefficients=coefficients.reshape(-1).tolist(),
+        intercepts=intercepts.tolist(),
+        classlabels_ints=classes,
+        post_transform="SOFTMAX",
+    )
+    zipmap = helper.make_node(
+        "ZipMap", ["scores"], ["probabilities"], name="zipmap", domain="ai.onnx.ml", classlabels_int64s=classes
+    )
+    probabilities = onnx.ValueInfoProto(name="probabilities")
+    probabilities.type.sequence_type.elem_type.map_type.key_type = TensorProto.INT64
+    probabilities.type.sequence_type.elem_type.map_type.value_type.CopyFrom(
+        helper.make_tensor_type_proto(TensorProto.FLOAT, [])
+    )
+    graph = helper.make_graph(
+        [linear, zipmap],
+        "zipmap_classifier",
+        [_value_info("X", TensorProto.FLOAT, ["N", 4])],
+        [_value_info("label", TensorProto.INT64, ["N"]), probabilities],
+    )
+    return helper.make_model(
+        graph,
+        ir_version=IR_VERSION,
+        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("ai.onnx.ml", 1)],
+        producer_name=PRODUCER,
+    )
+
+
+def _sequence_type(elem_type: int) -> onnx.TypeProto:
+    return helper.make_sequence_type_proto(helper.make_tensor_type_proto(elem_type, None))
+
+
+def build_sequences() -> onnx.ModelProto:
+    """A sequence input and sequence and optional outputs: xs seq(tensor(float)) -> ys (xs with 2 * its first
+    element appended), total (the sum of the concatenation), maybe optional(tensor(float)) (the doubled one)."""
+    first = helper.make_tensor("first", TensorProto.INT64, [], [0])
+    two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+    nodes = [
+        helper.make_node("SequenceAt", ["xs", "first"], ["x0"], name="at"),
+        helper.make_node("Mul", ["x0", "two"], ["doubled"], name="double"),
+        helper.make_node("SequenceInsert", ["xs", "doubled"], ["ys"], name="insert"),
+        helper.make_node("ConcatFromSequence", ["ys"], ["joined"], name="concat", axis=0),
+        helper.make_node("ReduceSum", ["joined"], ["total"], name="sum", keepdims=0),
+        helper.make_node("Optional", ["doubled"], ["maybe"], name="optional"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "sequences",
+        [helper.make_value_info("xs", _sequence_type(TensorProto.FLOAT))],
+        [
+            helper.make_value_info("ys", _sequence_type(TensorProto.FLOAT)),
+            _value_info("total", TensorProto.FLOAT, []),
+            helper.make_value_info(
+                "maybe", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+            ),
+        ],
+        [first, two],
+    )
+    return _make_model(graph, opset=15)
+
+
+# --------------------------------------------------------------------------
 # writers: each registry entry writes its file(s) under the output folder
 
 
@@ -1091,6 +1170,20 @@ REGISTRY: tuple[Sample, ...] = (
         tags=("int8",),
     ),
     Sample(
+        "values/zipmap_classifier.onnx",
+        _writer(build_zipmap_classifier),
+        "#rand(-2,2,3,...)",
+        "a scikit-learn-style classifier: LinearClassifier + ZipMap; probabilities is seq(map(int64, tensor(float)))",
+        tags=("values", "ml"),
+    ),
+    Sample(
+        "values/sequences.onnx",
+        _writer(build_sequences),
+        "#rand(-1,1,2,3)",
+        "a sequence input xs seq(tensor(float)), outputs ys seq(tensor(float)), total and maybe optional(tensor(float))",
+        tags=("values",),
+    ),
+    Sample(
         "bad/not_onnx.onnx",
         _write_bytes(lambda: b"hello, this is text\n"),
         "#rand(0,1)",
@@ -1206,8 +1299,11 @@ def _smoke(path: Path, rng: np.random.Generator) -> dict[str, list[str]]:
     Returns a short description of inputs and outputs as onnxruntime sees them.
     """
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    feeds: dict[str, np.ndarray] = {}
+    feeds: dict[str, Any] = {}
     for inp in sess.get_inputs():
+        if inp.type.startswith("seq("):  # a sequence of two tensors
+            feeds[inp.name] = [rng.random((2, 3)).astype(np.float32) for _ in range(2)]
+            continue
         dtype = _ORT_DTYPES[inp.type]
         shape = [d if isinstance(d, int) else 8 for d in inp.shape]
         if np.issubdtype(dtype, np.floating):
@@ -1216,6 +1312,8 @@ def _smoke(path: Path, rng: np.random.Generator) -> dict[str, list[str]]:
             feeds[inp.name] = rng.integers(1, 5, size=shape).astype(dtype)
     outputs = sess.run(None, feeds)
     for meta, value in zip(sess.get_outputs(), outputs, strict=True):
+        if not meta.type.startswith("tensor("):  # a sequence, a map or an optional: onnxruntime ran it
+            continue
         expected = [d if isinstance(d, int) else 8 for d in meta.shape]
         if list(value.shape) != expected:
             raise RuntimeError(f"{path.name}: output {meta.name!r} has shape {value.shape}, expected {expected}")

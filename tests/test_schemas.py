@@ -197,7 +197,9 @@ def test_shared_definitions_are_the_same_in_both_reports():
 def test_dtypes_are_those_the_runtime_reports():
     from mgedump.model.runtime import _ORT_DTYPES
 
-    assert set(schema("manifest")["$defs"]["dtype"]["enum"]) == set(_ORT_DTYPES.values())
+    tensors, structured = schema("manifest")["$defs"]["dtype"]["anyOf"]  # tensors' dtypes; seq(...), map(...)
+    assert set(tensors["enum"]) == set(_ORT_DTYPES.values())
+    assert structured["pattern"].startswith("^(seq|map|optional)")
     assert schema("report")["$defs"]["dtype"] == schema("manifest")["$defs"]["dtype"]
 
 

@@ -30,6 +30,15 @@ logger = logging.getLogger(LOGGER_NAME)
 _seen: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("mgedump_warnings_seen", default=None)
 
 
+_program = "mgedump"
+
+
+def program() -> str:
+    """The command running, as :func:`setup` was told (``mgedump``, ``mgerun``, ``mgediff``): messages that
+    refuse something name who refuses it."""
+    return _program
+
+
 def setup(verbosity: int = 0, *, prog: str = "mgedump") -> None:
     """Route the project's logger to stderr.
 
@@ -37,6 +46,8 @@ def setup(verbosity: int = 0, *, prog: str = "mgedump") -> None:
         verbosity: -1 quiet (errors only), 0 warnings, 1 and more debug.
         prog: the program name that prefixes every line.
     """
+    global _program
+    _program = prog
     level = logging.WARNING if verbosity == 0 else logging.ERROR if verbosity < 0 else logging.DEBUG
     logger.setLevel(level)
     logger.propagate = False

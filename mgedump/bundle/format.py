@@ -44,7 +44,11 @@ Manifest keys (all REQUIRED unless marked):
 ``requirements``: list of str, what the bundled model needs at run time beyond
     a standard ONNX runtime (e.g. ``"onnxruntime"``, ``"x86-avx2"``).
 ``inputs``, ``outputs``: lists of ``{"name": str, "dtype": str, "shape": list
-    or null}``; dims are ints, str (symbolic) or null.
+    or null}``; dims are ints, str (symbolic) or null. A sequence, map or
+    optional has onnxruntime's name of its type as ``dtype``
+    (``seq(map(int64,tensor(float)))``, :mod:`mgedump.model.valuetype`), a
+    null shape, and ONNX's ``SequenceProto``, ``MapProto`` or ``OptionalProto``
+    as its test-data members (:mod:`.valueproto`).
 ``assertion``: ``{"enabled": bool, "maxerr": float, "verbose": bool}``.
 ``seed``: int, the seed of the data generators.
 ``data_options``: ``{"repeat": int, "resize_input": bool, "input_transform": str
@@ -60,6 +64,11 @@ Manifest keys (all REQUIRED unless marked):
     files), listed and hashed like every other member. A verifier that finds
     a test case failing compares its own run against it to name the node that
     first diverges.
+``target_runtime`` (OPTIONAL, ``--target-runtime``): ``{"onnxruntime": "X.Y",
+    "ir_version": int, "opset": int, "ml_opset": int, "converted": [str]}``:
+    the onnxruntime the bundled model was written for, the newest IR and
+    opsets it loads (absent when it is at least the packing machine's), and
+    what was lowered (empty: nothing needed to be).
 """
 
 from __future__ import annotations
@@ -69,6 +78,7 @@ import re
 from typing import Any
 
 from ..base.errors import BundleError
+from ..model.valuetype import is_structured, parse
 from ..options import ERROR_STATS
 
 FORMAT = "mgedump-bundle"
@@ -188,11 +198,26 @@ def _check_tensor_infos(value: Any, key: str) -> None:
             isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("dtype"), str),
             f"bad entry in {key!r}",
         )
+        if is_structured(entry["dtype"]):
+            try:
+                parse(entry["dtype"])
+            except ValueError as exc:
+                raise BundleError(
+                    f"bundle manifest is malformed: {key!r} names type {entry['dtype']!r} ({exc})"
+                ) from None
         shape = entry.get("shape")
         _require(
             shape is None or (isinstance(shape, list) and all(d is None or isinstance(d, (int, str)) for d in shape)),
             f"bad shape in {key!r}",
         )
+
+
+def _check_target_runtime(target: Any) -> None:
+    """``target_runtime`` (``--target-runtime``), when present: an object naming the onnxruntime version."""
+    _require(
+        target is None or (isinstance(target, dict) and isinstance(target.get("onnxruntime"), str)),
+        "'target_runtime' must be an object naming the onnxruntime version",
+    )
 
 
 def validate_manifest(manifest: Any) -> None:
@@ -227,6 +252,7 @@ def validate_manifest(manifest: Any) -> None:
     _require(isinstance(manifest.get("data_options", {}), dict), "'data_options' must be an object")
     environment = manifest.get("environment")
     _require(environment is None or isinstance(environment, dict), "'environment' must be an object")
+    _check_target_runtime(manifest.get("target_runtime"))
     cases = manifest.get("test_cases")
     _check_cases(cases, len(manifest["inputs"]), len(manifest["outputs"]), manifest["assertion"]["enabled"])
     listed = _check_members(manifest.get("members"))

@@ -187,6 +187,7 @@ class Manifest:
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     io_dump: dict[str, Any] | None = None
     environment: dict[str, Any] | None = None  # where it was packed (mgedump.model.environment.pack_environment)
+    target_runtime: dict[str, Any] | None = None  # --target-runtime: the onnxruntime the model was written for
     members: list[dict[str, Any]] = field(default_factory=list)
     generator: dict[str, Any] = field(default_factory=lambda: {"name": "mgedump", "version": __version__})
     variants: list[VariantEntry] = field(default_factory=list)
@@ -213,6 +214,7 @@ class Manifest:
             "test_cases": [case.to_json() for case in self.test_cases],
             **({"io_dump": self.io_dump} if self.io_dump else {}),
             **({"environment": self.environment} if self.environment else {}),
+            **({"target_runtime": self.target_runtime} if self.target_runtime else {}),
         }
         if self.members:
             document["members"] = list(self.members)
@@ -266,6 +268,7 @@ class Manifest:
             records={key: value for key, value in document.items() if key not in CORE_KEYS and isinstance(value, dict)},
             io_dump=document.get("io_dump"),
             environment=document.get("environment"),
+            target_runtime=document.get("target_runtime"),
             members=list(document.get("members", [])),
             generator=dict(document.get("generator") or {}),
             variants=variants,

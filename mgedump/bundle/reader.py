@@ -20,6 +20,7 @@ from ..base.fileio import CHUNK
 from .format import MANIFEST, MAX_MANIFEST_BYTES, check_member_name, validate_manifest
 from .manifest import Manifest
 from .tensorproto import decode
+from .valueproto import decode_value
 from .zipwrite import copy_range
 
 DEFER_HASH_BYTES = 16 << 20
@@ -212,6 +213,23 @@ class Bundle:
         if tensor_name and tensor_name != expect_name:
             raise BundleError(f"{self.path}: member {name!r} holds tensor {tensor_name!r}, expected {expect_name!r}")
         return array
+
+    def value(self, name: str, info: Any) -> Any:
+        """Read a test-data member as the model's type for it says (a :class:`~mgedump.model.runtime.TensorInfo`):
+        a TensorProto for a tensor, a SequenceProto, MapProto or OptionalProto for the others
+        (:mod:`.valueproto`); its name must be the input's or output's, or empty."""
+        return self.tensor(name, info.name) if info.is_tensor else _value(self, name, info)
+
+
+def _value(bundle: Bundle, name: str, info: Any) -> Any:
+    """A test-data member of a sequence, map or optional type (a SequenceProto, MapProto or OptionalProto)."""
+    try:
+        value, stored = decode_value(bundle.read(name), info.value_type)
+    except ValueError as exc:
+        raise BundleError(f"{bundle.path}: member {name!r} is not a valid {info.dtype} ({exc})") from None
+    if stored and stored != info.name:
+        raise BundleError(f"{bundle.path}: member {name!r} holds {stored!r}, expected {info.name!r}")
+    return value
 
 
 def _check_layout(path: str, names: list[str]) -> None:

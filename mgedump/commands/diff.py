@@ -31,7 +31,7 @@ from ..diagnose.divergence import DiffReport, diff_dumps
 from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
 from ..diagnose.iodump import IoDump
 from ..diagnose.locate import inputs_for
-from ..model.runtime import model_io, open_session, resolve_providers
+from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers
 from ..options import DiffOptions
 
 __all__ = ["DiffOptions", "diff"]
@@ -68,9 +68,9 @@ def _open_side(path: str, name: str, scratch: str) -> _Side:
             model = bundle.extract(manifest.model.member, folder)
             if manifest.model.external_data:
                 bundle.extract(manifest.model.external_data, folder)
-            names = [info["name"] for info in manifest.inputs]
+            infos = [TensorInfo.from_json(info) for info in manifest.inputs]
             cases = [
-                (k, {n: bundle.tensor(member, n) for n, member in zip(names, case.inputs, strict=True)})
+                (k, {i.name: bundle.value(member, i) for i, member in zip(infos, case.inputs, strict=True)})
                 for k, case in enumerate(manifest.test_cases)
             ]
             bundle.verified()

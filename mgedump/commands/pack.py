@@ -29,7 +29,8 @@ from ..data import TestCase, TestData
 from ..model.modelfile import model_source
 from ..model.runtime import check_model_path, model_io, open_session
 from ..model.stripinfo import strip_info_paths, write_strip_info
-from ..optimize import check_can_make, end_to_end_note, optimization_names, optimize_file
+from ..model.target import retarget_file
+from ..optimize import OptimizeResult, check_can_make, end_to_end_note, optimization_names, optimize_file
 from ..optimize.precisions import FLOAT32, variant_names
 from ..options import OptimizeOptions, PackOptions
 from .pack_members import Source, Variant, embed_io_dump, manifest_of, write_model_out
@@ -118,7 +119,10 @@ def pack(
         inputs = [model_path, *copy.data_paths, *data.list_files, *_files(cases)]
         inputs += [*(calibration.list_files if calibration else ()), *_files(calibration_cases)]
         members: list[Any] = []
-        manifest = manifest_of(source, made.variants, made.stored, made.stored_io, members, options, made.left_out)
+        target = made.variants[0].target if options.target_runtime else None
+        manifest = manifest_of(
+            source, made.variants, made.stored, made.stored_io, members, options, made.left_out, target
+        )
         notes = made.notes
         if options.embed_io_dump:
             manifest.io_dump, size = embed_io_dump(source, opened, made.stored, options.embed_io_dump, members, tmp)
@@ -218,11 +222,33 @@ def _make_variant(
     target: str,
     stage: Stage,
 ) -> Variant:
-    """One variant's model: optimised as its options say (none: the model as given), opened."""
+    """One variant's model: optimised as its options say (none: the model as given), written for the target's
+    onnxruntime when asked, opened."""
     optimize = _optimize_options(options, name)
-    if not optimize.any:
-        return Variant(name, opened)
+    variant = _optimize(name, optimize, opened, cases, calibration, options, target, stage) if optimize.any else None
+    if options.target_runtime:
+        return _retarget(variant or Variant(name, opened), options.target_runtime, target, stage)
+    return variant or Variant(name, opened)
+
+
+def _optimize(
+    name: str,
+    optimize: OptimizeOptions,
+    opened: Opened,
+    cases: Sequence[TestCase],
+    calibration: Sequence[TestCase],
+    options: PackOptions,
+    target: str,
+    stage: Stage,
+) -> Variant:
     mode = check_can_make(optimize)
+    other = next((info for info in [*opened.inputs, *opened.outputs] if not info.is_tensor), None)
+    if mode is not None and other is not None:  # the searches run candidates on tensors only
+        raise UsageError(
+            f"{option_name('precision', mode.name)} searches on tensor inputs and outputs; {other.name!r} is "
+            f"{other.dtype}",
+            hint=f"pack without it ({option_name('optimize_for_inference')} alone is fine)",
+        )
     if mode is None or "calibrate" not in mode.reads:  # calibration data is for the variants calibrated
         calibration = []
     stage(f"optimising ({', '.join(optimization_names(optimize))})")
@@ -241,6 +267,32 @@ def _make_variant(
     )
     session = open_session(result.path, label="the optimised model")
     return Variant(name, Opened(result.path, session, *model_io(session)), result, notes=list(result.notes))
+
+
+def _retarget(variant: Variant, wanted: str, target: str, stage: Stage) -> Variant:
+    """A variant's model written at the newest IR and opsets the target's onnxruntime loads; proved like any
+    rewrite (its result is then not None)."""
+    stage(f"writing the model for onnxruntime {wanted}")
+    folder = os.path.join(os.path.dirname(target), "target")  # beside nothing else: the model keeps its data embedded
+    os.makedirs(folder, exist_ok=True)
+    done = retarget_file(variant.path, os.path.join(folder, MODEL_MEMBER), wanted)
+    variant.target = done.to_json(".".join(wanted.split(".")[:2]))
+    if done.path is None:
+        return variant
+    before = variant.result
+    result = OptimizeResult(
+        done.path,
+        list(before.optimizations) if before else [],
+        list(before.requirements) if before else [],
+        [*(before.notes if before else []), f"written for onnxruntime {wanted}: {', '.join(done.changes)}"],
+        before.mode if before else None,
+        before.record if before else None,
+        before.options if before else None,
+    )
+    session = open_session(done.path, label=f"the model written for onnxruntime {wanted}")
+    return dataclasses.replace(
+        variant, opened=Opened(done.path, session, *model_io(session)), result=result, notes=list(result.notes)
+    )
 
 
 def _prove(

@@ -29,6 +29,7 @@ from ..bundle import (
     tensor_bytes,
 )
 from ..bundle.format import VARIANTS_FOLDER
+from ..bundle.valueproto import encode_value
 from ..model.environment import pack_environment
 from ..model.modelfile import ModelSource, model_source
 from ..model.runtime import TensorInfo
@@ -46,6 +47,7 @@ class Variant:
     result: OptimizeResult | None = None
     proof: Proof | None = None
     notes: list[str] = field(default_factory=list)
+    target: dict[str, Any] | None = None  # written for the target's onnxruntime: the manifest's entry
 
     @property
     def path(self) -> str:
@@ -90,6 +92,7 @@ def manifest_of(
     members: list[Member],
     options: PackOptions,
     left_out: Sequence[dict[str, str]] = (),
+    target: dict[str, Any] | None = None,
 ) -> Manifest:
     """The bundle's manifest, its models' members first, then the test cases' tensors."""
     if len(variants) == 1:
@@ -117,8 +120,9 @@ def manifest_of(
             "resize_input": options.data.resize_input,
             "input_transform": options.data.input_transform,
         },
-        test_cases=_case_members(stored, stored_io.outputs, members, options.no_assert),
+        test_cases=_case_members(stored, stored_io, members, options.no_assert),
         environment=pack_environment(),
+        target_runtime=target,
         variants=entries,
         left_out=list(left_out),
     )
@@ -153,25 +157,32 @@ def _variant_entry(source: Source, variant: Variant, members: list[Member]) -> V
     )
 
 
-def _case_members(
-    stored: Sequence[StoredCase], outputs: Sequence[TensorInfo], members: list[Member], no_assert: bool
-) -> list[CaseEntry]:
-    """Add every test case's tensors to members; return the manifest's test cases."""
+def _case_members(stored: Sequence[StoredCase], io: Opened, members: list[Member], no_assert: bool) -> list[CaseEntry]:
+    """Add every test case's tensors (and sequences, maps, optionals) to members; return the manifest's test
+    cases."""
+    types = {info.name: info for info in io.inputs}
     manifest_cases = []
     for index, case in enumerate(stored):
         folder = case_folder(index)
         input_members = []
         for k, (name, array) in enumerate(case.inputs):
             input_members.append(f"{folder}/input_{k}.pb")
-            members.append(Member(input_members[-1], tensor_bytes(array, name)))
+            members.append(Member(input_members[-1], _value_bytes(array, types.get(name, name))))
         output_members = []
         if not no_assert:
-            for k, (info, array) in enumerate(zip(outputs, case.expected, strict=True)):
+            for k, (info, array) in enumerate(zip(io.outputs, case.expected, strict=True)):
                 output_members.append(f"{folder}/output_{k}.pb")
-                members.append(Member(output_members[-1], tensor_bytes(array, info.name)))
+                members.append(Member(output_members[-1], _value_bytes(array, info)))
         spec = case.case.spec
         manifest_cases.append(CaseEntry(folder, spec.text, spec.origin, input_members, output_members))
     return manifest_cases
+
+
+def _value_bytes(value: Any, info: TensorInfo | str) -> bytes:
+    """A test-data member: a TensorProto, or for a sequence, a map or an optional its ONNX message."""
+    if isinstance(info, str) or info.is_tensor:
+        return tensor_bytes(value, info if isinstance(info, str) else info.name)
+    return encode_value(value, info.value_type, info.name)
 
 
 def embed_io_dump(
@@ -183,9 +194,15 @@ def embed_io_dump(
 
     stored = stored[:count]
     folder = os.path.join(scratch, IO_DUMP_FOLDER)
-    dtypes = {info.name: info.np_dtype for info in given.inputs}
+    dtypes = {info.name: info.np_dtype for info in given.inputs if info.is_tensor}
     cases = [
-        (k, {name: (a.astype(dtypes[name]) if a.dtype != dtypes[name] else a) for name, a in case.inputs})
+        (
+            k,
+            {
+                name: (a.astype(dtypes[name]) if name in dtypes and a.dtype != dtypes[name] else a)
+                for name, a in case.inputs
+            },
+        )
         for k, case in enumerate(stored)
     ]
     with ModelDumper(source.path, source.sha256, label=source.path) as dumper:

@@ -20,8 +20,10 @@ from ..base.errors import MgeError, OptimizeError, RunError, SpecError
 from ..base.log import logger
 from ..base.naming import option_name
 from ..data import TestCase, cast_to
-from ..measure.assertion import assert_equal, maxerr_hint
-from ..model.runtime import TensorInfo, infer, to_numpy_outputs
+from ..measure.assertion import maxerr_hint
+from ..measure.structured import check_value
+from ..model.runtime import TensorInfo, infer, to_values
+from ..model.valuetype import leaves
 from ..options import PackOptions
 
 Stage = Callable[[str], None]
@@ -85,7 +87,7 @@ def expected_outputs(
         stage(f"running test case {index + 1} of {len(cases)}")
         feeds = as_inputs_of(case.inputs, given.inputs, stored.inputs)
         original = {
-            name: (array.astype(info.np_dtype) if array.dtype != info.np_dtype else array)
+            name: (array.astype(info.np_dtype) if info.is_tensor and array.dtype != info.np_dtype else array)
             for (name, array), info in zip(feeds, given.inputs, strict=True)
         }
         where = f"test case {index} ({case.spec.origin}: {case.spec.text!r})"
@@ -96,8 +98,10 @@ def expected_outputs(
             hint = f"give the defaulted dims with {option_name('input_shapes')}" if defaulted else exc.hint
             raise SpecError(f"{where}: {exc.message}{defaulted}", hint=hint) from None
         expected = [
-            value.astype(info.np_dtype) if info.dtype != "str" and value.dtype != info.np_dtype else value
-            for value, info in zip(to_numpy_outputs(values, stored.outputs), stored.outputs, strict=True)
+            value.astype(info.np_dtype)
+            if info.is_tensor and info.dtype != "str" and value.dtype != info.np_dtype
+            else value
+            for value, info in zip(to_values(values, stored.outputs), stored.outputs, strict=True)
         ]
         if asserted:
             _check_finite(expected, stored.outputs, where, defaulted)
@@ -121,10 +125,12 @@ def as_inputs_of(
 def _check_finite(expected: Sequence[np.ndarray], outputs: Sequence[TensorInfo], where: str, defaulted: str) -> None:
     """Refuse expected outputs that hold NaN or infinity: a bundle that expects them could never pass."""
     for value, info in zip(expected, outputs, strict=True):
-        if value.dtype.kind == "f" and not np.isfinite(value).all():
-            bad = int(value.size - np.count_nonzero(np.isfinite(value)))
+        nonfinite = [leaf for leaf in leaves(value) if leaf.dtype.kind == "f" and not np.isfinite(leaf).all()]
+        if nonfinite:
+            bad = sum(int(a.size - np.count_nonzero(np.isfinite(a))) for a in nonfinite)
+            size = sum(a.size for a in leaves(value))
             raise SpecError(
-                f"{where}: the model's output {info.name!r} holds NaN or infinity ({bad} of {value.size} "
+                f"{where}: the model's output {info.name!r} holds NaN or infinity ({bad} of {size} "
                 f"elements){defaulted}; a bundle that expects it could never pass",
                 hint=f"check the range of the test data, or pack with {option_name('no_assert')}",
             )
@@ -157,12 +163,12 @@ def self_check(
         if given_inputs is not None and bundled_inputs is not None:
             feeds = as_inputs_of(case.inputs, given_inputs, bundled_inputs)
         try:
-            got = to_numpy_outputs(infer(bundled, dict(feeds)), outputs)
+            got = to_values(infer(bundled, dict(feeds)), outputs)
         except RunError as exc:
             raise OptimizeError(f"the optimised model fails to run on test case {index}: {exc.message}") from None
         for info, want, have in zip(outputs, case.expected, got, strict=True):
             have = by_value(want, have)
-            check = assert_equal(info.name, want, have, options.maxerr_of(info.name), options.stat_of(info.name))
+            check = check_value(info.name, want, have, options.maxerr_of(info.name), options.stat_of(info.name))
             results.append({"case": index, "output": info.name, "err": check.err, "passed": check.passed})
             if check.passed:
                 continue
@@ -190,7 +196,13 @@ def self_check(
 
 def by_value(want: np.ndarray, have: np.ndarray) -> np.ndarray:
     """A float output in the reference's float dtype (a float16 variant held to float32 outputs)."""
-    if want.dtype != have.dtype and want.dtype.kind == "f" and have.dtype.kind == "f":
+    if (
+        isinstance(want, np.ndarray)
+        and isinstance(have, np.ndarray)
+        and want.dtype != have.dtype
+        and want.dtype.kind == "f"
+        and have.dtype.kind == "f"
+    ):
         return have.astype(want.dtype)
     return have
 

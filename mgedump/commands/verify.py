@@ -14,18 +14,21 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
-from ..base.fileio import atomic_output, hash_files, make_folder
+from ..base.fileio import atomic_output, hash_files, make_folder, write_bytes_atomic
 from ..base.limits import available_memory, require_memory
 from ..base.log import fresh_warnings, no_status, warn_once
 from ..base.outputs import Output, Outputs
 from ..bundle import Bundle, case_folder
 from ..bundle.requirements import check_requirements
+from ..bundle.valueproto import encode_value
 from ..data import TestData, check_shape
-from ..measure.assertion import OutputCheck, assert_equal
+from ..data.values import value_bytes
+from ..measure.assertion import OutputCheck
+from ..measure.structured import check_value
 from ..measure.timing import Progress, Timing, batch_of, time_runs
 from ..model.environment import differences, run_environment
 from ..model.modelfile import external_locations
-from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_numpy_outputs
+from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_values
 from ..options import VerifyOptions
 from ..report import bundle_name
 from ..report.schema import (
@@ -194,6 +197,8 @@ def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
     Raises:
         BundleError: another dtype, rank or fixed dim than the model's input.
     """
+    if not info.is_tensor:  # a sequence or an optional, checked against the model's type as it is read
+        return bundle.value(member, info)
     array = bundle.tensor(member, info.name)
     what = f"{bundle.path}: member {member!r}"
     if info.dtype != "str" and array.dtype != info.np_dtype:
@@ -241,9 +246,7 @@ def _from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[s
             }
             expected = None
             if assertion.enabled:  # the manifest lists one output member per output then, none otherwise
-                expected = [
-                    bundle.tensor(member, info.name) for info, member in zip(outputs, case.outputs, strict=True)
-                ]
+                expected = [bundle.value(member, info) for info, member in zip(outputs, case.outputs, strict=True)]
             cases.append(_Case(case.spec, case.origin, feeds, expected))
         reference = None
         if manifest.io_dump:
@@ -498,10 +501,10 @@ def _run_case(
 
     try:
         timing, first = timed(case.feeds, label)
-        got = to_numpy_outputs(first or [], prepared.outputs)
+        got = to_values(first or [], prepared.outputs)
         sweep = []
         for n in options.repeat_sweep:
-            feeds = {k: (np.repeat(v, n, axis=0) if v.ndim else v) for k, v in case.feeds.items()}
+            feeds = {k: (np.repeat(v, n, axis=0) if np.ndim(v) else v) for k, v in case.feeds.items()}
             swept, _ = timed(feeds, f"{label}, batch x{n}")
             sweep.append(swept)
     except (RunError, ModelError) as exc:
@@ -516,7 +519,7 @@ def _run_case(
     checks = []
     if bounds is not None and case.expected is not None:
         checks = [
-            assert_equal(info.name, want, have, bounds[info.name])
+            check_value(info.name, want, have, bounds[info.name])
             for info, want, have in zip(prepared.outputs, case.expected, got, strict=True)
         ]
     report = CaseReport(
@@ -529,10 +532,14 @@ def _run_case(
 def _check_sweep(prepared: _Prepared, sizes: Sequence[int]) -> None:
     if max(sizes) == 1:
         return
-    largest = max(sum(a.nbytes for a in case.feeds.values()) for case in prepared.cases)
+    largest = max(sum(value_bytes(a) for a in case.feeds.values()) for case in prepared.cases)
     # the repeated inputs, and about as much again for what the model makes of them
     require_memory(2 * largest * max(sizes), f"--repeat-sweep {max(sizes)}", UsageError)
     for info in prepared.inputs:
+        if not info.is_tensor:
+            raise UsageError(
+                f"--repeat-sweep repeats tensors along their batch dim; input {info.name!r} is {info.dtype}"
+            )
         if info.shape and isinstance(info.shape[0], int):
             raise UsageError(
                 f"--repeat-sweep needs a batch dim the model leaves free, but input {info.name!r} fixes dim 0 to "
@@ -556,6 +563,11 @@ def _dump_outputs(
         if name in used:
             name = f"{name}_{k}"
         used.add(name)
+        if not info.is_tensor:  # a sequence, a map or an optional: as in the bundle (no pickle in a .npy)
+            write_bytes_atomic(
+                os.path.join(case_dir, name + ".pb"), encode_value(array, info.value_type, info.name), protected
+            )
+            continue
         with atomic_output(os.path.join(case_dir, name + ".npy"), protected) as f:
             np.save(f, array, allow_pickle=False)
 

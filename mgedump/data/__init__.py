@@ -26,6 +26,7 @@ from ..model.runtime import TensorInfo
 from ..options import DataOptions
 from .readers import decode_image, load_npy, load_npz, load_pb
 from .spec import MAX_LIST_CASES, CaseSpec, FileSource, Generator, Item, expand_specs, parse_case
+from .values import element_info, wrap
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".pb")
 
@@ -541,8 +542,9 @@ def build_cases(
         except SpecError as exc:
             raise SpecError(f"{spec.origin}: {exc.message}", hint=exc.hint) from None
         case = TestCase(spec, [])
-        for input_index, info in enumerate(inputs):
+        for input_index, given in enumerate(inputs):
             item: Item = items[0] if items[0].name is None else items[input_index]
+            info = element_info(given)  # the input, or the tensor its sequence or optional holds
             if isinstance(item.source, Generator):
                 rng = np.random.default_rng([options.seed, case_index, input_index])
                 array = generate(item.source, info, rng, case.defaulted)
@@ -551,7 +553,7 @@ def build_cases(
                 case.files.append(path)
                 saw_file = True
                 saw_image = saw_image or is_image
-            case.inputs.append((info.name, array))
+            case.inputs.append((info.name, wrap(given, array)))
         cases.append(case)
     if options.resize_input and not saw_image:
         raise UsageError(
@@ -585,6 +587,9 @@ def _array_case(given: ArrayCase, inputs: Sequence[TensorInfo]) -> TestCase:
         raise SpecError(f"{given.origin}: no array for input {missing[0]!r}")
     case = TestCase(CaseSpec(given.text, given.origin), [])
     for info in inputs:
+        if not info.is_tensor:  # a sequence or an optional, as given: onnxruntime checks it
+            case.inputs.append((info.name, arrays[info.name]))
+            continue
         array = np.asarray(arrays[info.name])
         what = f"{given.origin}[{info.name!r}]"
         check_shape(array, info, what)

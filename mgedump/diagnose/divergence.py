@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ..measure.assertion import FLOAT16_MAX, json_value, measure, value_text
+from ..measure.assertion import FLOAT16_MAX, json_value, value_text
+from ..measure.structured import measure_value
 from ..options import DEFAULT_MAXERR, FLOAT16_MAXERR
 from .iodump import CaseDump, IoDump, NodeInfo
 
@@ -70,6 +71,7 @@ class TensorErr:
     exact: bool = False
     a_dtype: str = ""
     b_dtype: str = ""
+    path: str | None = None  # a sequence's, map's or optional's worst element (``[3][1]``); index is then None
 
     def passes(self, maxerr: float) -> bool:
         """Within maxerr, as :meth:`mgedump.measure.assertion.Measure.passes` decides."""
@@ -80,6 +82,7 @@ class TensorErr:
             "name": self.name,
             "err": json_value(self.err),
             "worst_index": None if self.index is None else list(self.index),
+            **({"worst_path": self.path} if self.path is not None else {}),
             "a": json_value(self.a_value),
             "b": json_value(self.b_value),
             "reason": self.reason,
@@ -88,7 +91,7 @@ class TensorErr:
 
 def tensor_err(name: str, a: np.ndarray, b: np.ndarray) -> TensorErr:
     """Compare one tensor of B against A's with the AssertEqual metric (:func:`mgedump.measure.assertion.measure`)."""
-    m = measure(a, b, labels=("A", "B"))
+    m = measure_value(a, b, labels=("A", "B"))
     return TensorErr(
         name,
         m.err,
@@ -99,9 +102,14 @@ def tensor_err(name: str, a: np.ndarray, b: np.ndarray) -> TensorErr:
         m.expect_absmax,
         m.got_inf_where_expect_finite,
         m.exact,
-        str(np.asarray(a).dtype),
-        str(np.asarray(b).dtype),
+        _dtype(a),
+        _dtype(b),
+        m.path,
     )
+
+
+def _dtype(value: Any) -> str:
+    return str(value.dtype) if isinstance(value, np.ndarray) else type(value).__name__
 
 
 @dataclass
@@ -147,8 +155,9 @@ class NodeDiff:
         """This node and the error it introduces, as people read it."""
         out = self.output
         where = ""
-        if out.index is not None:
-            where = f" (worst element at {list(out.index)}: A={value_text(out.a_value)}, B={value_text(out.b_value)})"
+        if out.index is not None or out.path is not None:
+            at = out.path if out.path is not None else list(out.index or ())
+            where = f" (worst element at {at}: A={value_text(out.a_value)}, B={value_text(out.b_value)})"
         elif out.reason:
             where = f" ({out.reason})"
         inputs = ", ".join(f"{name} {err:.3g}" for name, err in self.inputs.items())

@@ -13,8 +13,11 @@ inputs), then the outputs of every node of the main graph, in execution order
 (the graph's node order, which ONNX requires to be topological), except the
 tensors computed from weights alone (a dequantized or reshaped weight): they
 are the same for every input, can be recomputed from the model, and would make
-a dump of a weight-only quantized model many times the model's size. A tensor that
-is not a tensor at run time (a sequence, a map) is left out. File names are
+a dump of a weight-only quantized model many times the model's size. A value that
+is not a tensor (a sequence, a map, an optional) is stored as ONNX stores it
+in test data: a ``SequenceProto``, ``MapProto`` or ``OptionalProto``, its
+``dtype`` onnxruntime's name of its type (``seq(map(int64,tensor(float)))``),
+its ``shape`` empty and its statistics over every tensor it holds. File names are
 numbers, so no tensor name needs escaping; the name is inside the TensorProto
 and in the index.
 
@@ -67,7 +70,10 @@ from ..base.errors import DataError, OutputError
 from ..base.fileio import make_folder
 from ..bundle.format import case_folder
 from ..bundle.tensorproto import decode, encode_parts
+from ..bundle.valueproto import decode_value
+from ..model.valuetype import is_structured, parse
 from ..options import IO_DUMP_BUDGET_MB
+from .structured import Structured, structured, type_text, value_key, value_nbytes, write_structured
 
 FORMAT = "mgedump-iodump"
 VERSION = 1
@@ -223,7 +229,7 @@ def estimate_sizes(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, int
     """Bytes of each tensor whose shape and dtype ONNX shape inference can tell, for these inputs' shapes."""
     onnx = require("onnx", purpose="exposing every tensor of a model (io dumps, first divergence)")
 
-    known: dict[str, int] = {name: int(array.nbytes) for name, array in feeds.items()}
+    known: dict[str, int] = {name: value_nbytes(array) for name, array in feeds.items()}
     probe = type(model)()
     probe.CopyFrom(model)
     for value in probe.graph.input:
@@ -313,10 +319,11 @@ class ExposedRunner:
         self._sizes: dict[tuple[Any, ...], dict[str, int]] = {}
         self._hints: dict[str, int] = {}
         self.parts_run = 0
+        self._input_types = {v.name: type_text(v.type) or "" for v in model.graph.input}
 
     @staticmethod
     def _key(feeds: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
-        return tuple(sorted((name, np.shape(array), str(np.asarray(array).dtype)) for name, array in feeds.items()))
+        return tuple(sorted((name, *value_key(array)) for name, array in feeds.items()))
 
     def sizes(self, feeds: Mapping[str, np.ndarray]) -> dict[str, int]:
         """The bytes of each tensor for inputs of these shapes and dtypes: measured where a run of that shape (or
@@ -340,7 +347,7 @@ class ExposedRunner:
         self._hints.update(sizes)
         self._sizes.clear()
 
-    def tensors(self, feeds: Mapping[str, np.ndarray]) -> Iterator[tuple[str, np.ndarray]]:
+    def tensors(self, feeds: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         """Every tensor of the plan for these inputs, in plan order (non-tensor values left out).
 
         Raises:
@@ -350,7 +357,11 @@ class ExposedRunner:
 
         for name in self.plan.inputs:
             if name in feeds:
-                yield name, np.asarray(feeds[name])
+                value = feeds[name]
+                if isinstance(value, np.ndarray):
+                    yield name, value
+                elif (wrapped := structured(value, self._input_types.get(name, ""), name)) is not None:
+                    yield name, wrapped  # a sequence or an optional input
         fed = set(self.plan.inputs)
         inner = [n for n in self.plan.tensors if n not in fed]
         # a part's tensors count three times: onnxruntime's outputs, the numpy copies it hands over at the end of the
@@ -365,7 +376,7 @@ class ExposedRunner:
                 session = self._open(exposed_model(self.model, part))
             if keep_sessions:
                 self._sessions[key] = session
-            available = {o.name for o in session.get_outputs()}
+            available = {o.name: o.type for o in session.get_outputs()}
             wanted = [n for n in part if n in available]
             values = infer(session, dict(feeds), output_names=wanted)
             self.parts_run += 1
@@ -377,6 +388,10 @@ class ExposedRunner:
                 if isinstance(value, np.ndarray):
                     sizes[name] = int(value.nbytes)  # measured: the next test case of this shape runs in fewer parts
                     yield name, value
+                elif not available[name].startswith(("tensor(", "sparse_tensor(")):
+                    output = structured(value, available[name], name)
+                    if output is not None:  # a type mgedump handles (others are left out)
+                        yield name, output
                 del value
             del held
             release_memory()
@@ -441,6 +456,9 @@ def write_case(
         entries = []
         for name, array in tensors:
             file = f"{order[name]:04d}.pb"
+            if isinstance(array, Structured):  # a sequence, a map or an optional
+                entries.append(write_structured(staging, file, name, array, tensor_stats(array.flat())))
+                continue
             head, payload = encode_parts(array, name)  # the tensor's own bytes, not a copy
             digest = hashlib.sha256(head)
             digest.update(payload)
@@ -554,7 +572,10 @@ class CaseDump:
                 f"io dump {self.folder}: {entry['file']} does not match its sha256 in {INDEX} (edited or damaged)"
             )
         try:
-            array, stored = decode(data)
+            if is_structured(entry["dtype"]):
+                array, stored = decode_value(data, parse(entry["dtype"]))
+            else:
+                array, stored = decode(data)
         except ValueError as exc:
             raise DataError(f"io dump {self.folder}: {entry['file']} is not a valid TensorProto ({exc})") from None
         if stored and stored != name:
@@ -600,6 +621,10 @@ class MemoryDump:
         for number, tensors in runs:
             arrays, entries = {}, {}
             for name, array in tensors:
+                if isinstance(array, Structured):
+                    arrays[name] = array.value
+                    entries[name] = {"name": name, "dtype": array.vtype.text, "shape": [], **tensor_stats(array.flat())}
+                    continue
                 arrays[name] = array
                 entries[name] = {
                     "name": name,

@@ -20,7 +20,9 @@ def inputs_for(model_inputs: Mapping[str, str], feeds: Mapping[str, np.ndarray])
     for name, value in feeds.items():
         dtype = model_inputs.get(name)
         out[name] = (
-            value.astype(dtype) if dtype and value.dtype.kind == "f" and value.dtype != np.dtype(dtype) else value
+            value.astype(dtype)
+            if dtype and isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.dtype != np.dtype(dtype)
+            else value
         )
     return out
 

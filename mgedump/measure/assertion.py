@@ -55,6 +55,8 @@ class OutputCheck:
         worst_index: where the worst element is.
         expect_value, got_value: the two values there.
         stats: per-output numbers for the report.
+        worst_path: for a sequence, a map or an optional: where the worst element is (``[3][1]``:
+            element 3 of the sequence, key 1 of its map; :mod:`mgedump.measure.structured`).
     """
 
     name: str
@@ -67,9 +69,12 @@ class OutputCheck:
     got_value: Any = None
     stats: dict[str, Any] = field(default_factory=dict)
     stat: str = "max"
+    worst_path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        path = {"worst_path": self.worst_path} if self.worst_path is not None else {}
         return {
+            **path,
             "name": self.name,
             "passed": self.passed,
             "err": self.err,
@@ -90,10 +95,10 @@ class OutputCheck:
             f"AssertEqual{'' if self.stat == 'max' else ' ' + self.stat}: err={err} (name={self.name}) FAILED "
             f"(maxerr={self.maxerr:g})" + (f": {self.reason}" if self.reason else "")
         ]
-        if self.worst_index is not None:
+        if self.worst_index is not None or self.worst_path is not None:
+            where = self.worst_path if self.worst_path is not None else list(self.worst_index or ())
             lines.append(
-                f"  worst element at {list(self.worst_index)}: "
-                f"expect={value_text(self.expect_value)}, get={value_text(self.got_value)}"
+                f"  worst element at {where}: expect={value_text(self.expect_value)}, get={value_text(self.got_value)}"
             )
         stats = self.stats
         if "abs_err_max" in stats:
@@ -175,6 +180,7 @@ class Measure:
         index: where the worst element is; expect_value, got_value: the two values there.
         expect_absmax: the largest finite magnitude in the expected tensor.
         got_inf_where_expect_finite: the tensor checked holds an infinity where the expected one is finite.
+        path: for a sequence, a map or an optional, where the worst element is (``[3][1]``); ``index`` is then None.
     """
 
     err: float
@@ -185,6 +191,7 @@ class Measure:
     got_value: Any = None
     expect_absmax: float = 0.0
     got_inf_where_expect_finite: bool = False
+    path: str | None = None
 
     def passes(self, maxerr: float) -> bool:
         """Within maxerr: ``err <= maxerr``, and every element equal for an exact comparison."""

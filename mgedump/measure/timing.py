@@ -101,8 +101,8 @@ class Timing:
 
 
 def batch_of(feeds: dict[str, np.ndarray]) -> int:
-    first = next(iter(feeds.values()), None)
-    return int(first.shape[0]) if first is not None and first.ndim >= 1 else 1
+    first = next(iter(feeds.values()), None)  # a sequence input has no batch dim: 1
+    return int(first.shape[0]) if isinstance(first, np.ndarray) and first.ndim >= 1 else 1
 
 
 def time_runs(

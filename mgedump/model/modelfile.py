@@ -2,7 +2,10 @@
 
 :func:`uses_external_data` walks the protobuf wire format over a memory map,
 skipping tensor bytes by their length, so a model with 1 GiB of embedded
-weights costs a scan of its few thousand field headers, not a parse. Only a
+weights costs a scan of its few thousand field headers, not a parse. A large
+attribute (a tree ensemble's millions of node values) is first asked of
+protobuf's own parser (:mod:`~mgedump.model.holders`), and walked only when it
+can hold a tensor. Only a
 model that keeps weights in external files is parsed (its protobuf is then
 small), to point every external tensor at the bundle's one data member.
 """
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import ModelError
+from .holders import may_hold_tensors
 from .protowire import LENGTH_DELIMITED, VARINT, fields
 
 # protobuf field numbers (onnx.proto3)
@@ -42,6 +46,13 @@ def _sparse_spans(buf: memoryview, start: int, end: int) -> Iterator[Span]:
 
 
 def _attribute_spans(buf: memoryview, start: int, end: int, depth: int) -> Iterator[Span]:
+    view = buf[start:end]
+    try:  # a large attribute of numbers or strings is checked at native speed
+        holds = may_hold_tensors(view)
+    finally:
+        view.release()  # even when the parse failed: the memory map closes only when no view is left
+    if not holds:
+        return
     for field, wire, s, e in fields(buf, start, end):
         if wire != LENGTH_DELIMITED:
             continue

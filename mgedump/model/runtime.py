@@ -16,23 +16,10 @@ import numpy as np
 
 from ..base.deps import require
 from ..base.errors import ModelError, RunError, UsageError
+from ..base.log import program
+from .valuetype import ORT_DTYPES, ValueType, is_structured, normalize, parse, tensor_type
 
-# onnxruntime's type strings for tensors, and the numpy dtype of each.
-_ORT_DTYPES = {
-    "tensor(float)": "float32",
-    "tensor(float16)": "float16",
-    "tensor(double)": "float64",
-    "tensor(int8)": "int8",
-    "tensor(int16)": "int16",
-    "tensor(int32)": "int32",
-    "tensor(int64)": "int64",
-    "tensor(uint8)": "uint8",
-    "tensor(uint16)": "uint16",
-    "tensor(uint32)": "uint32",
-    "tensor(uint64)": "uint64",
-    "tensor(bool)": "bool",
-    "tensor(string)": "str",
-}
+_ORT_DTYPES = ORT_DTYPES  # onnxruntime's type strings for tensors, and the numpy dtype of each
 
 
 @dataclass(frozen=True)
@@ -41,14 +28,27 @@ class TensorInfo:
 
     Attributes:
         name: the graph name.
-        dtype: the numpy dtype name (``float32``, ``int64``, ``bool``, ``str``).
+        dtype: the numpy dtype name (``float32``, ``int64``, ``bool``, ``str``); for a sequence, a map or an
+            optional, onnxruntime's name of its type (``seq(map(int64,tensor(float)))``,
+            :mod:`~mgedump.model.valuetype`).
         shape: one entry per dim: an int when fixed, a str for a named
-            symbolic dim, None for an unnamed one; None when the rank is unknown.
+            symbolic dim, None for an unnamed one; None when the rank is unknown (and for a sequence, a map or an
+            optional).
     """
 
     name: str
     dtype: str
     shape: tuple[int | str | None, ...] | None
+
+    @property
+    def is_tensor(self) -> bool:
+        """A tensor (else a sequence, a map or an optional)."""
+        return not is_structured(self.dtype)
+
+    @property
+    def value_type(self) -> ValueType:
+        """The type as a :class:`~mgedump.model.valuetype.ValueType` (raises ValueError for text no mgedump wrote)."""
+        return parse(self.dtype) if not self.is_tensor else tensor_type(self.dtype)
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -222,11 +222,26 @@ def tensor_infos(args: Sequence[Any], what: str) -> list[TensorInfo]:
             ) from None
         dtype = _ORT_DTYPES.get(arg.type)
         if dtype is None:
-            raise ModelError(f"{what} {arg.name!r} has type {arg.type}, which mgedump cannot feed or check")
-        shape = arg.shape
+            dtype = _structured(arg, what)
+        shape = arg.shape if not is_structured(dtype) else None
         dims = None if shape is None else tuple(d if isinstance(d, (int, str)) or d is None else None for d in shape)
         infos.append(TensorInfo(arg.name, dtype, dims))
     return infos
+
+
+def _structured(arg: Any, what: str) -> str:
+    """A sequence, map or optional type mgedump handles, as onnxruntime names it.
+
+    Raises:
+        ModelError: another type (a sparse tensor, a map of sequences), naming the command that refuses it.
+    """
+    try:
+        return parse(arg.type).text
+    except ValueError as exc:
+        raise ModelError(
+            f"{what} {arg.name!r} has type {arg.type}, which {program()} cannot feed or check ({exc})",
+            hint="docs/bundle.md, Types, lists the types mgedump handles",
+        ) from None
 
 
 def model_io(session) -> tuple[list[TensorInfo], list[TensorInfo]]:
@@ -260,6 +275,22 @@ def run_error(exc: BaseException, feeds: dict[str, np.ndarray]) -> RunError:
             "--input-shape NAME:N,C,H,W and --resize-input"
         )
     return RunError(f"the model failed to run: {message}", hint=hint)
+
+
+def to_values(values: Sequence[Any], infos: Sequence[TensorInfo]) -> list[Any]:
+    """The outputs as mgedump holds them: arrays, and sequences, maps and optionals as lists, dicts and None
+    (:func:`~mgedump.model.valuetype.normalize`).
+
+    Raises:
+        ModelError: an output is not of the type the model declares.
+    """
+    out = []
+    for value, info in zip(values, infos, strict=True):
+        try:
+            out.append(normalize(value, info.value_type, f"output {info.name!r}"))
+        except TypeError as exc:
+            raise ModelError(f"{exc}, but the model declares {info.dtype}") from None
+    return out
 
 
 def to_numpy_outputs(values: Sequence[Any], infos: Sequence[TensorInfo]) -> list[np.ndarray]:

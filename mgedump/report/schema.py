@@ -237,6 +237,7 @@ class OutputRecord:
     get: Any = None
     stats: dict[str, Any] = field(default_factory=dict)
     failure: list[str] | None = None
+    worst_path: str | None = None  # a sequence's, map's or optional's worst element (``[3][1]``)
 
     @classmethod
     def of(cls, check: Any) -> OutputRecord:
@@ -252,6 +253,7 @@ class OutputRecord:
             expect=_element(check.expect_value),
             get=_element(check.got_value),
             stats={key: _stat(key, value) for key, value in check.stats.items()},
+            worst_path=getattr(check, "worst_path", None),
         )
         if not record.passed:
             record.failure = list(check.failure_lines())  # the lines the check says of itself
@@ -274,6 +276,7 @@ class OutputRecord:
             "get": finite_or_name(self.get),
             "stats": {key: finite_or_name(value) for key, value in self.stats.items()},
             "failure": None if self.failure is None else list(self.failure),
+            **({"worst_path": self.worst_path} if self.worst_path is not None else {}),
         }
 
     @classmethod
@@ -290,6 +293,7 @@ class OutputRecord:
             get=data.get("get"),
             stats={key: _stat(key, value) for key, value in (data.get("stats") or {}).items()},
             failure=None if data.get("failure") is None else [str(line) for line in data["failure"]],
+            worst_path=None if data.get("worst_path") is None else str(data["worst_path"]),
         )
 
 

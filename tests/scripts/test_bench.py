@@ -64,3 +64,20 @@ def test_quick_run_writes_report(tmp_path):
     assert [row[0] for row in startup] == ["`mgedump --help`", "`mgerun --help`"]
     assert all(NUMBER.match(row[3]) and NUMBER.match(row[4]) for row in startup), startup
     assert "(`pack`)" not in text and "`: failed" not in text
+
+
+def test_quick_needs_section_measures_a_tree_ensemble(tmp_path):
+    """The `needs` section (scripts/bench_needs.py) in --quick mode: a small forest, its ratios, the targets."""
+    out = tmp_path / "b.md"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--sections", "needs", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = table_rows(out.read_text(), "(`needs`)")
+    assert len(rows) == 4 and rows[-1][0] == "**median**"  # three rounds at least, and the medians
+    assert all(NUMBER.match(cell) for cell in rows[-1][-2:]), rows
+    assert "needs: pack / session creation" in out.read_text()

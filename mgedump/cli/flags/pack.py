@@ -13,7 +13,7 @@ from . import FILE, apply, given, stating
 from .data import data_from, data_options
 from .optimize import optimize_from, optimize_options
 
-NAMES = ("no_assert", "silent", "model_out", "embed_io_dump")
+NAMES = ("no_assert", "silent", "model_out", "embed_io_dump", "target_runtime")
 
 pack_options_flags = apply(
     [
@@ -82,6 +82,14 @@ pack_options_flags = apply(
             default=None,
             help="Also write the bundled model (optimised, converted or quantized) as a plain ONNX file; its "
             "external data, if any, beside it as model.onnx.data.",
+        ),
+        click.option(
+            "--target-runtime",
+            "target_runtime",
+            metavar="X.Y",
+            default=None,
+            help="The onnxruntime version on the target (e.g. 1.17): write the model at the newest IR and opsets it "
+            "loads, proved like any rewrite; an operator it lacks is refused by name.",
         ),
         click.option(
             "--embed-io-dump",
