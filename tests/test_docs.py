@@ -8,7 +8,8 @@ code cites exists.
   it; the ``mgedump ... && mgerun ...`` that follows it is run) and the test command (it is what runs this test).
 - Every fenced ```python block of the pages in :data:`PYTHON_DOCS` runs; each page's blocks in order in one
   namespace, in a temporary folder holding ``samples/`` and ``model.onnx`` (a copy of ``samples/cnn.onnx``).
-- Every relative link of README.md and docs/ names a file that exists, and an anchor a heading of that page makes.
+- Every relative link of README.md and docs/ names a file that exists, and an anchor a heading of that page makes;
+  the index, docs/README.md, links every page of docs/.
 - Every ``docs/PAGE.md`` the package cites exists, with the anchor or the heading (``docs/x.md, "A heading"``) the
   citation names.
 """
@@ -229,3 +230,10 @@ def test_every_page_the_code_cites_exists():
             elif heading and heading.lower() not in headings(path):
                 missing.append(f'{where}, "{heading}": no such heading')
     assert not missing, "\n".join(missing)
+
+
+def test_the_index_lists_every_page():
+    index = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
+    listed = {target.partition("#")[0] for target in _LINK.findall(index)}
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
+    assert not pages - listed, f"docs/README.md does not list {sorted(pages - listed)}"
