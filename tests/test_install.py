@@ -3,7 +3,7 @@
 Marked ``full`` (``.ci/run`` runs them as its packaging step): they build the
 sdist and the wheel with ``python -m build``, ask pip what each install would
 bring (``pip install --dry-run --report``: metadata only, nothing installed),
-install the README's CI recipe into a fresh venv, and run tests from the
+install the CI recipe of docs/ci.md into a fresh venv, and run tests from the
 unpacked sdist. They need the package index, nothing else.
 """
 
@@ -45,7 +45,7 @@ SDIST_TESTS = [
     "tests/test_docs.py",
     "tests/scripts/test_make_samples.py",
     "tests/bundle/test_reader.py",
-    "tests/test_environment.py",
+    "tests/model/test_environment.py",
 ]
 
 
@@ -104,20 +104,20 @@ def test_the_core_is_numpy_and_click_only(resolved):
     assert resolved[""] == {"mgedump", "numpy", "click"}
 
 
-def _readme_commands(prefix: str) -> list[str]:
-    """The README's CI recipe lines that start with ``prefix`` (``pip install``, ``mgerun``), comments removed."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def _recipe_commands(prefix: str) -> list[str]:
+    """The CI recipe lines of docs/ci.md that start with ``prefix`` (``pip install``, ``mgerun``), comments removed."""
+    text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
     found = re.findall(rf"^\s*- (?:run: )?({re.escape(prefix)} .*?)(?:\s+#.*)?$", text, re.MULTILINE)
-    assert len(found) >= 2, f"the README's GitHub and GitLab recipes should each run {prefix!r}"
-    assert len(set(found)) == 1, f"the README's recipes run {prefix!r} differently: {found}"
+    assert len(found) >= 2, f"the GitHub and GitLab recipes of docs/ci.md should each run {prefix!r}"
+    assert len(set(found)) == 1, f"the recipes of docs/ci.md run {prefix!r} differently: {found}"
     return shlex.split(found[0])
 
 
-def test_the_readme_ci_recipe_installs_a_lean_target_that_verifies(dist, tmp_path):
-    install = _readme_commands("pip install")
+def test_the_ci_recipe_installs_a_lean_target_that_verifies(dist, tmp_path):
+    install = _recipe_commands("pip install")
     wheels = [a for a in install if ".whl" in a]
     assert len(wheels) == 1 and Path(wheels[0].split("[")[0]).name == WHEEL, (
-        f"the README installs {wheels}, the build gives {WHEEL}"
+        f"docs/ci.md installs {wheels}, the build gives {WHEEL}"
     )
     where = Path(wheels[0].split("[")[0])
     (tmp_path / where.parent).mkdir(parents=True)
@@ -140,7 +140,7 @@ def test_the_readme_ci_recipe_installs_a_lean_target_that_verifies(dist, tmp_pat
     run_ok(
         "mgedump", SAMPLES / "cnn.onnx", "-d", f"@{SAMPLES / 'testcases.txt'}", "-o", tmp_path / "models/cnn.mgetest"
     )
-    gate = _readme_commands("mgerun")
+    gate = _recipe_commands("mgerun")
     checked = _run(bin_dir / gate[0], *gate[1:], cwd=tmp_path)
     assert "all 4 test case(s) passed" in checked.stdout
     assert json.loads((tmp_path / "report.json").read_text())["report_version"] == 2

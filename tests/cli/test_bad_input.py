@@ -1,6 +1,6 @@
 """Bad input: each case exits 2 with one line on stderr, no traceback, and leaves existing output untouched.
 
-The README's troubleshooting section lists these cases.
+docs/troubleshooting.md lists these cases.
 """
 
 from __future__ import annotations
