@@ -462,7 +462,7 @@ def _new_report(path: str, prepared: _Prepared, options: VerifyOptions, protecte
 
 def _io_dump_after_timing(prepared: _Prepared, report: Report, options: VerifyOptions) -> None:
     """The --io-dump of every test case that ran, after timing (the timing session's memory let go first)."""
-    from ..diagnose.iodump import release_memory
+    from ..diagnose.expose import release_memory
 
     prepared.session = None
     release_memory()

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.runtime import open_session, session_options
-from .iodump import DEFAULT_BUDGET, ExposedRunner, IoDump, MemoryDump, load_for_exposure, write_case
+from .expose import DEFAULT_BUDGET, ExposedRunner, load_for_exposure
+from .iodump import IoDump, MemoryDump, write_case
 
 
 @dataclass(frozen=True)
