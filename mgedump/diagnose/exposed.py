@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,3 +104,19 @@ def dump_to_scratch(dumper: ModelDumper, cases: Iterable[tuple[int, Mapping[str,
     os.rmdir(folder)
     dumper.dump(folder, cases)
     return IoDump(folder)
+
+
+def reference_dump(
+    path: str,
+    sha256: str,
+    cases: Sequence[tuple[int, Mapping[str, np.ndarray]]],
+    settings: RunSettings | None,
+    scratch: str,
+    *,
+    label: str,
+) -> IoDump | MemoryDump:
+    """Every tensor of a model on these test cases, for candidates to be compared with: held in memory when it fits
+    the memory budget, else dumped into a new folder under ``scratch``."""
+    budget = (settings or RunSettings()).budget
+    with ModelDumper(path, sha256, settings, label=label) as dumper:
+        return dumper.collect(cases) if dumper.estimate(cases) <= budget else dump_to_scratch(dumper, cases, scratch)

@@ -53,7 +53,8 @@ from ..model.modelfile import uses_external_data
 from ..model.runtime import open_session, session_options
 from ..options import DEFAULT_MAXERR, OptimizeOptions
 from .autocast import choose_precision
-from .float16 import check_not_quantized, convert, is_float16_model, matching_nodes, name_nodes
+from .float16 import check_not_quantized, convert, is_float16_model
+from .nodes import matching_nodes, name_nodes
 from .passes import (
     batchnorm_to_affine,
     dequantized_weights,
