@@ -33,7 +33,8 @@ from ..model.runtime import resolve_providers
 from ..options import VerifyOptions, changed
 from ..report import bundle_name, check_report_targets, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
-from .verify import CaseReport, Report, is_plain_model, verify
+from .verify import CaseReport, Report, verify
+from .verify_prepare import is_plain_model
 
 
 @dataclass
