@@ -123,6 +123,32 @@ def validate_manifest(manifest: Any) -> None:
         BundleError: with what is wrong.
     """
     _require(isinstance(manifest, dict), "not a JSON object")
+    _check_version(manifest)
+    model = _check_model(manifest.get("model"))
+    _require(_is_str_list(manifest.get("optimizations")), "'optimizations' must be a list of strings")
+    _require(_is_str_list(manifest.get("requirements")), "'requirements' must be a list of strings")
+    float16 = manifest.get("float16")
+    _require(
+        float16 is None or (isinstance(float16, dict) and isinstance(float16.get("kept_float32"), list)),
+        "'float16' must be an object listing 'kept_float32'",
+    )
+    _check_tensor_infos(manifest.get("inputs"), "inputs")
+    _check_tensor_infos(manifest.get("outputs"), "outputs")
+    assertion = _check_assertion(manifest.get("assertion"), {entry["name"] for entry in manifest["outputs"]})
+    seed = manifest.get("seed", 0)
+    _require(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, "'seed' must be a whole number >= 0")
+    _require(isinstance(manifest.get("data_options", {}), dict), "'data_options' must be an object")
+    environment = manifest.get("environment")
+    _require(environment is None or isinstance(environment, dict), "'environment' must be an object")
+    cases = manifest.get("test_cases")
+    _check_cases(cases, len(manifest["inputs"]), len(manifest["outputs"]) if assertion["enabled"] else 0)
+    listed = _check_members(manifest.get("members"))
+    _check_io_dump(manifest.get("io_dump"), len(cases), listed)
+    _check_references(model, cases, listed)
+
+
+def _check_version(manifest: dict[str, Any]) -> None:
+    """The format and its version: this reader's, else refused (a newer one with a hint to upgrade)."""
     if manifest.get("format") != FORMAT:
         raise BundleError(f"not an mgedump bundle: manifest format is {manifest.get('format')!r}, expected {FORMAT!r}")
     version = manifest.get("format_version")
@@ -135,7 +161,10 @@ def validate_manifest(manifest: Any) -> None:
         )
     if version != FORMAT_VERSION:
         raise BundleError(f"unknown bundle format version {version} (this mgedump reads version {FORMAT_VERSION})")
-    model = manifest.get("model")
+
+
+def _check_model(model: Any) -> dict[str, Any]:
+    """The model's member, its sha256, and its external data member, which must not share its file name."""
     _require(
         isinstance(model, dict) and isinstance(model.get("member"), str) and isinstance(model.get("sha256"), str),
         "'model' must name a member and its sha256",
@@ -149,48 +178,33 @@ def validate_manifest(manifest: Any) -> None:
             model["external_data"].rsplit("/", 1)[-1] != model["member"].rsplit("/", 1)[-1],
             "'model.external_data' must not have the model member's file name (both are extracted side by side)",
         )
-    _require(_is_str_list(manifest.get("optimizations")), "'optimizations' must be a list of strings")
-    _require(_is_str_list(manifest.get("requirements")), "'requirements' must be a list of strings")
-    float16 = manifest.get("float16")
-    _require(
-        float16 is None or (isinstance(float16, dict) and isinstance(float16.get("kept_float32"), list)),
-        "'float16' must be an object listing 'kept_float32'",
-    )
-    _check_tensor_infos(manifest.get("inputs"), "inputs")
-    _check_tensor_infos(manifest.get("outputs"), "outputs")
-    assertion = manifest.get("assertion")
+    return model
+
+
+def _is_bound(value: Any) -> bool:
+    """A maxerr: a finite number >= 0 (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _check_assertion(assertion: Any, output_names: set[str]) -> dict[str, Any]:
+    """Whether outputs are checked, how verbosely, the maxerr, and the outputs' own bounds (of outputs it has)."""
     _require(isinstance(assertion, dict), "'assertion' must be an object")
     _require(
         isinstance(assertion.get("enabled"), bool) and isinstance(assertion.get("verbose"), bool),
         "'assertion.enabled' and 'assertion.verbose' must be true or false",
     )
-    maxerr = assertion.get("maxerr")
-    _require(
-        isinstance(maxerr, (int, float)) and not isinstance(maxerr, bool) and math.isfinite(maxerr) and maxerr >= 0,
-        "'assertion.maxerr' must be a number >= 0",
-    )
+    _require(_is_bound(assertion.get("maxerr")), "'assertion.maxerr' must be a number >= 0")
     bounds = assertion.get("output_maxerr", {})
-    output_names = {entry["name"] for entry in manifest["outputs"]}
     _require(
-        isinstance(bounds, dict)
-        and all(
-            name in output_names
-            and isinstance(b, (int, float))
-            and not isinstance(b, bool)
-            and math.isfinite(b)
-            and b >= 0
-            for name, b in bounds.items()
-        ),
+        isinstance(bounds, dict) and all(name in output_names and _is_bound(b) for name, b in bounds.items()),
         "'assertion.output_maxerr' must map output names to numbers >= 0",
     )
-    seed = manifest.get("seed", 0)
-    _require(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, "'seed' must be a whole number >= 0")
-    _require(isinstance(manifest.get("data_options", {}), dict), "'data_options' must be an object")
-    environment = manifest.get("environment")
-    _require(environment is None or isinstance(environment, dict), "'environment' must be an object")
-    cases = manifest.get("test_cases")
+    return assertion
+
+
+def _check_cases(cases: Any, n_in: int, n_out: int) -> None:
+    """At least one test case, each with its spec, one input member per model input and ``n_out`` output members."""
     _require(isinstance(cases, list) and bool(cases), "'test_cases' must be a non-empty list")
-    n_in, n_out = len(manifest["inputs"]), len(manifest["outputs"])
     for case in cases:
         _require(isinstance(case, dict) and isinstance(case.get("spec"), str), "each test case needs a 'spec'")
         _require(
@@ -199,10 +213,13 @@ def validate_manifest(manifest: Any) -> None:
         )
         outputs = case.get("outputs")
         _require(
-            _is_str_list(outputs) and len(outputs) == (n_out if assertion["enabled"] else 0),
+            _is_str_list(outputs) and len(outputs) == n_out,
             "each test case needs one output member per model output when assertions are on, none when off",
         )
-    members = manifest.get("members")
+
+
+def _check_members(members: Any) -> set[str]:
+    """Every member with its name (a safe relative path), size and sha256, each listed once; the names."""
     _require(isinstance(members, list), "'members' must be a list")
     for entry in members:
         _require(
@@ -216,23 +233,31 @@ def validate_manifest(manifest: Any) -> None:
         check_member_name(entry["name"])
     listed = {entry["name"] for entry in members}
     _require(len(listed) == len(members), "a member is listed twice")
-    io_dump = manifest.get("io_dump")
-    if io_dump is not None:
+    return listed
+
+
+def _check_io_dump(io_dump: Any, n_cases: int, listed: set[str]) -> None:
+    """The embedded io dump, if any: its folder, model and test cases, each case's index listed as a member."""
+    if io_dump is None:
+        return
+    _require(
+        isinstance(io_dump, dict)
+        and io_dump.get("folder") == IO_DUMP_FOLDER
+        and isinstance(io_dump.get("model_sha256"), str)
+        and isinstance(io_dump.get("test_cases"), list)
+        and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < n_cases for n in io_dump["test_cases"]),
+        f"'io_dump' must give the folder {IO_DUMP_FOLDER!r}, the model's sha256 and test case numbers",
+    )
+    for n in io_dump["test_cases"]:
         _require(
-            isinstance(io_dump, dict)
-            and io_dump.get("folder") == IO_DUMP_FOLDER
-            and isinstance(io_dump.get("model_sha256"), str)
-            and isinstance(io_dump.get("test_cases"), list)
-            and all(
-                isinstance(n, int) and not isinstance(n, bool) and 0 <= n < len(cases) for n in io_dump["test_cases"]
-            ),
-            f"'io_dump' must give the folder {IO_DUMP_FOLDER!r}, the model's sha256 and test case numbers",
+            f"{IO_DUMP_FOLDER}/{case_folder(n)}/index.json" in listed,
+            f"the io dump of test case {n} is not listed",
         )
-        for n in io_dump["test_cases"]:
-            _require(
-                f"{IO_DUMP_FOLDER}/{case_folder(n)}/index.json" in listed,
-                f"the io dump of test case {n} is not listed",
-            )
+
+
+def _check_references(model: dict[str, Any], cases: list[Any], listed: set[str]) -> None:
+    """Every member the model and the test cases refer to is listed, and none is referred to twice (a bundle's work
+    is bounded by its bytes: each tensor member stands for one tensor)."""
     referenced = [model["member"]] + ([model["external_data"]] if model.get("external_data") else [])
     for case in cases:
         referenced += case["inputs"] + case["outputs"]
@@ -240,6 +265,6 @@ def validate_manifest(manifest: Any) -> None:
     for name in referenced:
         if name not in listed:
             raise BundleError(f"bundle manifest refers to member {name!r}, which it does not list")
-        if name in seen:  # a bundle's work is bounded by its bytes: each tensor member stands for one tensor
+        if name in seen:
             raise BundleError(f"bundle manifest refers to member {name!r} more than once")
         seen.add(name)
