@@ -63,6 +63,7 @@ import math
 from typing import Any
 
 from ..base.errors import BundleError
+from ..base.jsontypes import has_fields, is_int, is_number, is_str_list
 
 FORMAT = "mgedump-bundle"
 FORMAT_VERSION = 1
@@ -98,10 +99,6 @@ def _require(condition: bool, what: str) -> None:
         raise BundleError(f"bundle manifest is malformed: {what}")
 
 
-def _is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
 def _check_tensor_infos(value: Any, key: str) -> None:
     _require(isinstance(value, list), f"{key!r} must be a list")
     for entry in value:
@@ -125,8 +122,8 @@ def validate_manifest(manifest: Any) -> None:
     _require(isinstance(manifest, dict), "not a JSON object")
     _check_version(manifest)
     model = _check_model(manifest.get("model"))
-    _require(_is_str_list(manifest.get("optimizations")), "'optimizations' must be a list of strings")
-    _require(_is_str_list(manifest.get("requirements")), "'requirements' must be a list of strings")
+    _require(is_str_list(manifest.get("optimizations")), "'optimizations' must be a list of strings")
+    _require(is_str_list(manifest.get("requirements")), "'requirements' must be a list of strings")
     float16 = manifest.get("float16")
     _require(
         float16 is None or (isinstance(float16, dict) and isinstance(float16.get("kept_float32"), list)),
@@ -136,7 +133,7 @@ def validate_manifest(manifest: Any) -> None:
     _check_tensor_infos(manifest.get("outputs"), "outputs")
     assertion = _check_assertion(manifest.get("assertion"), {entry["name"] for entry in manifest["outputs"]})
     seed = manifest.get("seed", 0)
-    _require(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, "'seed' must be a whole number >= 0")
+    _require(is_int(seed) and seed >= 0, "'seed' must be a whole number >= 0")
     _require(isinstance(manifest.get("data_options", {}), dict), "'data_options' must be an object")
     environment = manifest.get("environment")
     _require(environment is None or isinstance(environment, dict), "'environment' must be an object")
@@ -152,7 +149,7 @@ def _check_version(manifest: dict[str, Any]) -> None:
     if manifest.get("format") != FORMAT:
         raise BundleError(f"not an mgedump bundle: manifest format is {manifest.get('format')!r}, expected {FORMAT!r}")
     version = manifest.get("format_version")
-    if not isinstance(version, int) or isinstance(version, bool):
+    if not is_int(version):
         raise BundleError(f"bundle manifest has no valid format_version ({version!r})")
     if version > FORMAT_VERSION:
         raise BundleError(
@@ -166,7 +163,7 @@ def _check_version(manifest: dict[str, Any]) -> None:
 def _check_model(model: Any) -> dict[str, Any]:
     """The model's member, its sha256, and its external data member, which must not share its file name."""
     _require(
-        isinstance(model, dict) and isinstance(model.get("member"), str) and isinstance(model.get("sha256"), str),
+        has_fields(model, member=str, sha256=str),
         "'model' must name a member and its sha256",
     )
     _require(
@@ -183,7 +180,7 @@ def _check_model(model: Any) -> dict[str, Any]:
 
 def _is_bound(value: Any) -> bool:
     """A maxerr: a finite number >= 0 (not a bool)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return is_number(value) and math.isfinite(value) and value >= 0
 
 
 def _check_assertion(assertion: Any, output_names: set[str]) -> dict[str, Any]:
@@ -208,12 +205,12 @@ def _check_cases(cases: Any, n_in: int, n_out: int) -> None:
     for case in cases:
         _require(isinstance(case, dict) and isinstance(case.get("spec"), str), "each test case needs a 'spec'")
         _require(
-            _is_str_list(case.get("inputs")) and len(case["inputs"]) == n_in,
+            is_str_list(case.get("inputs")) and len(case["inputs"]) == n_in,
             "each test case needs one input member per model input",
         )
         outputs = case.get("outputs")
         _require(
-            _is_str_list(outputs) and len(outputs) == n_out,
+            is_str_list(outputs) and len(outputs) == n_out,
             "each test case needs one output member per model output when assertions are on, none when off",
         )
 
@@ -223,11 +220,7 @@ def _check_members(members: Any) -> set[str]:
     _require(isinstance(members, list), "'members' must be a list")
     for entry in members:
         _require(
-            isinstance(entry, dict)
-            and isinstance(entry.get("name"), str)
-            and isinstance(entry.get("sha256"), str)
-            and isinstance(entry.get("size"), int)
-            and entry["size"] >= 0,
+            has_fields(entry, name=str, sha256=str, size=int) and entry["size"] >= 0,
             "each member needs a name, size and sha256",
         )
         check_member_name(entry["name"])
@@ -245,7 +238,7 @@ def _check_io_dump(io_dump: Any, n_cases: int, listed: set[str]) -> None:
         and io_dump.get("folder") == IO_DUMP_FOLDER
         and isinstance(io_dump.get("model_sha256"), str)
         and isinstance(io_dump.get("test_cases"), list)
-        and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < n_cases for n in io_dump["test_cases"]),
+        and all(is_int(n) and 0 <= n < n_cases for n in io_dump["test_cases"]),
         f"'io_dump' must give the folder {IO_DUMP_FOLDER!r}, the model's sha256 and test case numbers",
     )
     for n in io_dump["test_cases"]:

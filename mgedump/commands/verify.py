@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import EXIT_FAILED, EXIT_OK, ModelError, RunError, UsageError
+from ..base.errors import ModelError, RunError, UsageError, Verdict
 from ..base.fileio import check_folder_target, check_target
 from ..base.limits import available_memory, require_memory
 from ..base.log import fresh_warnings, warn_once
@@ -83,7 +83,7 @@ class CaseReport:
 
 
 @dataclass
-class Report:
+class Report(Verdict):
     """The result of :func:`verify`; :attr:`exit_code` is the command's exit code; :meth:`record` is what the
     reports show of it."""
 
@@ -114,14 +114,6 @@ class Report:
         if self.kind != "bundle":
             return []
         return differences(self.packed_environment, self.environment)
-
-    @property
-    def passed(self) -> bool:
-        return all(case.passed for case in self.cases)
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_OK if self.passed else EXIT_FAILED
 
     def record(self, name: str | None = None) -> BundleRecord:
         """The bundle as the reports show it (docs/reports.md, "A bundle"); ``name`` defaults to

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +33,7 @@ class RunSettings:
     budget: int = DEFAULT_BUDGET
 
 
-class ModelDumper:
+class ModelDumper(AbstractContextManager["ModelDumper"]):
     """One model, ready to be run with every tensor exposed on any number of test cases.
 
     Use as a context manager: a large model's weights may be moved to a
@@ -62,9 +63,6 @@ class ModelDumper:
             )
 
         self.runner = ExposedRunner(model, open_exposed, settings.budget)
-
-    def __enter__(self) -> ModelDumper:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -58,6 +58,7 @@ import numpy as np
 from ..base import text
 from ..base.errors import DataError, OutputError
 from ..base.fileio import make_folder
+from ..base.jsontypes import has_fields, is_int, is_number, is_str_list
 from ..bundle.format import case_folder
 from ..bundle.tensorproto import decode, encode_parts
 
@@ -462,42 +463,25 @@ def _validate_index(index: Any, where: str, number: int) -> None:
     require(isinstance(nodes, list), "'nodes' must be a list")
     for node in nodes:
         require(
-            isinstance(node, dict)
-            and all(isinstance(node.get(k), str) for k in ("name", "op_type", "domain"))
-            and all(
-                isinstance(node.get(k), list) and all(isinstance(x, str) for x in node[k])
-                for k in ("inputs", "outputs")
-            ),
+            has_fields(node, name=str, op_type=str, domain=str)
+            and is_str_list(node.get("inputs"))
+            and is_str_list(node.get("outputs")),
             "each node needs name, op_type, domain, inputs and outputs",
         )
     tensors = index.get("tensors")
     require(isinstance(tensors, list), "'tensors' must be a list")
     for entry in tensors:
         require(
-            isinstance(entry, dict)
-            and isinstance(entry.get("name"), str)
-            and isinstance(entry.get("file"), str)
+            has_fields(entry, name=str, file=str, size=int, sha256=str, dtype=str, shape=list)
             and FILE_NAME.match(entry["file"]) is not None
-            and isinstance(entry.get("size"), int)
-            and isinstance(entry.get("sha256"), str)
-            and isinstance(entry.get("dtype"), str)
-            and isinstance(entry.get("shape"), list)
-            and all(_is_int(d) and d >= 0 for d in entry["shape"]),
+            and all(is_int(d) and d >= 0 for d in entry["shape"]),
             "each tensor needs a name, a file (NNNN.pb), a dtype, a size, a sha256 and a shape",
         )
         require(
-            all(k in entry and (entry[k] is None or _is_number(entry[k])) for k in ("min", "max", "mean"))
-            and all(_is_int(entry.get(k)) and entry[k] >= 0 for k in ("nan", "inf")),
+            all(k in entry and (entry[k] is None or is_number(entry[k])) for k in ("min", "max", "mean"))
+            and all(is_int(entry.get(k)) and entry[k] >= 0 for k in ("nan", "inf")),
             f"tensor {entry['name']!r} needs min, max and mean (numbers or null) and nan and inf counts",
         )
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 __all__ = [

@@ -129,8 +129,8 @@ def choose_precision(
     for name, why in range_rule(ref, base).items():
         kept.setdefault(name, why)
     with Opener() as opener:  # every candidate is opened in a child: a crash there is a refusal
-        search = Search(base, mode, cases, ref, keep_io, scratch, opener, settings)
-        search.raw_cases = [dict(feeds) for feeds in test_inputs]
+        raw = [dict(feeds) for feeds in test_inputs]
+        search = Search(base, mode, cases, ref, keep_io, scratch, opener, settings, raw)
         if floor.err > maxerr:
             raise floor_refusal(search, floor, maxerr)
         found, aim = _run_search(search, kept, aim, maxerr, notes)

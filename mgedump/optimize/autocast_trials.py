@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -90,35 +90,36 @@ class Trial:
         return all(err <= bound for errs in self.errs for err in errs.values())
 
 
+@dataclass(eq=False)
 class Search:
-    """The state one search shares: the float32 model, the reference, the child that opens and runs candidates."""
+    """The state one search shares: the float32 model, the reference, the child that opens and runs candidates.
 
-    def __init__(
-        self,
-        base: Any,
-        mode: str,
-        cases: list[tuple[int, dict[str, np.ndarray]]],
-        ref: IoDump | MemoryDump,
-        keep_io: bool,
-        scratch: str,
-        opener: Opener,
-        settings: RunSettings | None,
-    ) -> None:
-        self.base = base
-        self.mode = mode
-        self.cases = cases
-        self.ref = ref
-        self.keep_io = keep_io
-        self.scratch = scratch
-        self.opener = opener
-        self.settings = settings
-        self.outputs = [v.name for v in base.graph.output]
-        self.runs = 0
-        self.diagnoses = 0
-        self._trials: dict[tuple[frozenset[str], bool], Trial] = {}
-        self._expected: dict[bool, list[dict[str, np.ndarray]]] = {}
-        self.raw_cases: list[dict[str, np.ndarray]] = []
-        self.nodes: Sequence[Any] = ()
+    Attributes:
+        cases: (number, inputs) of each test case, as the float16 model gets them (rounded unless keep_io).
+        raw_cases: the inputs as given (for the candidates that keep the model's float inputs float32).
+        runs: candidates run so far; diagnoses: runs with every tensor exposed.
+        nodes: the last diagnosed candidate's nodes, in execution order.
+    """
+
+    base: Any
+    mode: str
+    cases: list[tuple[int, dict[str, np.ndarray]]]
+    ref: IoDump | MemoryDump
+    keep_io: bool
+    scratch: str
+    opener: Opener
+    settings: RunSettings | None
+    raw_cases: list[dict[str, np.ndarray]] = field(default_factory=list)
+    runs: int = 0
+    diagnoses: int = 0
+    nodes: Sequence[Any] = ()
+    _trials: dict[tuple[frozenset[str], bool], Trial] = field(default_factory=dict)
+    _expected: dict[bool, list[dict[str, np.ndarray]]] = field(default_factory=dict)
+
+    @property
+    def outputs(self) -> list[str]:
+        """The model's outputs, in order."""
+        return [v.name for v in self.base.graph.output]
 
     # -- runs
 

@@ -31,11 +31,7 @@ class NodeErr:
 
     def describe(self) -> str:
         out = self.output
-        where = ""
-        if out.index is not None:
-            where = f" (worst element at {list(out.index)}: float {out.a_value}, int8 {out.b_value})"
-        elif out.reason:
-            where = f" ({out.reason})"
+        where = out.where("float ", "int8 ", show=format)
         return (
             f"node {self.name!r} ({self.op_type}), output {out.name!r} err {self.err:.3g}{where}; "
             f"its inputs carry err {self.carried:.3g}"

@@ -5,7 +5,7 @@ percentile and mean absolute error, top-1 agreement for a score vector)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -44,16 +44,7 @@ class OutputStats:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "max_abs_err": self.max_abs_err,
-            "p99_abs_err": self.p99_abs_err,
-            "mean_abs_err": self.mean_abs_err,
-            "assert_err": self.assert_err,
-            "top1_agreement": self.top1_agreement,
-            "top1_rows": self.top1_rows,
-            "scale": self.scale,
-        }
+        return asdict(self)
 
     def line(self) -> str:
         top1 = "" if self.top1_agreement is None else f", top-1 agreement {self.top1_agreement:.1%} of {self.top1_rows}"

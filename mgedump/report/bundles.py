@@ -4,7 +4,7 @@ test cases, and where it was packed against where it ran."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .cases import CaseRecord
@@ -35,15 +35,7 @@ class Session:
         return f"{line}; {maxerr}" if maxerr else line
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "providers": list(self.providers),
-            "threads": self.threads,
-            "graph_opt": self.graph_opt,
-            "iters": self.iters,
-            "warmup": self.warmup,
-            "duration_s": self.duration_s,
-            "concurrency": self.concurrency,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Session:
@@ -111,14 +103,7 @@ class OpRow:
     share: float
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "op_type": self.op_type,
-            "nodes": self.nodes,
-            "calls": self.calls,
-            "total_ms": self.total_ms,
-            "ms_per_run": self.ms_per_run,
-            "share": self.share,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> OpRow:
@@ -141,7 +126,7 @@ class TensorRecord:
     shape: list[int | str | None] | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": self.dtype, "shape": None if self.shape is None else list(self.shape)}
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TensorRecord:
