@@ -64,3 +64,20 @@ def test_quick_run_writes_report(tmp_path):
     assert [row[0] for row in startup] == ["`mgedump --help`", "`mgerun --help`"]
     assert all(NUMBER.match(row[3]) and NUMBER.match(row[4]) for row in startup), startup
     assert "(`pack`)" not in text and "`: failed" not in text
+
+
+SECTIONS = "overhead, pack, rss, startup, load, report, optimize, trace, zip, iodump, float16, int8"
+
+
+def test_one_file_a_section_and_python_m_starts_it_too():
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.bench", "--sections", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2 and f"choose from {SECTIONS}" in done.stderr
+    shared = {"__init__", "__main__", "common", "models", "document", "runner"}
+    files = {p.stem for p in (ROOT / "scripts" / "bench").glob("*.py")} - shared
+    assert files == set(SECTIONS.split(", "))
