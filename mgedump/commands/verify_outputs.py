@@ -27,6 +27,8 @@ def _safe_name(name: str) -> str:
 def dump_outputs(
     folder: str, index: int, infos: Sequence[TensorInfo], outputs: Sequence[np.ndarray], protected: Sequence[str]
 ) -> None:
+    """One test case's outputs as ``.npy`` files in ``folder/test_data_set_N`` (``--bin-out-dump``), each named
+    after its output (made safe as a file name, and unique)."""
     case_dir = os.path.join(folder, case_folder(index))
     make_folder(case_dir, "--bin-out-dump")
     used: set[str] = set()
@@ -40,6 +42,7 @@ def dump_outputs(
 
 
 def run_settings(options: VerifyOptions) -> Any:
+    """The onnxruntime settings and memory budget of the runs with every tensor exposed, from mgerun's options."""
     from ..diagnose.exposed import RunSettings
 
     return RunSettings(

@@ -23,6 +23,8 @@ from ..options import VerifyOptions
 
 @dataclass
 class PreparedCase:
+    """One test case, ready to run: how it was given, its inputs, and its expected outputs (None for a plain model)."""
+
     spec: str
     origin: str
     feeds: dict[str, np.ndarray]
@@ -32,6 +34,9 @@ class PreparedCase:
 
 @dataclass
 class Prepared:
+    """What a run of ``mgerun`` starts from: the session, the model's inputs and outputs, the test cases, the
+    assertion, and (for a bundle) its model file, its embedded io dump and where it was packed."""
+
     kind: str
     session: Any
     inputs: list[TensorInfo]
@@ -77,6 +82,13 @@ def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
 
 
 def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[str], None]) -> Prepared:
+    """A bundle prepared: checked (its hashes, its requirements, its external data), its model extracted and opened,
+    its test cases and expected outputs read.
+
+    Raises:
+        UsageError: ``-d`` given for a bundle.
+        BundleError: a broken bundle.
+        ModelError: the model does not load, or its inputs and outputs are not the manifest's."""
     if options.cases:
         raise UsageError("-d gives data to a plain model; a bundle carries its own test cases")
     stage(f"checking {os.path.basename(path)}")
@@ -157,6 +169,10 @@ def _check_external_data(label: str, model_path: str, member: str | None) -> Non
 def from_model(
     path: str, data: TestData | None, options: VerifyOptions, tmp: str, stage: Callable[[str], None]
 ) -> Prepared:
+    """A plain model prepared: opened, and its test cases built from the ``-d`` data.
+
+    Raises:
+        UsageError: no test data given."""
     if data is None:
         raise UsageError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
     stage(f"loading {os.path.basename(path)}")

@@ -189,6 +189,7 @@ def _number(value: Any) -> int | float:
 
 
 def case_dir(folder: str, index: int) -> str:
+    """The folder of test case ``index`` in a dump folder."""
     return os.path.join(folder, case_folder(index))
 
 

@@ -33,6 +33,7 @@ def range_rule(ref: IoDump | MemoryDump, model: Any) -> dict[str, str]:
 
 
 def producers_of(model: Any) -> dict[str, Any]:
+    """Each tensor of the main graph -> the node that produces it."""
     return {o: node for node in model.graph.node for o in node.output}
 
 

@@ -26,6 +26,7 @@ from .isolate import Opener, worst_output
 
 
 def save(model: Any, path: str) -> None:
+    """Save a model, with its weights as external data beside it when protobuf's 2 GiB would not hold them."""
     import onnx
 
     large = model.ByteSize() > (1 << 31) - (64 << 20)
@@ -38,6 +39,7 @@ def rounded(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def as_inputs_of(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The feeds cast to float16 where the model takes a float input as float16."""
     from onnx import TensorProto
 
     types = {v.name: v.type.tensor_type.elem_type for v in model.graph.input}
@@ -193,6 +195,7 @@ def _say_run(mode: str, trial: Trial, label: str) -> None:
 
 
 def say_progress(line: str) -> None:
+    """A line of the search's progress: logged at -v, and printed on a terminal otherwise (unless -q)."""
     logger.debug(line)
     if sys.stderr.isatty() and not logger.isEnabledFor(logging.DEBUG) and logger.isEnabledFor(logging.WARNING):
         print(f"mgedump: {line}", file=sys.stderr, flush=True)

@@ -11,6 +11,7 @@ from .nodes import subgraphs
 
 
 def opsets_of(model: Any) -> dict[str, int]:
+    """Domain -> the opset version the model imports."""
     return {(op.domain or ""): op.version for op in model.opset_import}
 
 
@@ -23,6 +24,7 @@ class Slots:
 
 
 def node_slots(node: Any, opsets: Mapping[str, int]) -> Slots | None:
+    """A node's :class:`Slots`, from its operator's schema at the model's opset; None for an op onnx does not know."""
     import onnx
 
     domain = node.domain or ""

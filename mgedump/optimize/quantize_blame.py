@@ -15,6 +15,9 @@ from ..diagnose.exposed import ModelDumper, RunSettings, reference_dump
 
 @dataclass
 class NodeErr:
+    """A node of the float model on one test case of the int8 candidate: its outputs' error and what its inputs
+    carry in."""
+
     name: str
     op_type: str
     case: int
@@ -126,4 +129,5 @@ def rank(diagnosis: Sequence[Sequence[NodeErr]], touched: Sequence[str]) -> list
 
 
 def first_divergence(case: Sequence[NodeErr], maxerr: float) -> NodeErr | None:
+    """The first node, in execution order, that introduces error beyond maxerr on this test case (None: none does)."""
     return next((n for n in case if n.introduces(maxerr)), None)

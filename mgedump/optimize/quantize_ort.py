@@ -60,6 +60,7 @@ def _reader(feeds: Sequence[Mapping[str, np.ndarray]]) -> Any:
 
 
 def opset_of(model: Any) -> int:
+    """The model's opset of the default ONNX domain (0 when it imports none)."""
     return next((op.version for op in model.opset_import if (op.domain or "") in ("", "ai.onnx")), 0)
 
 

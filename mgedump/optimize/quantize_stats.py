@@ -55,6 +55,10 @@ class OutputStats:
 
 
 def run_all(path: str, cases: Sequence[Mapping[str, np.ndarray]], label: str) -> list[list[np.ndarray]]:
+    """Every test case's outputs from a plain session on the int8 model.
+
+    Raises:
+        OptimizeError: the int8 model fails to run on a test case."""
     session = open_session(path, label=label)
     outputs = tensor_infos(session.get_outputs(), "output")
     got = []
@@ -84,7 +88,11 @@ class Measure:
         return all(err <= own.get(name, maxerr) for errs in self.errs for name, err in errs.items())
 
 
-def measure(names: Sequence[str], expected: Sequence[Sequence[np.ndarray]], got: Sequence[Sequence[np.ndarray]]):
+def measure(
+    names: Sequence[str], expected: Sequence[Sequence[np.ndarray]], got: Sequence[Sequence[np.ndarray]]
+) -> Measure:
+    """A candidate's outputs against the expected ones: each output's AssertEqual error per test case, and the
+    outputs' largest magnitude."""
     errs, scale = [], 0.0
     for want_case, got_case in zip(expected, got, strict=True):
         case = {}

@@ -46,10 +46,12 @@ def dumps(document: dict[str, Any]) -> str:
 
 
 def floats(values: Sequence[Any]) -> list[float]:
+    """Every value as a float."""
     return [float(v) for v in values]
 
 
 def optional(value: Any) -> float | None:
+    """A float, or None; ``"inf"``, ``"-inf"`` and ``"nan"`` read back as floats."""
     return None if value is None else float(number(value))
 
 
