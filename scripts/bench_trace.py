@@ -27,7 +27,7 @@ Run from the repository root, in the project's venv::
     python scripts/bench_trace.py --quick        # fewer calls per round
     python scripts/bench_trace.py --runs 9
 
-``section_trace(runs, quick)`` returns the rows, for ``scripts/bench.py``.
+``section_trace(runs, quick)`` returns the rows, for the ``trace`` section of ``scripts/bench/``.
 """
 
 from __future__ import annotations

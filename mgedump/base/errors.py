@@ -8,11 +8,31 @@ surfaces with its traceback.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 EXIT_OK = 0  # done; every assertion passed
 EXIT_FAILED = 1  # an assertion failed, or the model failed to run
 EXIT_USAGE = 2  # bad usage or bad input
 EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (128 + SIGINT), as shells report it
 EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15), as shells report it
+
+
+class Verdict:
+    """The outcome of a command over test cases (``mgerun``'s :class:`~mgedump.commands.verify.Report`,
+    ``mgediff``'s :class:`~mgedump.diagnose.divergence.DiffReport`): it passed when every test case passed, and
+    :attr:`exit_code` is the command's exit code."""
+
+    cases: Sequence[Any]  # each with a ``passed``
+
+    @property
+    def passed(self) -> bool:
+        return all(case.passed for case in self.cases)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every test case passed, else 1."""
+        return EXIT_OK if self.passed else EXIT_FAILED
 
 
 class Terminated(BaseException):

@@ -78,6 +78,7 @@ import re
 from typing import Any
 
 from ..base.errors import BundleError
+from ..base.jsontypes import is_number, is_str_list
 from ..model.valuetype import is_structured, parse
 from ..options import ERROR_STATS
 
@@ -135,8 +136,8 @@ def _check_model(model: Any, where: str) -> None:
 
 def _check_precision(entry: dict[str, Any], where: str) -> None:
     """The rewrites of one model: its optimizations, requirements and float16 record."""
-    _require(_is_str_list(entry.get("optimizations")), f"'{where}optimizations' must be a list of strings")
-    _require(_is_str_list(entry.get("requirements")), f"'{where}requirements' must be a list of strings")
+    _require(is_str_list(entry.get("optimizations")), f"'{where}optimizations' must be a list of strings")
+    _require(is_str_list(entry.get("requirements")), f"'{where}requirements' must be a list of strings")
     float16 = entry.get("float16")
     _require(
         float16 is None or (isinstance(float16, dict) and isinstance(float16.get("kept_float32"), list)),
@@ -168,7 +169,8 @@ def _check_variants(manifest: dict[str, Any]) -> None:
         _check_tensor_infos(variant.get("outputs"), f"{where}.outputs")
         certified = variant.get("certified")
         _require(
-            isinstance(certified, dict) and all(_is_number(v) or v is None for v in certified.values()),
+            isinstance(certified, dict)
+            and all((is_number(v) and math.isfinite(v)) or v is None for v in certified.values()),
             f"'{where}.certified' must map output names to numbers",
         )
         _require(isinstance(variant.get("options", {}), dict), f"'{where}.options' must be an object")
@@ -181,14 +183,6 @@ def _check_variants(manifest: dict[str, Any]) -> None:
         ),
         "'left_out' must list names and reasons",
     )
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _check_tensor_infos(value: Any, key: str) -> None:
@@ -281,11 +275,11 @@ def _check_assertion(assertion: Any, output_names: set[str]) -> None:
         "'assertion.enabled' and 'assertion.verbose' must be true or false",
     )
     maxerr = assertion.get("maxerr")
-    _require(_is_number(maxerr) and maxerr >= 0, "'assertion.maxerr' must be a number >= 0")
+    _require(is_number(maxerr) and math.isfinite(maxerr) and maxerr >= 0, "'assertion.maxerr' must be a number >= 0")
     bounds = assertion.get("output_maxerr", {})
     _require(
         isinstance(bounds, dict)
-        and all(name in output_names and _is_number(b) and b >= 0 for name, b in bounds.items()),
+        and all(name in output_names and is_number(b) and math.isfinite(b) and b >= 0 for name, b in bounds.items()),
         "'assertion.output_maxerr' must map output names to numbers >= 0",
     )
     _require(
@@ -304,12 +298,12 @@ def _check_cases(cases: Any, n_in: int, n_out: int, asserted: bool) -> None:
     for case in cases:
         _require(isinstance(case, dict) and isinstance(case.get("spec"), str), "each test case needs a 'spec'")
         _require(
-            _is_str_list(case.get("inputs")) and len(case["inputs"]) == n_in,
+            is_str_list(case.get("inputs")) and len(case["inputs"]) == n_in,
             "each test case needs one input member per model input",
         )
         outputs = case.get("outputs")
         _require(
-            _is_str_list(outputs) and len(outputs) == (n_out if asserted else 0),
+            is_str_list(outputs) and len(outputs) == (n_out if asserted else 0),
             "each test case needs one output member per model output when assertions are on, none when off",
         )
 

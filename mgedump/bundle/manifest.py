@@ -6,7 +6,7 @@ checks a manifest read from a file before :meth:`Manifest.from_json` builds thes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import __version__
@@ -23,12 +23,7 @@ class ModelEntry:
     external_data: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "member": self.member,
-            "sha256": self.sha256,
-            "source_sha256": self.source_sha256,
-            "external_data": self.external_data,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -144,13 +139,7 @@ class CaseEntry:
     outputs: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "dir": self.dir,
-            "spec": self.spec,
-            "origin": self.origin,
-            "inputs": list(self.inputs),
-            "outputs": list(self.outputs),
-        }
+        return asdict(self)
 
 
 CORE_KEYS = frozenset(

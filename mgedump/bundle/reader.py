@@ -11,6 +11,7 @@ import threading
 import zipfile
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from typing import IO, Any
 
 import numpy as np
@@ -39,7 +40,7 @@ _ZIP_ERRORS = (
 )
 
 
-class Bundle:
+class Bundle(AbstractContextManager["Bundle"]):
     """A bundle opened for reading, its structure and every member hash checked.
 
     Members up to ``DEFER_HASH_BYTES`` are checked on opening; larger ones in a
@@ -66,9 +67,6 @@ class Bundle:
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self) -> Bundle:
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()

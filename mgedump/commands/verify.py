@@ -1,10 +1,9 @@
-"""Verify and time a bundle, or a plain model with ``-d`` specs (the ``mgerun`` command)."""
+"""Verify and time a bundle, or a plain model with ``-d`` specs (the ``mgerun`` command): each test case run, timed
+and checked, into a :class:`Report`. What it runs is prepared in :mod:`.verify_prepare`; what it writes besides the
+reports, and its diagnosis, is in :mod:`.verify_outputs`."""
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -13,22 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import EXIT_FAILED, EXIT_OK, BundleError, DataError, ModelError, RunError, UsageError
-from ..base.fileio import atomic_output, hash_files, make_folder, write_bytes_atomic
+from ..base.errors import ModelError, RunError, UsageError, Verdict
 from ..base.limits import available_memory, require_memory
 from ..base.log import fresh_warnings, no_status, warn_once
+from ..base.naming import option_name
 from ..base.outputs import Output, Outputs
-from ..bundle import Bundle, case_folder
-from ..bundle.requirements import check_requirements
-from ..bundle.valueproto import encode_value
-from ..data import TestData, check_shape
+from ..data import TestData
 from ..data.values import value_bytes
 from ..measure.assertion import OutputCheck
 from ..measure.structured import check_value
 from ..measure.timing import Progress, Timing, batch_of, time_runs
 from ..model.environment import differences, run_environment
-from ..model.modelfile import external_locations
-from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers, session_options, to_values
+from ..model.runtime import TensorInfo, resolve_providers, to_values
 from ..options import VerifyOptions
 from ..report import bundle_name
 from ..report.schema import (
@@ -43,6 +38,8 @@ from ..report.schema import (
     TensorRecord,
     TimingRecord,
 )
+from .verify_outputs import diagnose_case, dump_outputs, io_dump, save_profile
+from .verify_prepare import Prepared, PreparedCase, from_bundle, from_model, is_plain_model
 
 __all__ = ["CaseReport", "Report", "VerifyOptions", "is_plain_model", "verify"]
 
@@ -89,7 +86,7 @@ class CaseReport:
 
 
 @dataclass
-class Report:
+class Report(Verdict):
     """The result of :func:`verify`; :attr:`exit_code` is the command's exit code; :meth:`record` is what the
     reports show of it."""
 
@@ -121,14 +118,6 @@ class Report:
             return []
         return differences(self.packed_environment, self.environment)
 
-    @property
-    def passed(self) -> bool:
-        return all(case.passed for case in self.cases)
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_OK if self.passed else EXIT_FAILED
-
     def record(self, name: str | None = None) -> BundleRecord:
         """The bundle as the reports show it (docs/reports.md, "A bundle"); ``name`` defaults to
         :func:`~mgedump.report.bundle_name` of the source."""
@@ -151,171 +140,6 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return self.record().to_json()
-
-
-@dataclass
-class _Case:
-    spec: str
-    origin: str
-    feeds: dict[str, np.ndarray]
-    expected: list[np.ndarray] | None
-    defaulted: list[str] = field(default_factory=list)  # symbolic dims a generator set to 1
-
-
-@dataclass
-class _Prepared:
-    kind: str
-    session: Any
-    inputs: list[TensorInfo]
-    outputs: list[TensorInfo]
-    cases: list[_Case]
-    assertion: bool
-    maxerr: float
-    verbose: bool
-    model_path: str = ""
-    model_sha256: str = ""
-    reference: str | None = None  # the embedded io dump's folder, extracted
-    output_maxerr: dict[str, float] = field(default_factory=dict)  # the outputs with a bound of their own
-    packed_environment: dict[str, Any] | None = None  # the manifest's: where the bundle was packed
-    files: list[str] = field(default_factory=list)  # data files read (outputs must not overwrite them)
-    session_ms: float = 0.0  # creating the session: the cold start
-
-
-def _open(model: str | bytes, label: str, options: VerifyOptions, tmp: str) -> tuple[Any, float]:
-    """The session, and how long creating it took (ms): the cold start."""
-    profile_prefix = os.path.join(tmp, "profile") if options.profile else None
-    opts = session_options(threads=options.threads, graph_opt=options.graph_opt, profile=profile_prefix)
-    began = time.perf_counter()
-    session = open_session(model, label=label, providers=resolve_providers(options.provider), options=opts)
-    return session, (time.perf_counter() - began) * 1e3
-
-
-def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
-    """A test case's input from the bundle, checked against the model's input: a bundle whose data does not fit
-    its own model is a broken bundle (exit 2), not a model that fails (exit 1).
-
-    Raises:
-        BundleError: another dtype, rank or fixed dim than the model's input.
-    """
-    if not info.is_tensor:  # a sequence or an optional, checked against the model's type as it is read
-        return bundle.value(member, info)
-    array = bundle.tensor(member, info.name)
-    what = f"{bundle.path}: member {member!r}"
-    if info.dtype != "str" and array.dtype != info.np_dtype:
-        raise BundleError(f"{what} holds {array.dtype}, but the model's input {info.name!r} takes {info.dtype}")
-    try:
-        check_shape(array, info, what)
-    except DataError as exc:
-        raise BundleError(exc.message) from None
-    return array
-
-
-def _from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[str], None] = no_status) -> _Prepared:
-    if options.cases:
-        raise UsageError("-d gives data to a plain model; a bundle carries its own test cases")
-    stage(f"checking {os.path.basename(path)}")
-    with Bundle(path) as bundle:
-        manifest = bundle.manifest
-        model = manifest.model
-        label = f"{path}:{model.member}"
-        check_requirements(manifest.requirements, resolve_providers(options.provider)[0])
-        # onnxruntime loads a file with a third less memory than the same bytes from Python; the model and its
-        # data get a folder of their own, which no name in the bundle can collide with
-        model_folder = os.path.join(tmp, "model")
-        os.mkdir(model_folder)
-        model_path = bundle.extract(model.member, model_folder)
-        if model.external_data:
-            bundle.extract(model.external_data, model_folder)
-        _check_external_data(label, model_path, model.external_data)
-        stage("loading the model")
-        session, session_ms = _open(model_path, label, options, tmp)
-        stage("reading the test cases and checking the bundle's hashes")
-        inputs = [TensorInfo.from_json(d) for d in manifest.inputs]
-        outputs = [TensorInfo.from_json(d) for d in manifest.outputs]
-        got_in, got_out = model_io(session)
-        if [i.name for i in got_in] != [i.name for i in inputs] or [o.name for o in got_out] != [
-            o.name for o in outputs
-        ]:
-            raise ModelError(f"{label}: the model's inputs/outputs do not match the manifest")
-        assertion = manifest.assertion
-        cases = []
-        for case in manifest.test_cases:
-            feeds = {
-                info.name: _bundled_input(bundle, member, info)
-                for info, member in zip(got_in, case.inputs, strict=True)
-            }
-            expected = None
-            if assertion.enabled:  # the manifest lists one output member per output then, none otherwise
-                expected = [bundle.value(member, info) for info, member in zip(outputs, case.outputs, strict=True)]
-            cases.append(_Case(case.spec, case.origin, feeds, expected))
-        reference = None
-        if manifest.io_dump:
-            reference = bundle.extract_folder(manifest.io_dump["folder"], os.path.join(tmp, "reference"))
-        bundle.verified()
-    return _Prepared(
-        kind="bundle",
-        session=session,
-        inputs=inputs,
-        outputs=outputs,
-        cases=cases,
-        assertion=assertion.enabled,
-        maxerr=assertion.maxerr,
-        verbose=assertion.verbose,
-        model_path=model_path,
-        model_sha256=model.sha256,
-        reference=reference,
-        output_maxerr=dict(assertion.output_maxerr),
-        packed_environment=manifest.environment,
-        session_ms=session_ms,
-    )
-
-
-def _check_external_data(label: str, model_path: str, member: str | None) -> None:
-    """The bundled model may read external data from its own data member only: never a path of the target
-    machine (absolute, or up out of the folder), whatever onnxruntime's own checks would say.
-
-    Raises:
-        BundleError: another location.
-    """
-    allowed = {member.rsplit("/", 1)[-1]} if member else set()
-    for location in sorted(external_locations(model_path)):
-        if location not in allowed:
-            where = f"its data member {member!r}" if member else "no data member: the bundle has none"
-            raise BundleError(
-                f"{label}: the model reads external data from {location!r}; a bundled model may read {where}"
-            )
-
-
-def _from_model(
-    path: str, data: TestData | None, options: VerifyOptions, tmp: str, stage: Callable[[str], None] = no_status
-) -> _Prepared:
-    if data is None:
-        raise UsageError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
-    stage(f"loading {os.path.basename(path)}")
-    session, session_ms = _open(path, path, options, tmp)
-    stage("building the test data")
-    inputs, outputs = model_io(session)
-    built = data.build(inputs, options.data)
-    cases = [_Case(case.spec.text, case.spec.origin, dict(case.inputs), None, case.defaulted) for case in built]
-    return _Prepared(
-        kind="model",
-        session=session,
-        inputs=inputs,
-        outputs=outputs,
-        cases=cases,
-        assertion=False,
-        maxerr=0.0,
-        verbose=True,
-        model_path=path,
-        model_sha256=hash_files([path]).sha256 if options.io_dump else "",
-        files=[f for case in built for f in case.files],
-        session_ms=session_ms,
-    )
-
-
-def is_plain_model(path: str, options: VerifyOptions) -> bool:
-    """A path is run as a plain model when -d is given or it ends in .onnx."""
-    return bool(options.cases) or path.lower().endswith(".onnx")
 
 
 def run_outputs(options: VerifyOptions) -> Outputs:
@@ -346,7 +170,7 @@ def verify(
     """Verify every test case of a bundle (or run a plain model on ``-d`` data) and time it.
 
     Args:
-        path: a bundle, or an ONNX model when ``options.specs`` is given.
+        path: a bundle, or an ONNX model when ``options.cases`` (``-d``) is given or it ends in ``.onnx``.
         options: defaults to ``VerifyOptions()``.
         on_case: called after each test case, for printing results as they come.
         progress: called as ``progress(label, done, total)`` during timing runs
@@ -371,7 +195,7 @@ def verify(
     resolve_providers(options.provider)
     with tempfile.TemporaryDirectory(prefix="mgerun-") as tmp:
         stage = on_stage or no_status
-        prepared = _from_model(path, data, options, tmp, stage) if plain else _from_bundle(path, options, tmp, stage)
+        prepared = from_model(path, data, options, tmp, stage) if plain else from_bundle(path, options, tmp, stage)
         stage("")
         if prepared.files:  # the data files are known now: no output may replace one
             protected += prepared.files
@@ -385,20 +209,20 @@ def verify(
                 warn_once(f"test case {index}: --duration stopped after {max_runs} runs, as many as memory holds")
             report.cases.append(result)
             if options.bin_out_dump and result.error is None:
-                _dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs, protected)
+                dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs, protected)
             if not result.passed and result.error is None and prepared.reference is not None:
                 tightest = min(bounds.values(), default=report.maxerr) if bounds else report.maxerr
-                result.diagnosis = _diagnose(prepared, index, case, tightest, options, tmp)
+                result.diagnosis = diagnose_case(prepared, index, case, tightest, options, tmp)
             if on_case is not None:
                 on_case(result, report)
         if options.profile:
-            report.profile, report.op_profile = _save_profile(prepared.session, options.profile, protected)
+            report.profile, report.op_profile = save_profile(prepared.session, options.profile, protected)
         if options.io_dump:
             _io_dump_after_timing(prepared, report, options)
     return report
 
 
-def _bounds(prepared: _Prepared, options: VerifyOptions) -> dict[str, float]:
+def _bounds(prepared: Prepared, options: VerifyOptions) -> dict[str, float]:
     """Each output's AssertEqual bound: the bundle's (its own, else the bundle's), all replaced by a --maxerr X
     given now, then by a --maxerr OUTPUT:X given now.
 
@@ -419,7 +243,7 @@ def _bounds(prepared: _Prepared, options: VerifyOptions) -> dict[str, float]:
     return bounds
 
 
-def _check_budget(prepared: _Prepared, options: VerifyOptions) -> int | None:
+def _check_budget(prepared: Prepared, options: VerifyOptions) -> int | None:
     """Refuse timing runs whose latencies would not fit in memory; return the most runs a --duration may make."""
     # every timed run's latency is kept (a float, and its text in the report)
     timings = len(prepared.cases) * (1 + len(options.repeat_sweep))
@@ -432,7 +256,7 @@ def _check_budget(prepared: _Prepared, options: VerifyOptions) -> int | None:
     return max(options.iters, available_memory() // (2 * 64 * timings)) if options.duration_s else None
 
 
-def _new_report(path: str, prepared: _Prepared, options: VerifyOptions, protected: Sequence[str]) -> Report:
+def _new_report(path: str, prepared: Prepared, options: VerifyOptions, protected: Sequence[str]) -> Report:
     """The report before any test case ran: the bundle's settings with the command line's overrides."""
     session_info = {
         "providers": list(prepared.session.get_providers()),
@@ -458,9 +282,9 @@ def _new_report(path: str, prepared: _Prepared, options: VerifyOptions, protecte
     )
 
 
-def _io_dump_after_timing(prepared: _Prepared, report: Report, options: VerifyOptions) -> None:
+def _io_dump_after_timing(prepared: Prepared, report: Report, options: VerifyOptions) -> None:
     """The --io-dump of every test case that ran, after timing (the timing session's memory let go first)."""
-    from ..diagnose.iodump import release_memory
+    from ..diagnose.expose import release_memory
 
     prepared.session = None
     release_memory()
@@ -469,13 +293,13 @@ def _io_dump_after_timing(prepared: _Prepared, report: Report, options: VerifyOp
         for k, (case, result) in enumerate(zip(prepared.cases, report.cases, strict=True))
         if result.error is None
     ]
-    _io_dump(prepared, ran, options)
+    io_dump(prepared, ran, options)
 
 
 def _run_case(
-    prepared: _Prepared,
+    prepared: Prepared,
     index: int,
-    case: _Case,
+    case: PreparedCase,
     bounds: dict[str, float] | None,
     options: VerifyOptions,
     progress: Progress | None,
@@ -529,7 +353,7 @@ def _run_case(
     return report
 
 
-def _check_sweep(prepared: _Prepared, sizes: Sequence[int]) -> None:
+def _check_sweep(prepared: Prepared, sizes: Sequence[int]) -> None:
     if max(sizes) == 1:
         return
     largest = max(sum(value_bytes(a) for a in case.feeds.values()) for case in prepared.cases)
@@ -538,7 +362,8 @@ def _check_sweep(prepared: _Prepared, sizes: Sequence[int]) -> None:
     for info in prepared.inputs:
         if not info.is_tensor:
             raise UsageError(
-                f"--repeat-sweep repeats tensors along their batch dim; input {info.name!r} is {info.dtype}"
+                f"{option_name('repeat_sweep')} repeats tensors along their batch dim; input {info.name!r} is "
+                f"{info.dtype}"
             )
         if info.shape and isinstance(info.shape[0], int):
             raise UsageError(
@@ -546,92 +371,3 @@ def _check_sweep(prepared: _Prepared, sizes: Sequence[int]) -> None:
                 f"{info.shape[0]} (shape {info.shape_text()})",
                 hint="export the model with a symbolic batch dim",
             )
-
-
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "output"
-
-
-def _dump_outputs(
-    folder: str, index: int, infos: Sequence[TensorInfo], outputs: Sequence[np.ndarray], protected: Sequence[str]
-) -> None:
-    case_dir = os.path.join(folder, case_folder(index))
-    make_folder(case_dir, "--bin-out-dump")
-    used: set[str] = set()
-    for k, (info, array) in enumerate(zip(infos, outputs, strict=True)):
-        name = _safe_name(info.name)
-        if name in used:
-            name = f"{name}_{k}"
-        used.add(name)
-        if not info.is_tensor:  # a sequence, a map or an optional: as in the bundle (no pickle in a .npy)
-            write_bytes_atomic(
-                os.path.join(case_dir, name + ".pb"), encode_value(array, info.value_type, info.name), protected
-            )
-            continue
-        with atomic_output(os.path.join(case_dir, name + ".npy"), protected) as f:
-            np.save(f, array, allow_pickle=False)
-
-
-def _settings(options: VerifyOptions) -> Any:
-    from ..diagnose.exposed import RunSettings
-
-    return RunSettings(
-        providers=tuple(resolve_providers(options.provider)),
-        threads=options.threads,
-        graph_opt=options.graph_opt,
-        budget=options.io_dump_budget_mb << 20,
-    )
-
-
-def _io_dump(prepared: _Prepared, cases: Sequence[tuple[int, dict[str, np.ndarray]]], options: VerifyOptions) -> None:
-    """Write every tensor of these test cases (that ran) into the --io-dump folder."""
-    from ..diagnose.exposed import ModelDumper
-
-    assert options.io_dump is not None
-    with ModelDumper(prepared.model_path, prepared.model_sha256, _settings(options), label=prepared.model_path) as d:
-        d.dump(options.io_dump, cases)
-
-
-def _diagnose(
-    prepared: _Prepared, index: int, case: _Case, maxerr: float, options: VerifyOptions, tmp: str
-) -> dict[str, Any] | None:
-    """Where a failing test case first diverges from the reference io dump the bundle carries (if it has this case)."""
-    from ..diagnose.divergence import diff_dumps
-    from ..diagnose.exposed import ModelDumper
-    from ..diagnose.iodump import IoDump
-
-    assert prepared.reference is not None  # the caller diagnoses only bundles that carry an io dump
-    reference = IoDump(prepared.reference)  # members were hash-checked with the bundle
-    if index not in reference.cases:
-        return None
-    run_folder = os.path.join(tmp, f"run-{index}")
-    try:
-        with ModelDumper(
-            prepared.model_path, prepared.model_sha256, _settings(options), label="the bundled model"
-        ) as d:
-            d.dump(run_folder, [(index, case.feeds)])
-        diff = diff_dumps(
-            reference, IoDump(run_folder), maxerr=maxerr, label_a="the embedded io dump", label_b="this run"
-        ).cases[0]
-    except (RunError, ModelError, DataError) as exc:
-        return {"reference": "embedded io dump", "maxerr": maxerr, "first_divergence": None, "error": exc.one_line()}
-    first = diff.first_divergence
-    return {
-        "reference": "embedded io dump",
-        "maxerr": maxerr,
-        "matched": len(diff.tensors),
-        "first_divergence": None if first is None else first.to_json(),
-        "text": None if first is None else first.describe(),
-        "top": [n.to_json() for n in diff.introducers()[:5]],
-    }
-
-
-def _save_profile(session: Any, target: str, protected: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
-    """Copy onnxruntime's profile to the target; return it and the time per operator type it records."""
-    from ..measure.profiling import op_table
-
-    produced = session.end_profiling()
-    table = op_table(produced)
-    with open(produced, "rb") as src, atomic_output(target, protected) as dst:
-        shutil.copyfileobj(src, dst)
-    return target, table

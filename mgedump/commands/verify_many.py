@@ -34,7 +34,8 @@ from ..model.runtime import resolve_providers
 from ..options import VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
-from .verify import CaseReport, Report, is_plain_model, run_outputs, verify
+from .verify import CaseReport, Report, run_outputs, verify
+from .verify_prepare import is_plain_model
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Parse ``-d`` data specs (docs/data-specs.md) into items bound to model inputs.
 
 A test case is ``item(;item)*``; an item is ``[INPUT_NAME:]SOURCE``; a source is
-a generator (``#rand``, ``#randn``, ``#const``) or a file path. ``-d @FILE``
+a generator (``#rand``, ``#randn``, ``#const``: those of :mod:`.generators`) or a file path. ``-d @FILE``
 makes one test case of every non-empty line of FILE.
 
 This module only parses and binds names: it never reads data files, so any
@@ -19,13 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..base.errors import SpecError
-
-GENERATORS = {
-    # name: (parameter names, how many are required)
-    "rand": ("MIN,MAX", 2),
-    "randn": ("MEAN,STD", 2),
-    "const": ("VALUE", 1),
-}
+from .generators import GENERATORS, or_list
 
 _GEN_RE = re.compile(r"^#\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$", re.DOTALL)
 _INT_RE = re.compile(r"^[+-]?\d+$")
@@ -39,8 +33,8 @@ class Generator:
     """A ``#kind(params[,dims][,...])`` source.
 
     Attributes:
-        kind: ``rand``, ``randn`` or ``const``.
-        params: MIN, MAX / MEAN, STD / VALUE (ints stay ints, so large int64
+        kind: the generator's name in :data:`~.generators.GENERATORS` (``rand``, ``randn``, ``const``).
+        params: its parameters, MIN, MAX / MEAN, STD / VALUE (ints stay ints, so large int64
             constants are exact).
         dims: the dims given, or None when the shape comes from the model.
         rest: True when the dims end with ``...``: the rest of the shape comes
@@ -115,25 +109,25 @@ def _dim(token: str, text: str) -> int:
 
 
 def parse_generator(text: str) -> Generator:
-    """Parse ``#rand(MIN,MAX[,d0,...][,...])``, ``#randn(...)`` or ``#const(...)``.
+    """Parse ``#rand(MIN,MAX[,d0,...][,...])``, ``#randn(...)``, ``#const(...)`` or another registered generator.
 
     Raises:
         SpecError: the text is not a well-formed generator.
     """
     text = text.strip()
     match = _GEN_RE.match(text)
+    kinds = list(GENERATORS.values())
     if not match:
-        raise SpecError(
-            f"bad generator {text!r}",
-            hint="write #rand(MIN,MAX), #rand(MIN,MAX,d0,d1,...), #randn(MEAN,STD) or #const(VALUE)",
-        )
-    kind, body = match.group(1), match.group(2)
-    if kind not in GENERATORS:
-        raise SpecError(f"unknown generator #{kind} in {text!r}", hint="use #rand, #randn or #const")
-    names, required = GENERATORS[kind]
+        usages = [kinds[0].usage(), kinds[0].usage(dims=True), *(k.usage() for k in kinds[1:])]
+        raise SpecError(f"bad generator {text!r}", hint=f"write {or_list(usages)}")
+    name, body = match.group(1), match.group(2)
+    kind = GENERATORS.get(name)
+    if kind is None:
+        raise SpecError(f"unknown generator #{name} in {text!r}", hint=f"use {or_list([f'#{k.name}' for k in kinds])}")
+    required = len(kind.params)
     tokens = [t.strip() for t in body.split(",")] if body.strip() else []
     if len(tokens) < required:
-        raise SpecError(f"#{kind} needs {names} in {text!r}")
+        raise SpecError(f"#{name} needs {','.join(kind.params)} in {text!r}")
     params = tuple(_number(tok, "parameter", text) for tok in tokens[:required])
     rest_tokens = tokens[required:]
     rest = bool(rest_tokens) and rest_tokens[-1] == "..."
@@ -142,11 +136,9 @@ def parse_generator(text: str) -> Generator:
     if "..." in rest_tokens:
         raise SpecError(f"'...' may only end the dims in {text!r}")
     dims = tuple(_dim(tok, text) for tok in rest_tokens)
-    if kind == "rand" and params[0] > params[1]:
-        raise SpecError(f"#rand MIN > MAX in {text!r}")
-    if kind == "randn" and params[1] < 0:
-        raise SpecError(f"#randn STD < 0 in {text!r}")
-    return Generator(kind, params, dims if len(tokens) > required else None, rest, text)
+    if kind.check is not None:
+        kind.check(params, text)
+    return Generator(name, params, dims if len(tokens) > required else None, rest, text)
 
 
 def parse_source(text: str) -> Source:

@@ -31,12 +31,13 @@ internal tensors above ``maxerr`` are reported, not failing.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..base.errors import Verdict
 from ..measure.assertion import FLOAT16_MAX, json_value, value_text
 from ..measure.structured import measure_value
 from ..options import DEFAULT_MAXERR, FLOAT16_MAXERR
@@ -76,6 +77,14 @@ class TensorErr:
     def passes(self, maxerr: float) -> bool:
         """Within maxerr, as :meth:`mgedump.measure.assertion.Measure.passes` decides."""
         return self.err == 0.0 if self.exact else self.err <= maxerr
+
+    def where(self, a: str = "A=", b: str = "B=", show: Callable[[Any], str] = value_text) -> str:
+        """Where the worst element is and the two values there (`` (worst element at [0, 3]: A=1.5, B=2.5)``), or
+        why the error is infinite; "" when neither is known. ``a`` and ``b`` name the sides, ``show`` the values."""
+        if self.index is not None or self.path is not None:
+            at = self.path if self.path is not None else list(self.index or ())
+            return f" (worst element at {at}: {a}{show(self.a_value)}, {b}{show(self.b_value)})"
+        return f" ({self.reason})" if self.reason else ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -154,12 +163,7 @@ class NodeDiff:
     def describe(self) -> str:
         """This node and the error it introduces, as people read it."""
         out = self.output
-        where = ""
-        if out.index is not None or out.path is not None:
-            at = out.path if out.path is not None else list(out.index or ())
-            where = f" (worst element at {at}: A={value_text(out.a_value)}, B={value_text(out.b_value)})"
-        elif out.reason:
-            where = f" ({out.reason})"
+        where = out.where()
         inputs = ", ".join(f"{name} {err:.3g}" for name, err in self.inputs.items())
         carried = f"; its inputs carry err {inputs}" if inputs else ""
         cause = f"; {self.cause}" if self.cause else ""
@@ -338,7 +342,7 @@ def has_float16(case: CaseDump) -> bool:
 
 
 @dataclass
-class DiffReport:
+class DiffReport(Verdict):
     """The result of :func:`diff_dumps`; :attr:`exit_code` is ``mgediff``'s exit code."""
 
     a: str
@@ -346,16 +350,6 @@ class DiffReport:
     maxerr: float
     maxerr_source: str
     cases: list[CaseDiff]
-
-    @property
-    def passed(self) -> bool:
-        return all(case.passed for case in self.cases)
-
-    @property
-    def exit_code(self) -> int:
-        from ..base.errors import EXIT_FAILED, EXIT_OK
-
-        return EXIT_OK if self.passed else EXIT_FAILED
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..model.runtime import open_session, session_options
-from .iodump import DEFAULT_BUDGET, ExposedRunner, IoDump, MemoryDump, load_for_exposure, write_case
+from .expose import DEFAULT_BUDGET, ExposedRunner, load_for_exposure
+from .iodump import IoDump, MemoryDump, write_case
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class RunSettings:
     budget: int = DEFAULT_BUDGET
 
 
-class ModelDumper:
+class ModelDumper(AbstractContextManager["ModelDumper"]):
     """One model, ready to be run with every tensor exposed on any number of test cases.
 
     Use as a context manager: a large model's weights may be moved to a
@@ -61,9 +63,6 @@ class ModelDumper:
             )
 
         self.runner = ExposedRunner(model, open_exposed, settings.budget)
-
-    def __enter__(self) -> ModelDumper:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -103,3 +102,19 @@ def dump_to_scratch(dumper: ModelDumper, cases: Iterable[tuple[int, Mapping[str,
     os.rmdir(folder)
     dumper.dump(folder, cases)
     return IoDump(folder)
+
+
+def reference_dump(
+    path: str,
+    sha256: str,
+    cases: Sequence[tuple[int, Mapping[str, np.ndarray]]],
+    settings: RunSettings | None,
+    scratch: str,
+    *,
+    label: str,
+) -> IoDump | MemoryDump:
+    """Every tensor of a model on these test cases, for candidates to be compared with: held in memory when it fits
+    the memory budget, else dumped into a new folder under ``scratch``."""
+    budget = (settings or RunSettings()).budget
+    with ModelDumper(path, sha256, settings, label=label) as dumper:
+        return dumper.collect(cases) if dumper.estimate(cases) <= budget else dump_to_scratch(dumper, cases, scratch)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.jsontypes import is_number
 from ..options import ERROR_STATS
 
 FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504: float16's largest finite value, the one definition
@@ -116,7 +117,7 @@ def number_text(value: Any) -> str:
     ``-`` when there is none."""
     if value is None:
         return "-"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if is_number(value):
         return f"{value:g}"
     return str(value)
 

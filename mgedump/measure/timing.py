@@ -140,12 +140,11 @@ def time_runs(
             warmup_ms.append((clock() - start) * 1e3)
             first = first if first is not None else values
         limit = max(iters, max_runs) if max_runs is not None else None
+        load = _Load(session, feeds, iters, duration_s, progress, label, limit)
         if concurrency > 1:
-            latencies, wall_s, values = _concurrent(
-                session, feeds, iters, duration_s, concurrency, progress, label, limit
-            )
+            latencies, wall_s, values = _concurrent(load, concurrency)
         elif duration_s > 0:
-            latencies, wall_s, values = _for_duration(session, feeds, iters, duration_s, progress, label, limit)
+            latencies, wall_s, values = _for_duration(load)
         else:
             latencies, wall_s, values = _fixed(session, feeds, iters, progress, label)
     except Exception as exc:
@@ -186,20 +185,27 @@ def _fixed(
     return latencies, wall_s, first
 
 
-def _for_duration(
-    session: Any,
-    feeds: dict[str, np.ndarray],
-    iters: int,
-    duration_s: float,
-    progress: Progress | None,
-    label: str,
-    limit: int | None = None,
-) -> tuple[list[float], float, Any]:
+@dataclass(frozen=True)
+class _Load:
+    """A timing loop that goes on for a time (``duration_s``) as well as for ``iters`` runs, up to ``limit`` runs:
+    what :func:`_for_duration` and :func:`_concurrent` take."""
+
+    session: Any
+    feeds: dict[str, np.ndarray]
+    iters: int
+    duration_s: float
+    progress: Progress | None
+    label: str
+    limit: int | None
+
+
+def _for_duration(load: _Load) -> tuple[list[float], float, Any]:
     """Runs one after another until ``duration_s`` has passed and ``iters`` have run; progress in seconds."""
     latencies: list[float] = []
     append = latencies.append
     clock = time.perf_counter
-    run_once = session.run
+    run_once, feeds, iters, limit = load.session.run, load.feeds, load.iters, load.limit
+    progress, duration_s = load.progress, load.duration_s
     began = clock()
     end = began + duration_s
     first = run_once(None, feeds)  # the first timed run gives the outputs, and is timed like the others
@@ -214,11 +220,11 @@ def _for_duration(
         stop = clock()
         append((stop - start) * 1e3)
         if shown and stop >= next_tick:
-            progress(f"{label} (s)", min(int(stop - began), int(duration_s)), int(duration_s))  # type: ignore[misc]
+            progress(f"{load.label} (s)", min(int(stop - began), int(duration_s)), int(duration_s))  # type: ignore[misc]
             next_tick = stop + 0.1
     wall_s = clock() - began
     if shown:
-        progress(f"{label} (s)", int(duration_s), int(duration_s))  # type: ignore[misc]
+        progress(f"{load.label} (s)", int(duration_s), int(duration_s))  # type: ignore[misc]
     return latencies, wall_s, first
 
 
@@ -230,18 +236,11 @@ def _show(progress: Progress, label: str, elapsed: float, duration_s: float, don
         progress(label, min(done, iters), iters)
 
 
-def _concurrent(
-    session: Any,
-    feeds: dict[str, np.ndarray],
-    iters: int,
-    duration_s: float,
-    concurrency: int,
-    progress: Progress | None,
-    label: str,
-    limit: int | None = None,
-) -> tuple[list[float], float, Any]:
+def _concurrent(load: _Load, concurrency: int) -> tuple[list[float], float, Any]:
     """``concurrency`` threads issuing runs on one session until ``iters`` runs (in all) are done and
     ``duration_s`` has passed (or ``limit`` runs are done). The main thread only waits, and shows progress."""
+    session, feeds, iters, limit = load.session, load.feeds, load.iters, load.limit
+    progress, label, duration_s = load.progress, load.label, load.duration_s
     clock = time.perf_counter
     tickets = itertools.count()  # next() on it is atomic: each run takes one ticket
     per_thread: list[list[tuple[float, float]]] = [[] for _ in range(concurrency)]  # (end, ms) of each run

@@ -32,8 +32,7 @@ from the test data.
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +40,8 @@ import numpy as np
 
 from ..base.errors import ModelError, UsageError
 from ..measure.assertion import FLOAT16_MAX
+from .float16_slots import Slots, node_slots, opsets_of, outer_reads
+from .nodes import all_nodes, name_nodes, subgraphs
 
 FLOAT16_TINY = 2.0**-24  # the smallest float16 (subnormal): a weight entirely below it (an epsilon) becomes zero
 IOC16, IO16XC32 = "ioc16", "io16xc32"
@@ -81,69 +82,6 @@ def is_float16_model(model: Any) -> bool:
     return bool(floats) and all(v.type.tensor_type.elem_type == _FLOAT16 for v in floats)
 
 
-def name_nodes(model: Any) -> None:
-    """Give every node (subgraphs included) a name unique in the model; unique names are kept.
-
-    Nodes are what the mixed-precision search keeps float32, by name.
-    """
-    seen: set[str] = set()
-    counter = [0]
-
-    def visit(graph: Any) -> None:
-        for node in graph.node:
-            if not node.name or node.name in seen:
-                base = node.name or node.op_type
-                while True:
-                    counter[0] += 1
-                    candidate = f"{base}_{counter[0]}"
-                    if candidate not in seen:
-                        break
-                node.name = candidate
-            seen.add(node.name)
-            for attr in node.attribute:
-                if attr.HasField("g"):
-                    visit(attr.g)
-                for sub in attr.graphs:
-                    visit(sub)
-
-    visit(model.graph)
-
-
-def _all_nodes(graph: Any) -> Iterable[Any]:
-    """Every node of a graph and of its subgraphs (If branches, Loop and Scan bodies), depth first."""
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
-                yield from _all_nodes(sub)
-
-
-def matching_nodes(model: Any, patterns: Iterable[str]) -> dict[str, str]:
-    """The nodes, subgraphs included, whose name or op type matches a glob pattern (``--fp32-nodes``).
-
-    Raises:
-        UsageError: a pattern matches no node (a typo, or a node the optimisation removed): it would do nothing.
-    """
-    patterns = [p for p in patterns if p]
-    found: dict[str, str] = {}
-    used: set[str] = set()
-    nodes = list(_all_nodes(model.graph))
-    for node in nodes:
-        for pattern in patterns:
-            if fnmatch.fnmatchcase(node.name, pattern) or fnmatch.fnmatchcase(node.op_type, pattern):
-                found.setdefault(node.name, f"--fp32-nodes {pattern}")
-                used.add(pattern)
-    unused = [p for p in patterns if p not in used]
-    if unused:
-        examples = ", ".join(repr(n.name) for n in nodes[:3] if n.name)
-        raise UsageError(
-            f"--fp32-nodes {', '.join(repr(p) for p in unused)} matches no node of the model to optimise "
-            "(node names and op types, subgraphs included; the portable rewrites may have removed the node)",
-            hint=f"name nodes as the model has them, e.g. {examples}" if examples else None,
-        )
-    return found
-
-
 QUANTIZED_OPS = (
     "DynamicQuantizeLinear",
     "MatMulInteger",
@@ -163,7 +101,7 @@ def check_not_quantized(model: Any, flag: str) -> None:
         UsageError: naming the quantized ops found.
     """
     ops = sorted(
-        {n.op_type for n in _all_nodes(model.graph) if n.op_type in QUANTIZED_OPS and n.domain in ("", "ai.onnx")}
+        {n.op_type for n in all_nodes(model.graph) if n.op_type in QUANTIZED_OPS and n.domain in ("", "ai.onnx")}
     )
     if ops:
         raise UsageError(
@@ -171,63 +109,6 @@ def check_not_quantized(model: Any, flag: str) -> None:
             "and would round what they dequantize",
             hint=f"pack it without {flag}",
         )
-
-
-# ---------------------------------------------------------------- what each slot of a node holds
-
-
-def _opsets(model: Any) -> dict[str, int]:
-    return {(op.domain or ""): op.version for op in model.opset_import}
-
-
-@dataclass(frozen=True)
-class Slots:
-    """Which inputs and outputs of a node follow its float type (from its schema), and through which type variable."""
-
-    inputs: tuple[str | None, ...]  # the type variable of each input that may be float16, else None
-    outputs: tuple[str | None, ...]
-
-
-def _slots(node: Any, opsets: Mapping[str, int]) -> Slots | None:
-    import onnx
-
-    domain = node.domain or ""
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
-    except Exception:  # an op onnx does not know (another runtime's domain)
-        return None
-    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
-
-    def slot(formals: Sequence[Any], k: int) -> str | None:
-        if not formals:
-            return None
-        formal = formals[min(k, len(formals) - 1)]
-        types = allowed.get(formal.type_str, {formal.type_str})
-        return formal.type_str if "tensor(float16)" in types and formal.type_str in allowed else None
-
-    return Slots(
-        tuple(slot(schema.inputs, k) for k in range(len(node.input))),
-        tuple(slot(schema.outputs, k) for k in range(len(node.output))),
-    )
-
-
-def _outer_reads(node: Any) -> set[str]:
-    """The tensors of the enclosing graphs that a node's subgraphs read (their implicit inputs)."""
-    found: set[str] = set()
-
-    def visit(graph: Any, inner: set[str]) -> None:
-        defined = inner | {v.name for v in graph.input} | {i.name for i in graph.initializer}
-        defined |= {o for n in graph.node for o in n.output}
-        for n in graph.node:
-            found.update(name for name in n.input if name and name not in defined)
-            for attr in n.attribute:
-                for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
-                    visit(sub, defined)
-
-    for attr in node.attribute:
-        for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
-            visit(sub, set())
-    return found
 
 
 # ---------------------------------------------------------------- the conversion
@@ -282,7 +163,7 @@ class _Converter:
         self.keep_io = keep_io  # the model's float inputs and outputs stay float32
         self.keep32 = keep32
         self.compute16_ops = compute16_ops - set(FLOAT32_ONLY_OPS) - set(CONTROL_FLOW) - set(_NOT_ELEMENTWISE_TYPED)
-        self.opsets = _opsets(model)
+        self.opsets = opsets_of(model)
         inferred = onnx.shape_inference.infer_shapes(model)
         self.types: dict[str, int] = {}
         self._collect_types(inferred.graph)
@@ -355,7 +236,7 @@ class _Converter:
     def slots(self, node: Any) -> Slots | None:
         key = (node.name, node.op_type, node.domain, len(node.input), len(node.output))
         if key not in self._slot_cache:
-            self._slot_cache[key] = _slots(node, self.opsets)
+            self._slot_cache[key] = node_slots(node, self.opsets)
         return self._slot_cache[key]
 
     # -- bookkeeping
@@ -494,7 +375,7 @@ class _Converter:
             for k, name in enumerate(node.input):
                 if name:
                     readers.setdefault(name, []).append((node, k))
-            for name in _outer_reads(node):
+            for name in outer_reads(node):
                 readers.setdefault(name, []).append((node, -1))
         return readers
 
@@ -587,10 +468,8 @@ class _Converter:
             wanted = _FLOAT16 if compute16 and slots is not None and slots.inputs[k] is not None else _FLOAT
             node.input[k] = self.read_as(scope, name, wanted, out)
         # subgraphs: float32 at their boundary, converted inside (or kept whole)
-        for attr in node.attribute:
-            subgraphs = [attr.g] if attr.HasField("g") else list(attr.graphs)
-            for sub in subgraphs:
-                self.convert_graph(sub, scope, keep_all=kept)
+        for sub in subgraphs(node):
+            self.convert_graph(sub, scope, keep_all=kept)
         out.append(node)
         for k, name in enumerate(node.output):
             if not name or not self.is_float(name):

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import IO
 
 import numpy as np
@@ -73,7 +74,7 @@ def worst_output(errs: Sequence[Mapping[str, float]]) -> tuple[float, str, int]:
     return found
 
 
-class Opener:
+class Opener(AbstractContextManager["Opener"]):
     """A child process that creates an onnxruntime session (CPU, default optimisation level) on each model given.
 
     Use as a context manager; :meth:`check` and :meth:`run` raise when the child dies on a model.
@@ -82,9 +83,6 @@ class Opener:
     def __init__(self) -> None:
         self._child: subprocess.Popen[str] | None = None
         self.sessions = 0  # sessions the child created
-
-    def __enter__(self) -> Opener:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

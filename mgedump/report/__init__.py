@@ -1,4 +1,5 @@
-"""The reports of ``mgerun``: typed records (:mod:`.schema`) that every renderer reads, the JSON report
+"""The reports of ``mgerun``: typed records (:mod:`.schema`, which names them all; they live in :mod:`.bundles`,
+:mod:`.cases` and :mod:`.timings`, JSON values in :mod:`.jsonvalues`) that every renderer reads, the JSON report
 (report version 2), JUnit XML for CI servers (:mod:`.junit`) and a self-contained HTML page for people
 (:mod:`.html`, plots in :mod:`.svg`).
 

@@ -1,5 +1,4 @@
-"""Io dumps: what they hold, that running in parts under a budget gives the same files, and that every way a dump
-folder can be wrong is refused."""
+"""Io dumps: what they hold, and that every way a dump folder can be wrong is refused."""
 
 from __future__ import annotations
 
@@ -13,19 +12,9 @@ import pytest
 
 from mgedump.base.errors import DataError, OutputError
 from mgedump.base.fileio import hash_files
-from mgedump.diagnose.exposed import ModelDumper, RunSettings
-from mgedump.diagnose.iodump import INDEX, IoDump, Plan, estimate_sizes, partition, tensor_stats
+from mgedump.diagnose.iodump import INDEX, IoDump, Plan, tensor_stats
+from tests.diagnose.support import CNN, FEEDS, _dump
 from tests.support import sample
-
-CNN = sample("cnn.onnx").path
-FEEDS = {"data": np.random.default_rng(0).random((1, 3, 32, 32), dtype=np.float32)}
-
-
-def _dump(folder, path=CNN, feeds=FEEDS, budget=1 << 30, cases=(0,)) -> ModelDumper:
-    dumper = ModelDumper(str(path), hash_files([str(path)]).sha256, RunSettings(budget=budget))
-    with dumper:
-        dumper.dump(str(folder), [(k, feeds) for k in cases])
-    return dumper
 
 
 def test_the_plan_is_inputs_then_node_outputs_in_order():
@@ -54,28 +43,6 @@ def test_a_dump_holds_every_tensor_with_its_stats(tmp_path):
 
     want = ort.InferenceSession(str(CNN), providers=["CPUExecutionProvider"]).run(None, FEEDS)[0]
     np.testing.assert_allclose(case.tensor("prob"), want, rtol=1e-6)
-
-
-def test_a_small_budget_runs_in_parts_and_gives_the_same_dump(tmp_path):
-    whole = _dump(tmp_path / "whole")
-    parts = _dump(tmp_path / "parts", budget=40_000)  # conv1's output alone is 32 KiB
-    assert whole.runner.parts_run == 1 and parts.runner.parts_run >= 4
-    a, b = IoDump(str(tmp_path / "whole")).cases[0], IoDump(str(tmp_path / "parts")).cases[0]
-    assert a.names == b.names
-    for name in a.names:  # other outputs exposed, other kernels chosen: equal to float32's rounding
-        np.testing.assert_allclose(a.tensor(name), b.tensor(name), rtol=1e-5, atol=1e-6)
-    again = _dump(tmp_path / "again", budget=40_000)
-    assert again.runner.parts_run == parts.runner.parts_run
-    for name in a.names:  # the same budget gives the same parts and the same bytes
-        np.testing.assert_array_equal(IoDump(str(tmp_path / "again")).cases[0].tensor(name), b.tensor(name))
-
-
-def test_partition_and_estimates():
-    sizes = estimate_sizes(onnx.load(str(CNN)), FEEDS)
-    assert sizes["conv1"] == 8 * 32 * 32 * 4 and sizes["prob"] == 10 * 4
-    assert partition(["a", "b", "c"], {"a": 5, "b": 5, "c": 5}, 10) == [["a", "b"], ["c"]]
-    assert partition(["big"], {"big": 100}, 10) == [["big"]]  # one tensor at least, whatever the budget
-    assert partition(["a", "u"], {"a": 8}, 10) == [["a"], ["u"]]  # unknown sizes count as the largest known
 
 
 def test_stats_count_non_finite():

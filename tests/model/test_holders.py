@@ -120,15 +120,8 @@ def test_a_truncated_large_attribute_is_not_a_model(tmp_path):
 def test_a_large_tree_ensemble_is_read_at_native_speed(tmp_path):
     """A random forest of 200 000 nodes in a dozen attributes (about 2 million fields): a Python walk of them
     takes seconds, protobuf's parse a few milliseconds; the bound leaves room for a slow machine."""
-    import sys
+    from scripts.bench.needs import write_tree_ensemble
 
-    from tests.support import ROOT
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from bench_needs import write_tree_ensemble
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
     path = str(tmp_path / "forest.onnx")
     write_tree_ensemble(path, 200_000)
     began = time.perf_counter()

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from mgedump.optimize import autocast
+from mgedump.optimize import autocast, autocast_trials
 from tests.support import bundle_manifest, good_models, sample
 
 FLAGS = ["--optimize-for-inference", "--maxerr", "1e-2"]
@@ -107,7 +107,7 @@ def test_a_search_that_fails_names_the_first_divergence_and_gives_no_hint(tmp_pa
     floor, and the first divergence, whether its node was float32, and no --maxerr hint for a destroyed output."""
     monkeypatch.setattr(autocast, "MAX_RUNS", 1)
     monkeypatch.setattr(autocast, "ALL_WHY", "")
-    real = autocast._Search.evaluate
+    real = autocast_trials.Search.evaluate
 
     def every_node_misses(self, kept, keep_io=None, label=""):
         trial = real(self, kept, keep_io, label)
@@ -115,7 +115,7 @@ def test_a_search_that_fails_names_the_first_divergence_and_gives_no_hint(tmp_pa
             trial.errs = [dict.fromkeys(e, float("inf")) for e in trial.errs]
         return trial
 
-    monkeypatch.setattr(autocast._Search, "evaluate", every_node_misses)
+    monkeypatch.setattr(autocast_trials.Search, "evaluate", every_node_misses)
     result, out = _pack(mgedump, tmp_path, "float16/rsqrt_quiet.onnx", "io16xc32")
     assert result.code == 2 and not out.exists()
     assert "output 'prob' misses --maxerr 0.01 (err inf, test case 0)" in result.err
@@ -273,35 +273,6 @@ def test_the_float16_floor_is_named_with_the_io_choice_that_passes(tmp_path, mge
     assert "--keep-io-types would pass (err 0 with every node float32)" in refused.err
     packed = mgedump(*base, "--keep-io-types", "-o", tmp_path / "k.mgetest")
     assert packed.code == 0, packed.err
-
-
-def test_a_ranking_that_flips_is_told_from_an_error():
-    """A detector's TopK picks boxes by score: float16 can reorder near-equal scores. The values then match as a set
-    and not in order: that is a flipped ranking, and the TopK on the way to the output is the one named."""
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
-
-    nodes = [
-        helper.make_node("Conv", ["x", "W"], ["scores4"], name="conv"),
-        helper.make_node("Flatten", ["scores4"], ["scores"], name="flat"),
-        helper.make_node("TopK", ["scores", "k"], ["top", "index"], name="topk"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "detector",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
-        [helper.make_tensor_value_info("top", TensorProto.FLOAT, [1, 3])],
-        initializer=[
-            numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "W"),
-            numpy_helper.from_array(np.array([3], np.int64), "k"),
-        ],
-    )
-    model = helper.make_model(graph)
-    assert autocast._reordering_between(model, "conv", "top").name == "topk"
-    want = {"top": np.array([[0.9, 0.8, 0.7]], np.float32)}
-    flipped = autocast._Trial({}, False, model, "", None, [{}], [{"top": want["top"][:, [1, 0, 2]]}], [want], 1)
-    wrong = autocast._Trial({}, False, model, "", None, [{}], [{"top": want["top"] + 0.5}], [want], 1)
-    assert autocast._flips(flipped, "top", 0, 1e-2) and not autocast._flips(wrong, "top", 0, 1e-2)
 
 
 def test_on_a_terminal_every_search_run_shows(tmp_path):

@@ -67,7 +67,7 @@ def test_quick_run_writes_report(tmp_path):
 
 
 def test_quick_needs_section_measures_a_tree_ensemble(tmp_path):
-    """The `needs` section (scripts/bench_needs.py) in --quick mode: a small forest, its ratios, the targets."""
+    """The `needs` section (scripts/bench/needs.py) in --quick mode: a small forest, its ratios, the targets."""
     out = tmp_path / "b.md"
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--sections", "needs", "--out", str(out)],
@@ -81,3 +81,20 @@ def test_quick_needs_section_measures_a_tree_ensemble(tmp_path):
     assert len(rows) == 4 and rows[-1][0] == "**median**"  # three rounds at least, and the medians
     assert all(NUMBER.match(cell) for cell in rows[-1][-2:]), rows
     assert "needs: pack / session creation" in out.read_text()
+
+
+SECTIONS = "overhead, pack, rss, startup, load, report, optimize, trace, zip, iodump, float16, int8, needs"
+
+
+def test_one_file_a_section_and_python_m_starts_it_too():
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.bench", "--sections", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2 and f"choose from {SECTIONS}" in done.stderr
+    shared = {"__init__", "__main__", "common", "models", "document", "runner"}
+    files = {p.stem for p in (ROOT / "scripts" / "bench").glob("*.py")} - shared
+    assert files == set(SECTIONS.split(", "))

@@ -14,7 +14,8 @@ from typing import Any
 
 from ...base.naming import option_name
 from ..autocast import choose_precision
-from ..float16 import check_not_quantized, convert, is_float16_model, matching_nodes, name_nodes
+from ..float16 import check_not_quantized, convert, is_float16_model
+from ..nodes import matching_nodes, name_nodes
 from ..offline import save
 from . import Job, Made
 

@@ -1,8 +1,7 @@
 """What reading a model's needs costs against onnxruntime opening it, on a generated tree ensemble.
 
-``python scripts/bench_needs.py [--mb 200] [--runs 3]`` prints the figures as JSON;
-``scripts/bench.py --sections needs`` runs :func:`measure_needs` in a worker and
-renders them as its ``needs`` section.
+The ``needs`` section (``python scripts/bench.py --sections needs``) runs
+:func:`measure_needs` in a worker process and renders it.
 
 The model is a scikit-learn-like ``ai.onnx.ml.TreeEnsembleClassifier`` followed
 by ``ZipMap``, as skl2onnx exports a random forest: every tree node is an
@@ -23,13 +22,13 @@ Target: (a) / (c) and (b) / (c) <= 0.2.
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
-import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from .common import Check, Context, Table, at_most, fmt, fmt_ratio, mib, run_worker
 
 TARGET = 0.2
 BYTES_PER_TREE_NODE = 52  # about, in the saved model (depth 10, 3 classes): what sizes the trees for a wanted size
@@ -147,18 +146,40 @@ def measure_needs(folder: str, mb: float, runs: int) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    import tempfile
+def section(ctx: Context) -> Table:
+    """Reading a big attribute-heavy model's needs (pack's and mgerun's) against onnxruntime opening it."""
+    mb = 5.0 if ctx.quick else 200.0
+    result = run_worker("needs", ctx.tmp, folder=str(ctx.tmp), mb=mb, runs=max(3, ctx.runs))
+    table = Table(
+        "Reading a model's needs",
+        f"A generated TreeEnsembleClassifier + ZipMap of {mib(result['size'])} (`scripts/bench/needs.py`: every tree "
+        "node is an element of a dozen ints, floats and strings attributes), in one worker process, alternated round "
+        "by round: (a) `model_source`, what `mgedump` reads before it opens the model; (b) `external_locations`, what "
+        "`mgerun` checks of a bundled model; (c) onnxruntime's session creation on the same file. Target: (a) / (c) "
+        f"and (b) / (c) <= {result['target']}.",
+        ["round", "(a) pack needs (s)", "(b) mgerun needs (s)", "(c) session (s)", "(a) / (c)", "(b) / (c)"],
+    )
+    for index, entry in enumerate(result["rounds"], 1):
+        a, b, c = entry["pack_needs_s"], entry["verify_needs_s"], entry["session_s"]
+        table.rows.append([str(index), fmt(a), fmt(b), fmt(c), fmt_ratio(a / c), fmt_ratio(b / c)])
+    table.rows.append(
+        ["**median**", "", "", "", f"**{fmt_ratio(result['pack_ratio'])}**", f"**{fmt_ratio(result['verify_ratio'])}**"]
+    )
+    for what, key in (("pack", "pack_ratio"), ("mgerun", "verify_ratio")):
+        table.checks.append(
+            Check(
+                f"needs: {what} / session creation ({mib(result['size'])} tree ensemble)",
+                f"<= {result['target']}",
+                fmt_ratio(result[key]),
+                at_most(result[key], result["target"]),
+            )
+        )
+    if not result["native"]:
+        table.notes.append("protobuf is not installed: attributes were walked in Python.")
+    return table
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=200.0, help="the model's size in MB (default 200)")
-    parser.add_argument("--runs", type=int, default=3, help="alternated rounds (default 3)")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="mgedump-needs-") as folder:
-        result = measure_needs(folder, args.mb, args.runs)
-    print(json.dumps(result, indent=1))
-    return 0 if max(result["pack_ratio"], result["verify_ratio"]) <= TARGET else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+# the functions of this file that run in a worker process (python scripts/bench.py --worker NAME ...)
+WORKERS: dict[str, Callable[..., Any]] = {
+    "needs": measure_needs,
+}

@@ -1,0 +1,202 @@
+"""What ``mgerun`` runs, prepared: a bundle (checked, its model extracted, its test cases and expected outputs
+read) or a plain model with ``-d`` test data, with the onnxruntime session open on it."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..base.errors import BundleError, DataError, ModelError, UsageError
+from ..base.fileio import hash_files
+from ..bundle import Bundle
+from ..bundle.requirements import check_requirements
+from ..data import TestData, check_shape
+from ..model.modelfile import external_locations
+from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers, session_options
+from ..options import VerifyOptions
+
+
+@dataclass
+class PreparedCase:
+    """One test case, ready to run: how it was given, its inputs, and its expected outputs (None for a plain model)."""
+
+    spec: str
+    origin: str
+    feeds: dict[str, np.ndarray]
+    expected: list[np.ndarray] | None
+    defaulted: list[str] = field(default_factory=list)  # symbolic dims a generator set to 1
+
+
+@dataclass
+class Prepared:
+    """What a run of ``mgerun`` starts from: the session, the model's inputs and outputs, the test cases, the
+    assertion, and (for a bundle) its model file, its embedded io dump and where it was packed."""
+
+    kind: str
+    session: Any
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    cases: list[PreparedCase]
+    assertion: bool
+    maxerr: float
+    verbose: bool
+    model_path: str = ""
+    model_sha256: str = ""
+    reference: str | None = None  # the embedded io dump's folder, extracted
+    output_maxerr: dict[str, float] = field(default_factory=dict)  # the outputs with a bound of their own
+    packed_environment: dict[str, Any] | None = None  # the manifest's: where the bundle was packed
+    files: list[str] = field(default_factory=list)  # data files read (outputs must not overwrite them)
+    session_ms: float = 0.0  # creating the session: the cold start
+
+
+def open_timed(model: str | bytes, label: str, options: VerifyOptions, tmp: str) -> tuple[Any, float]:
+    """The session, and how long creating it took (ms): the cold start."""
+    profile_prefix = os.path.join(tmp, "profile") if options.profile else None
+    opts = session_options(threads=options.threads, graph_opt=options.graph_opt, profile=profile_prefix)
+    began = time.perf_counter()
+    session = open_session(model, label=label, providers=resolve_providers(options.provider), options=opts)
+    return session, (time.perf_counter() - began) * 1e3
+
+
+def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
+    """A test case's input from the bundle, checked against the model's input: a bundle whose data does not fit
+    its own model is a broken bundle (exit 2), not a model that fails (exit 1).
+
+    Raises:
+        BundleError: another dtype, rank or fixed dim than the model's input.
+    """
+    if not info.is_tensor:  # a sequence or an optional, checked against the model's type as it is read
+        return bundle.value(member, info)
+    array = bundle.tensor(member, info.name)
+    what = f"{bundle.path}: member {member!r}"
+    if info.dtype != "str" and array.dtype != info.np_dtype:
+        raise BundleError(f"{what} holds {array.dtype}, but the model's input {info.name!r} takes {info.dtype}")
+    try:
+        check_shape(array, info, what)
+    except DataError as exc:
+        raise BundleError(exc.message) from None
+    return array
+
+
+def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[str], None]) -> Prepared:
+    """A bundle prepared: checked (its hashes, its requirements, its external data), its model extracted and opened,
+    its test cases and expected outputs read.
+
+    Raises:
+        UsageError: ``-d`` given for a bundle.
+        BundleError: a broken bundle.
+        ModelError: the model does not load, or its inputs and outputs are not the manifest's."""
+    if options.cases:
+        raise UsageError("-d gives data to a plain model; a bundle carries its own test cases")
+    stage(f"checking {os.path.basename(path)}")
+    with Bundle(path) as bundle:
+        manifest = bundle.manifest
+        model = manifest.model
+        label = f"{path}:{model.member}"
+        check_requirements(manifest.requirements, resolve_providers(options.provider)[0])
+        # onnxruntime loads a file with a third less memory than the same bytes from Python; the model and its
+        # data get a folder of their own, which no name in the bundle can collide with
+        model_folder = os.path.join(tmp, "model")
+        os.mkdir(model_folder)
+        model_path = bundle.extract(model.member, model_folder)
+        if model.external_data:
+            bundle.extract(model.external_data, model_folder)
+        _check_external_data(label, model_path, model.external_data)
+        stage("loading the model")
+        session, session_ms = open_timed(model_path, label, options, tmp)
+        stage("reading the test cases and checking the bundle's hashes")
+        inputs = [TensorInfo.from_json(d) for d in manifest.inputs]
+        outputs = [TensorInfo.from_json(d) for d in manifest.outputs]
+        got_in, got_out = model_io(session)
+        if [i.name for i in got_in] != [i.name for i in inputs] or [o.name for o in got_out] != [
+            o.name for o in outputs
+        ]:
+            raise ModelError(f"{label}: the model's inputs/outputs do not match the manifest")
+        assertion = manifest.assertion
+        cases = []
+        for case in manifest.test_cases:
+            feeds = {
+                info.name: _bundled_input(bundle, member, info)
+                for info, member in zip(got_in, case.inputs, strict=True)
+            }
+            expected = None
+            if assertion.enabled:  # the manifest lists one output member per output then, none otherwise
+                expected = [bundle.value(member, info) for info, member in zip(outputs, case.outputs, strict=True)]
+            cases.append(PreparedCase(case.spec, case.origin, feeds, expected))
+        reference = None
+        if manifest.io_dump:
+            reference = bundle.extract_folder(manifest.io_dump["folder"], os.path.join(tmp, "reference"))
+        bundle.verified()
+    return Prepared(
+        kind="bundle",
+        session=session,
+        inputs=inputs,
+        outputs=outputs,
+        cases=cases,
+        assertion=assertion.enabled,
+        maxerr=assertion.maxerr,
+        verbose=assertion.verbose,
+        model_path=model_path,
+        model_sha256=model.sha256,
+        reference=reference,
+        output_maxerr=dict(assertion.output_maxerr),
+        packed_environment=manifest.environment,
+        session_ms=session_ms,
+    )
+
+
+def _check_external_data(label: str, model_path: str, member: str | None) -> None:
+    """The bundled model may read external data from its own data member only: never a path of the target
+    machine (absolute, or up out of the folder), whatever onnxruntime's own checks would say.
+
+    Raises:
+        BundleError: another location.
+    """
+    allowed = {member.rsplit("/", 1)[-1]} if member else set()
+    for location in sorted(external_locations(model_path)):
+        if location not in allowed:
+            where = f"its data member {member!r}" if member else "no data member: the bundle has none"
+            raise BundleError(
+                f"{label}: the model reads external data from {location!r}; a bundled model may read {where}"
+            )
+
+
+def from_model(
+    path: str, data: TestData | None, options: VerifyOptions, tmp: str, stage: Callable[[str], None]
+) -> Prepared:
+    """A plain model prepared: opened, and its test cases built from the ``-d`` data.
+
+    Raises:
+        UsageError: no test data given."""
+    if data is None:
+        raise UsageError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
+    stage(f"loading {os.path.basename(path)}")
+    session, session_ms = open_timed(path, path, options, tmp)
+    stage("building the test data")
+    inputs, outputs = model_io(session)
+    built = data.build(inputs, options.data)
+    cases = [PreparedCase(case.spec.text, case.spec.origin, dict(case.inputs), None, case.defaulted) for case in built]
+    return Prepared(
+        kind="model",
+        session=session,
+        inputs=inputs,
+        outputs=outputs,
+        cases=cases,
+        assertion=False,
+        maxerr=0.0,
+        verbose=True,
+        model_path=path,
+        model_sha256=hash_files([path]).sha256 if options.io_dump else "",
+        files=[f for case in built for f in case.files],
+        session_ms=session_ms,
+    )
+
+
+def is_plain_model(path: str, options: VerifyOptions) -> bool:
+    """A path is run as a plain model when -d is given or it ends in .onnx."""
+    return bool(options.cases) or path.lower().endswith(".onnx")
