@@ -716,6 +716,8 @@ class PackOptions(Options):
         embed_io_dump: store the io dump of the model as given on this many
             test cases (the first ones) in the bundle, so that ``mgerun`` names
             where a failing test case first diverges (0: none).
+        nonfinite_ok: expected outputs may hold NaN or infinity: a warning names the output and the count
+            (``trace.dump`` sets it, as MegEngine dumps them); no flag: the command line refuses them.
     """
 
     cases: Any = _cases_option()
@@ -769,6 +771,7 @@ class PackOptions(Options):
         help="Store every tensor of the model as given on the first N test cases (default 1) in the bundle: "
         "mgerun then names the node where a failing test case first diverges.",
     )
+    nonfinite_ok: bool = field(default=False)
 
     def _check_together(self) -> None:
         object.__setattr__(self, "maxerr", check_maxerr(self.maxerr))

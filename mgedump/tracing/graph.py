@@ -22,6 +22,7 @@ The pieces:
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -294,12 +295,19 @@ class Program:
 
 
 def node_labels(program: Program, ops: Sequence[int]) -> dict[int, str]:
-    """Each operation's node name: MegEngine's operator name in the module scope that issued it (``net.fc.MatrixMul``)."""
+    """Each operation's node name, as MegEngine names it: its operator name in the module scope that issued it
+    (``net.fc.MatrixMul``); operations that share a name are numbered in order (``net.RELU[0]``, ``net.RELU[1]``)."""
     labels = {}
     for k in ops:
         rec = program.effective(k)
         name = display_name(rec.name, rec.attrs)
         labels[k] = f"{rec.scope}.{name}" if rec.scope else name
+    counts = Counter(labels.values())
+    seen: Counter[str] = Counter()
+    for k, label in labels.items():
+        if counts[label] > 1:
+            labels[k] = f"{label}[{seen[label]}]"
+            seen[label] += 1
     return labels
 
 
@@ -453,8 +461,9 @@ class Recorder(Call):
             return known
         value = t._value()
         n = sum(1 for v in program.values if v.kind == "ext")
-        label = f"external tensor {t.name!r}" if t.name else f"external tensor #{n} ({t._dtype}{list(t._shape)})"
-        vid = program.add(Value("ext", t._shape, t._dtype, label, data=value, tensor=t, name=t.name))
+        name = t.path_name()
+        label = f"external tensor {name!r}" if name else f"external tensor #{n} ({t._dtype}{list(t._shape)})"
+        vid = program.add(Value("ext", t._shape, t._dtype, label, data=value, tensor=t, name=name))
         program.ext_by_id[id(t)] = vid
         self.known[vid] = value
         return vid
@@ -714,6 +723,12 @@ class Builder:
     def tmp(self, hint: str) -> str:
         return self.unique(f"{self.label}/{hint}" if self.label and self.descriptive else f"_{hint}")
 
+    def tmp_node(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:
+        """One node with a fresh output name; returns that name."""
+        out = self.tmp(op_type.lower())
+        self.node(op_type, inputs, [out], **attrs)
+        return out
+
     def const(self, array: np.ndarray, hint: str = "const") -> str:
         name = self.tmp(hint)
         self.initializers.append(self._numpy_helper.from_array(np.asarray(array), name))
@@ -776,7 +791,10 @@ def build_model(
         infos = [(values[v].shape, values[v].dtype) for v in rec.inputs]
         out = values[rec.output]
         dynamic = out.dynamic or bool(declared)
+        first = len(b.nodes)
         _emit(b, rec, [names[v] for v in rec.inputs], names[rec.output], infos, (out.shape, out.dtype), dynamic)
+        if labels is not None:
+            _label_producer(b.nodes[first:], names[rec.output])
     b.label = ""
     graph_outputs = []
     for vid, name in outputs:
@@ -793,6 +811,13 @@ def build_model(
         producer_name="mgedump.jit.trace",
         producer_version=__version__,
     )
+
+
+def _label_producer(nodes: Sequence[Any], output: str) -> None:
+    """Of an operation's nodes, the one that makes its result takes the operation's name (helpers get suffixes)."""
+    producer = next((n for n in nodes if output in n.output), None)
+    if producer is not None and producer is not nodes[0]:
+        producer.name, nodes[0].name = nodes[0].name, producer.name
 
 
 def _data_of(t: TensorBase) -> np.ndarray:
