@@ -18,7 +18,7 @@ from .dispatch import TensorBase
 
 def _given(value: Any) -> str:
     """How a message names a value that was given: its type, and a short repr."""
-    text = repr(value)
+    text = " ".join(repr(value).split())  # one line
     return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
@@ -66,8 +66,8 @@ def path(where: str, value: Any) -> str | None:
     raise TypeError(f"{where} takes a path (a str or os.PathLike), got {_given(value)}")
 
 
-def test_cases(where: str, value: Any) -> list[Any] | None:
-    """The test cases of a bundle: None, or a list or tuple with one item per test case.
+def test_cases(key: str, value: Any) -> list[Any] | None:
+    """The test cases of a bundle (keyword ``key`` of dump): None, or a list or tuple, one item per test case.
 
     Raises:
         TypeError: a str (it would be read one character per test case), a dict, an array or a
@@ -76,12 +76,12 @@ def test_cases(where: str, value: Any) -> list[Any] | None:
     if value is None or isinstance(value, (list, tuple)):
         return None if value is None else list(value)
     if isinstance(value, (str, bytes)):
-        hint = f"wrap the spec in a list: {where}=[{value!r}]"
+        hint = f"wrap the spec in a list: {key}=[{value!r}]"
     elif isinstance(value, (dict, np.ndarray, TensorBase)):
-        hint = f"wrap one test case in a list: {where}=[...]"
+        hint = f"wrap one test case in a list: {key}=[...]"
     else:
-        hint = f"give e.g. {where}=['#rand(0,1)']"
-    raise TypeError(f"{where} takes a list of test cases (one item per test case), got {_given(value)}; {hint}")
+        hint = f"e.g. {key}=['#rand(0,1)']"
+    raise TypeError(f"dump({key}=...) takes a list of test cases (one item per test case), got {_given(value)}; {hint}")
 
 
 def number(where: str, value: Any) -> float | None:
@@ -168,7 +168,7 @@ class DumpArgs:
             values[name] = names(f"dump({name}=...)", values[name])
         values["keep_var_name"] = level("dump(keep_var_name=...)", values["keep_var_name"], 2)
         values["strip_info_file"] = path("dump(strip_info_file=...)", values["strip_info_file"]) or None
-        values["input_data"] = test_cases("dump(input_data=...)", values["input_data"])
+        values["input_data"] = test_cases("input_data", values["input_data"])
         values["maxerr"] = number("dump(maxerr=...)", values["maxerr"])
         values["dump_format"] = text("dump(dump_format=...)", values["dump_format"])
         flags = {k: flag(f"dump({k}=...)", v) if k.startswith("enable_") else v for k, v in given.items()}

@@ -1034,6 +1034,9 @@ def repeat(inp: Any, repeats: Any, axis: int | None = None) -> TensorBase:
             raise TypeError(
                 f"repeat: repeats must be one integer, got a {repeats.dtype} tensor of shape {repeats._shape}"
             )
+        known = repeats._data  # the value, unless a placeholder of a symbolic first call (the graph then checks)
+        if known is not None and int(known.reshape(-1)[0]) < 0:
+            raise ValueError(f"repeat: repeats must be >= 0, got {int(known.reshape(-1)[0])}")
         return apply("repeat_dyn", [x, repeats], {"axis": ax})
     count = int(repeats)
     if count < 0:

@@ -775,7 +775,7 @@ def build_model(
 
     def info(vid: int, name: str) -> Any:
         value = values[vid]
-        shape = declared.get(vid, None if value.dynamic else value.shape)
+        shape = declared.get(vid, [None] * len(value.shape) if value.dynamic else value.shape)
         return helper.make_tensor_value_info(name, onnx_type(value.dtype), shape)
 
     b = Builder(set(names.values()) | {name for _, name in outputs}, labels is not None, descriptive)

@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from .dispatch import current, wrap
+from .arguments import flag, level
+from .dispatch import current, with_note, wrap
 from .dump import DUMP_KEYWORDS, DumpInfo, dump_program
 from .graph import (
     Call,
@@ -50,6 +51,8 @@ from .tensor import Tensor
 __all__ = ["DumpInfo", "TraceError", "TraceMismatchError", "exclude_from_trace", "trace"]
 
 _MISSING = object()
+# MegEngine's message for an argument that is not a tensor under capture_as_const (test_invalid_inp_error)
+INVALID_INPUT = "Only support tensor type args when capture_as_const is enabled"
 _GRAPH_OPT = {0: "disable", 1: "basic", 2: "extended", 3: "all"}
 # MegEngine's trace options that have no ONNX counterpart: refused when set
 _MEGENGINE_ONLY = {
@@ -201,6 +204,7 @@ class trace:
     call records, later ones replay), as MegEngine runs a trace on a new batch size.
 
     Raises:
+        TypeError: a switch that is not True or False; opt_level not an int.
         ValueError: opt_level is not 0..3.
         NotImplementedError: a MegEngine-only option is set.
     """
@@ -221,10 +225,11 @@ class trace:
         without_host: bool = False,
         imperative: bool = False,
     ) -> None:
-        if opt_level not in _GRAPH_OPT or isinstance(opt_level, bool):
-            raise ValueError(
-                f"opt_level must be 0, 1, 2 or 3 (onnxruntime's disable/basic/extended/all), got {opt_level!r}"
-            )
+        opt_level = level("trace(opt_level=...) (onnxruntime's disable/basic/extended/all)", opt_level, 3)
+        switches = {"symbolic": symbolic, "capture_as_const": capture_as_const, "record_only": record_only}
+        switches |= {"profiling": profiling, "symbolic_shape": symbolic_shape, "without_host": without_host}
+        switches |= {"imperative": imperative}
+        on = {key: flag(f"trace({key}=...)", value) for key, value in switches.items()}
         given = {"sublinear_memory_config": sublinear_memory_config, "dtr_config": dtr_config}
         given["graph_opt_config"] = graph_opt_config
         for key, what in _MEGENGINE_ONLY.items():
@@ -233,17 +238,17 @@ class trace:
                     f"trace({key}=...) is MegEngine's {what}, which has no counterpart in an ONNX graph on "
                     "onnxruntime; leave it out"
                 )
-        if record_only:
+        if on["record_only"]:
             raise NotImplementedError(
                 "trace(record_only=True) is not supported: call the function once (it runs and records), then dump"
             )
-        self.symbolic = bool(symbolic)
-        self.capture_as_const = bool(capture_as_const)
+        self.symbolic = on["symbolic"]
+        self.capture_as_const = on["capture_as_const"]
         self.opt_level = opt_level
-        self.profiling = bool(profiling)
-        self.symbolic_shape = bool(symbolic_shape)
-        self.without_host = bool(without_host)
-        self.imperative = bool(imperative)
+        self.profiling = on["profiling"]
+        self.symbolic_shape = on["symbolic_shape"]
+        self.without_host = on["without_host"]
+        self.imperative = on["imperative"]
         self._function: Callable[..., Any] | None = None
         self._programs: dict[Any, Program] = {}
         self._paths: list[tuple[Any, ...]] | None = None
@@ -289,6 +294,8 @@ class trace:
                 "was running; call the undecorated function instead"
             )
         paths, tensors, others = _flatten(args, kwargs)
+        if self.capture_as_const:
+            self._check_positional(others)
         if self._paths is not None and paths != self._paths:
             raise mismatch(
                 "argument mismatch",
@@ -302,6 +309,21 @@ class trace:
         if self.without_host:
             return self._run_without_host(program, tensors, others)
         return self._replay(program, args, kwargs, paths, tensors)
+
+    def _check_positional(self, others: list[Any]) -> None:
+        """MegEngine's rule with capture_as_const: the positional arguments are the graph's inputs, tensors only.
+
+        Raises:
+            TypeError: MegEngine's message; the argument and its type in a note.
+        """
+        for path, value in others:
+            if isinstance(path[0], int):
+                raise with_note(
+                    TypeError(INVALID_INPUT),
+                    f"{self._label}: argument {_paths([path])} is {type(value).__name__} {value!r:.40}; with "
+                    "capture_as_const=True the positional arguments are the inputs of the dumped graph: give "
+                    "Tensors (or tuples, lists and dicts of them), and other values as keyword arguments",
+                )
 
     def _record(
         self,
