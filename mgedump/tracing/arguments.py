@@ -133,6 +133,40 @@ def target(value: Any) -> Any:
     raise TypeError(f"dump(file=...) takes a path or a binary file object, got {_given(value)}")
 
 
+# MegEngine's dump keywords for its own graph format, with their defaults: taken at the default only
+MEGENGINE_ONLY = {
+    "append": (False, "appending a graph to a MegEngine model file"),
+    "keep_opr_priority": (False, "MegEngine's operator execution priorities"),
+    "no_change_graph": (False, "MegEngine's graph rewrites for older loaders"),
+    "user_info": (None, "user data stored in a MegEngine model"),
+    "repeat": (1, "repeating one input image across a batch in MegEngine's test cases"),
+    "resize_input": (False, "resizing input images in MegEngine's test cases"),
+    "input_transform": (None, "a transform of input images in MegEngine's test cases"),
+    "model_version": (2, "the version of MegEngine's model format"),
+    "compat_older_version": (None, "compatibility with older MegEngine versions"),
+}
+IGNORED = ("enable_metadata",)  # taken and ignored: an ONNX model always carries its metadata
+
+
+def megengine_only(given: dict[str, Any]) -> None:
+    """Take MegEngine's format keywords out of ``given``: at their defaults they mean nothing here.
+
+    Raises:
+        NotImplementedError: one of them away from its default.
+    """
+    for name, (default, what) in MEGENGINE_ONLY.items():
+        if name in given:
+            value = given.pop(name)
+            if not (value is default or (type(value) is type(default) and value == default)):
+                raise NotImplementedError(
+                    f"dump({name}=...) is {what}, which has no counterpart in an ONNX model; leave it out "
+                    f"(or give its default, {default!r})"
+                )
+    for name in IGNORED:
+        if name in given:
+            flag(f"dump({name}=...)", given.pop(name))
+
+
 @dataclass(frozen=True)
 class DumpArgs:
     """The keywords of :meth:`mgedump.tracing.jit.trace.dump`, checked (see its docstring for their meaning)."""
@@ -149,6 +183,7 @@ class DumpArgs:
     input_data: list[Any] | None
     maxerr: float | None
     no_assert: bool
+    silent: bool
     dump_format: str | None
     enable_flags: dict[str, Any] = field(default_factory=dict)
 
@@ -159,10 +194,13 @@ class DumpArgs:
         Raises:
             TypeError: a keyword of the wrong type, named with the type it takes.
             ValueError: ``keep_var_name`` out of 0..2.
+            NotImplementedError: a MegEngine-only keyword away from its default.
         """
         given = dict(keywords)
+        megengine_only(given)
         values = {name: given.pop(name) for name in order}
-        for name in ("optimize_for_inference", "keep_opr_name", "keep_param_name", "append_json", "no_assert"):
+        switches = ("optimize_for_inference", "keep_opr_name", "keep_param_name", "append_json", "no_assert", "silent")
+        for name in switches:
             values[name] = flag(f"dump({name}=...)", values[name])
         for name in ("arg_names", "output_names"):
             values[name] = names(f"dump({name}=...)", values[name])

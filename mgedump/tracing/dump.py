@@ -83,6 +83,7 @@ DUMP_KEYWORDS = (
     "input_data",
     "maxerr",
     "no_assert",
+    "silent",
     "dump_format",
 )
 
@@ -137,6 +138,7 @@ def dump_program(programs: Sequence[Program], file: Any, *, symbolic_shape: bool
             pack_options: dict[str, Any] = {
                 "cases": cases,
                 "no_assert": args.no_assert,
+                "silent": args.silent,
                 "optimize": options,
                 "nonfinite_ok": True,
             }

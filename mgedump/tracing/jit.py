@@ -467,8 +467,9 @@ class trace:
         input_data: Sequence[Any] | None = None,
         maxerr: float | None = None,
         no_assert: bool = False,
+        silent: bool = False,
         dump_format: str | None = None,
-        **enable_flags: bool,
+        **enable_flags: Any,
     ) -> DumpInfo:
         """Write the traced graph as an ONNX model, or as a bundle with test cases.
 
@@ -502,10 +503,15 @@ class trace:
             maxerr: the bundle's AssertEqual threshold. Defaults to the bundle
                 default of ``mgedump`` (``--maxerr``).
             no_assert: store no expected outputs in the bundle.
+            silent: record in the bundle that ``mgerun`` prints failures only (``--silent``).
             dump_format: None or ``"ONNX"``; MegEngine's ``"FBS"``, ``"FBS_V2"``
                 and ``"MDL"`` are refused (mgedump writes ONNX).
             **enable_flags: ``enable_io16xc32=True`` and the other ``--enable-*``
-                flags of ``mgedump``, as keywords.
+                flags of ``mgedump``, as keywords. MegEngine's keywords for its own
+                format (``append``, ``keep_opr_priority``, ``no_change_graph``,
+                ``user_info``, ``repeat``, ``resize_input``, ``input_transform``,
+                ``model_version``, ``compat_older_version``) are taken at their
+                defaults only, and ``enable_metadata`` is taken and ignored.
 
         Returns:
             A :class:`DumpInfo`: the written graph's inputs, outputs, weights and operation counts.
@@ -516,7 +522,9 @@ class trace:
                 a test case that does not fit the inputs; a MegEngine ``dump_format``;
                 calls on several shapes whose recordings differ beyond their shapes.
             RuntimeError: the function has not been called yet.
-            TypeError: ``output_names`` for a function that returns a dict.
+            TypeError: ``output_names`` for a function that returns a dict; a
+                keyword of the wrong type (the message says the type it takes).
+            NotImplementedError: a MegEngine-only keyword away from its default.
             MgeError: an unknown or refused ``enable_*`` flag, a bad spec, an
                 unwritable output (as the ``mgedump`` command reports them).
         """

@@ -4,7 +4,9 @@ takes and the type given, raised before anything is written (issue 26, trace API
 from __future__ import annotations
 
 import io
+import json
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -120,3 +122,28 @@ def test_trace_switches_take_bools_and_zero_one():
     assert f(tensor([1.0])).tolist() == [2.0]
     with pytest.raises(ValueError, match=re.escape("trace(opt_level=...)")):
         trace(lambda x: x, opt_level=4)
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value"),
+    [("append", True), ("keep_opr_priority", True), ("user_info", {"a": 1}), ("repeat", 4), ("model_version", 1)],
+)
+def test_megengine_format_keywords_are_refused_by_name_unless_at_their_default(traced, keyword, value):
+    with pytest.raises(NotImplementedError, match=rf"^dump\({keyword}=\.\.\.\) is .* no counterpart in an ONNX model"):
+        traced.dump(io.BytesIO(), **{keyword: value})
+
+
+def test_megengine_format_keywords_at_their_defaults_and_silent_are_taken(traced, tmp_path, mgerun):
+    defaults = {"append": False, "keep_opr_priority": False, "no_change_graph": False, "user_info": None}
+    defaults |= {"repeat": 1, "resize_input": False, "input_transform": None, "model_version": 2}
+    info = traced.dump(io.BytesIO(), enable_metadata=False, compat_older_version=None, **defaults)
+    assert info.outputs == ["MUL"]
+    with pytest.raises(TypeError, match=r"dump\(enable_metadata=\.\.\.\) takes True or False"):
+        traced.dump(io.BytesIO(), enable_metadata="no")
+    bundle = tmp_path / "f.mgetest"
+    traced.dump(str(bundle), input_data=["#rand(0,1)"], silent=True)
+    manifest = json.loads(zipfile.ZipFile(bundle).read("mgedump.json"))
+    assert manifest["assertion"]["verbose"] is False  # recorded as mgedump --silent records it
+    traced.dump(str(bundle), input_data=["#rand(0,1)"])
+    assert json.loads(zipfile.ZipFile(bundle).read("mgedump.json"))["assertion"]["verbose"] is True
+    assert mgerun(str(bundle)).code == 0
