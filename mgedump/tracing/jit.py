@@ -185,6 +185,8 @@ class trace:
         capture_as_const: bake tensors from outside the function (weights,
             globals) into the graph as constants; a later call that sees a
             changed value raises :class:`TraceError`. Needed by :meth:`dump`.
+            As in MegEngine, the positional arguments must then be tensors (or
+            tuples, lists and dicts of them); other values go as keywords.
         opt_level: 0 to 3, onnxruntime's graph optimisation for the compiled
             graph (disable/basic/extended/all); from 1 on, also MegEngine's
             rewrites that change results (``y / y`` is 1, a stable log-sum-exp).
@@ -471,59 +473,46 @@ class trace:
         dump_format: str | None = None,
         **enable_flags: Any,
     ) -> DumpInfo:
-        """Write the traced graph as an ONNX model, or as a bundle with test cases.
+        """Write the traced graph as an ONNX model, or as a bundle with test cases (docs/trace.md has the details).
 
-        The graph is the one the first call recorded, with every external
-        tensor as a constant. Optimisation and strip info are those of the
-        ``mgedump`` command (the same code). With ``symbolic_shape=True``
-        (the default), input dims that varied between calls are free dims
-        of the model. Scalar inputs and outputs have shape (1,), as in MegEngine.
+        The graph is the one the first call recorded, every external tensor a
+        constant; optimisation and strip info are the ``mgedump`` command's.
+        With ``symbolic_shape=True``, input dims that varied between calls are
+        free dims. Scalar inputs and outputs have shape (1,), as in MegEngine.
 
         Args:
             file: the path to write, or a binary file object.
-            arg_names: names of the graph inputs, one per tensor argument
-                (default, as MegEngine: the tensor's own name, else ``arg_N``
-                for the N-th positional tensor, or the keyword).
-            output_names: names of the graph outputs, one per returned tensor
-                (default: ``output_i``; a dict return names them by its keys).
+            arg_names, output_names: a str or a list of str, one per tensor input or
+                returned tensor (default: MegEngine's names, ``arg_N`` and the
+                outputs' operation names; a dict return is named by its keys).
             optimize_for_inference: the portable rewrites of ``--optimize-for-inference``.
-            keep_var_name: 2 names every intermediate tensor after the operation
-                that made it (``net.fc.MatrixMul``); 0 and 1 number them (graph
-                inputs and outputs always keep their names: they are the interface).
-            keep_opr_name: name the nodes after the operations, in the scope of
-                the modules that issued them (``net.fc.MatrixMul``, MegEngine's names).
-            keep_param_name: name the weights after the tensors' names
-                (``fc.weight``; modules name their parameters) instead of numbering them.
-            strip_info_file: also write strip info (JSON, plus onnxruntime's
-                reduced-build config beside it), as ``--output-strip-info``.
-            append_json: merge the strip info into an existing strip-info file.
-            input_data: write a bundle with these test cases: each item is a
-                ``-d`` spec string (``"#rand(0,1)"``), an array (one-input
-                graphs), a list of arrays (one per input) or a dict of arrays by input name.
-            maxerr: the bundle's AssertEqual threshold. Defaults to the bundle
-                default of ``mgedump`` (``--maxerr``).
-            no_assert: store no expected outputs in the bundle.
-            silent: record in the bundle that ``mgerun`` prints failures only (``--silent``).
-            dump_format: None or ``"ONNX"``; MegEngine's ``"FBS"``, ``"FBS_V2"``
-                and ``"MDL"`` are refused (mgedump writes ONNX).
+            keep_var_name: 2 names intermediate tensors and weights as MegEngine
+                (``net.fc.MatrixMul``, or the name the user gave); 0 and 1 number
+                them (inputs and outputs always keep their names).
+            keep_opr_name: name the nodes as MegEngine (``net.fc.MatrixMul``, ``net.RELU[1]``).
+            keep_param_name: name the weights after their tensors (``net.fc.weight``).
+            strip_info_file, append_json: also write strip info, as ``--output-strip-info``
+                (``append_json``: merged into an existing file).
+            input_data: write a bundle: a list with one test case per item, a
+                ``-d`` spec string, an array (one-input graphs), a list of arrays
+                (one per input) or a dict of arrays by input name.
+            maxerr, no_assert, silent: as ``--maxerr`` (default: the bundle
+                default), ``--no-assert`` and ``--silent``.
+            dump_format: None or ``"ONNX"``; MegEngine's formats are refused.
             **enable_flags: ``enable_io16xc32=True`` and the other ``--enable-*``
-                flags of ``mgedump``, as keywords. MegEngine's keywords for its own
-                format (``append``, ``keep_opr_priority``, ``no_change_graph``,
-                ``user_info``, ``repeat``, ``resize_input``, ``input_transform``,
-                ``model_version``, ``compat_older_version``) are taken at their
-                defaults only, and ``enable_metadata`` is taken and ignored.
+                flags; MegEngine's keywords for its own format (``append``,
+                ``user_info``, ``model_version``, ...) at their defaults only.
 
         Returns:
             A :class:`DumpInfo`: the written graph's inputs, outputs, weights and operation counts.
 
         Raises:
-            ValueError: the trace was made without ``capture_as_const=True``; a
-                wrong number of ``arg_names``/``output_names``; bad ``keep_var_name``;
-                a test case that does not fit the inputs; a MegEngine ``dump_format``;
-                calls on several shapes whose recordings differ beyond their shapes.
-            RuntimeError: the function has not been called yet.
-            TypeError: ``output_names`` for a function that returns a dict; a
-                keyword of the wrong type (the message says the type it takes).
+            ValueError: no ``capture_as_const=True``; no tensor returned; a wrong
+                number of names; bad ``keep_var_name``; a test case that does not
+                fit; a MegEngine ``dump_format``; recordings that differ beyond shapes.
+            RuntimeError: not called yet; a BatchNorm in training mode.
+            TypeError: a keyword of the wrong type (the message says the type it
+                takes); ``output_names`` for a function that returns a dict.
             NotImplementedError: a MegEngine-only keyword away from its default.
             MgeError: an unknown or refused ``enable_*`` flag, a bad spec, an
                 unwritable output (as the ``mgedump`` command reports them).

@@ -16,12 +16,12 @@
 
     net = Net().eval()
 
-Tensors set as attributes are the module's parameters (buffers, for
-BatchNorm's running statistics); they are named after their attribute path
-(``conv.weight``), which :meth:`mgedump.jit.trace.dump` uses with
-``keep_param_name=True``. Weights start random as numpy's global generator
-gives them (seed it with ``np.random.seed``); load real ones with
-:meth:`Module.load_state_dict`.
+Tensors set as attributes (or in lists, tuples and dicts held by attributes)
+are the module's parameters (buffers, for BatchNorm's running statistics).
+A dump names them, and the operations modules issue, as MegEngine does (see
+:class:`Module`): ``net.conv.weight``, ``net.conv.Convolution``. Weights
+start random as numpy's global generator gives them (seed it with
+``np.random.seed``); load real ones with :meth:`Module.load_state_dict`.
 
 Users import it as ``mgedump.module``.
 """
