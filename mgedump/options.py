@@ -263,6 +263,8 @@ class PackOptions:
             ``"mean"`` or ``"median"`` (docs/assertion.md); ``output_error_stat``: outputs with their own.
         target_runtime: the onnxruntime version the target has (``"1.17"``): the bundled model is written at the
             newest IR and opsets it loads (none: the model's own; :mod:`mgedump.model.target`).
+        nonfinite_ok: expected outputs may hold NaN or infinity: a warning names the output and the count
+            (``trace.dump`` sets it, as MegEngine dumps them); the command line has no flag for it and refuses them.
     """
 
     cases: Any = ()
@@ -280,6 +282,7 @@ class PackOptions:
     error_stat: str = "max"
     output_error_stat: Any = ()
     target_runtime: str | None = None
+    nonfinite_ok: bool = False
 
     def __post_init__(self) -> None:
         check_one_of(self.error_stat, ERROR_STATS, "error_stat")

@@ -176,12 +176,12 @@ def _make(
     the test cases once, in the dtypes of the model as given), each proved."""
     if len(names) == 1:
         variant = _make_variant(names[0], opened, cases, calibration, options, os.path.join(tmp, MODEL_MEMBER), stage)
-        stored = expected_outputs(opened, cases, variant.opened, not options.no_assert, stage)
+        stored = expected_outputs(opened, cases, variant.opened, not options.no_assert, stage, options.nonfinite_ok)
         if variant.result is not None:
             _prove(opened, variant, stored, options, tmp, stage)
         lines = variant.result.lines() if variant.result else []
         return Made([variant], stored, variant.opened, [], [*lines, *variant.notes])
-    stored = expected_outputs(opened, cases, opened, True, stage)
+    stored = expected_outputs(opened, cases, opened, True, stage, options.nonfinite_ok)
     variants, left_out = [], []
     for name in names:
         try:

@@ -10,6 +10,8 @@ before it):
                numpy now, or handed to the traced call in progress; the registry of
                that call (thread-local) and of the Tensor class; TensorBase, a
                tensor's value mechanics
+    arguments  the type checks of what users give trace() and dump() (TypeErrors naming the
+               type expected)
     functional the tensor functions (dtype promotion, argument checks), built on apply
     numpy_api  __array_ufunc__ / __array_function__: numpy calls mapped onto functional
     tensor     the public Tensor (operators and methods) and tensor(); registers Tensor

@@ -67,6 +67,14 @@ class TracedCall(abc.ABC):
     def read_value(self, t: TensorBase) -> np.ndarray:
         """The value of one of this call's tensors that has none yet."""
 
+    @abc.abstractmethod
+    def note_read(self, vid: int) -> None:
+        """The user read value ``vid`` of this call, which it had already (MegEngine's data read)."""
+
+    @abc.abstractmethod
+    def note_name(self, vid: int, name: str | None) -> None:
+        """The user named value ``vid`` of this call (``x.name = "o_x"``: its name in a dump)."""
+
 
 def current() -> TracedCall | None:
     """The traced call running in this thread, if any (also inside ``exclude_from_trace``)."""
@@ -96,6 +104,15 @@ def leave_call(call: TracedCall) -> None:
     if current() is call:
         _local.call = None
     call.active = False
+
+
+def with_note(exc: BaseException, note: str) -> BaseException:
+    """``exc`` with ``note`` added (shown under the message in tracebacks), keeping ``str(exc)`` as it is."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    else:  # Python 3.10: the same attribute, which 3.11's tracebacks print
+        exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
+    return exc
 
 
 def scope() -> list[str]:
@@ -173,7 +190,7 @@ def wrap(array: Any, name: str | None = None) -> TensorBase:
     t = object.__new__(tensor_type())
     array = np.asarray(array)
     t._init(freeze(array), array.shape, array.dtype, None)
-    t.name = name
+    t._name = name
     return t
 
 
@@ -181,7 +198,6 @@ def traced(data: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype, vid
     """A value of a traced call: computed (``data``), or not (a placeholder or a replayed value)."""
     t = object.__new__(tensor_type())
     t._init(None if data is None else freeze(data), shape, dtype, vid, call)
-    t.name = None
     return t
 
 
@@ -193,11 +209,13 @@ class TensorBase:
     computes it when it is read. Users see the subclass
     :class:`mgedump.tracing.tensor.Tensor`; every instance made at run time is one.
 
-    Attributes:
-        name: a name for messages and dumped graphs (modules name their parameters).
+    A tensor has a name for messages and dumped graphs: the one the user gave
+    it (``name``), and, when a module holds it, the module's path and the
+    attribute's key (``_prefix``, ``_key``), from which :meth:`path_name`
+    makes MegEngine's parameter name (``net.fc.weight``).
     """
 
-    __slots__ = ("__weakref__", "_call", "_data", "_dtype", "_origin", "_shape", "_vid", "name")
+    __slots__ = ("__weakref__", "_call", "_data", "_dtype", "_key", "_name", "_origin", "_prefix", "_shape", "_vid")
 
     _data: np.ndarray | None
     _shape: tuple[int, ...]
@@ -205,7 +223,9 @@ class TensorBase:
     _vid: int | None
     _call: TracedCall | None
     _origin: str | None
-    name: str | None
+    _name: str | None
+    _prefix: str | None
+    _key: str | None
 
     def _init(
         self,
@@ -226,12 +246,44 @@ class TensorBase:
                 origin = ORIGIN_EXCLUDED if call.excluded else ORIGIN_CONST
         self._call = call
         self._origin = origin
+        self._name = self._prefix = self._key = None
+
+    # ------------------------------------------------------------ names
+
+    @property
+    def name(self) -> str | None:
+        """The name the user gave, else the attribute path of the module that holds it (``conv1.weight``)."""
+        if self._name is not None:
+            return self._name
+        if self._key is None:
+            return None
+        return f"{self._prefix}.{self._key}" if self._prefix else self._key
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"a tensor's name is a str or None, not {type(value).__name__}")
+        self._name = value
+        call = self._call
+        if call is not None and call.active and self._vid is not None:
+            call.note_name(self._vid, value)
+
+    def path_name(self) -> str | None:
+        """MegEngine's name of a module's tensor: the module's path, then the tensor's own name or its key."""
+        if self._key is None:
+            return self._name
+        leaf = self._name or self._key
+        return f"{self._prefix}.{leaf}" if self._prefix else leaf
 
     # ------------------------------------------------------------ values
 
     def _value(self) -> np.ndarray:
-        if self._data is not None:
-            return self._data
+        data = self._data
+        if data is not None:
+            call = self._call
+            if call is not None and self._vid is not None and call.active:
+                call.note_read(self._vid)
+            return data
         call = self._call
         if call is None or not call.active:
             raise RuntimeError(

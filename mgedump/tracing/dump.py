@@ -35,7 +35,8 @@ from mgedump.model.stripinfo import strip_info_paths, write_strip_info
 from mgedump.optimize import check_can_make, optimize_file
 from mgedump.options import OptimizeOptions, PackOptions
 
-from .dispatch import TensorBase
+from .arguments import DumpArgs
+from .dispatch import TensorBase, with_note
 from .graph import Program, build_model, node_labels
 from .ops import OPS
 
@@ -84,6 +85,7 @@ DUMP_KEYWORDS = (
     "input_data",
     "maxerr",
     "no_assert",
+    "silent",
     "dump_format",
 )
 
@@ -111,72 +113,133 @@ def dump_program(programs: Sequence[Program], file: Any, *, symbolic_shape: bool
         MgeError: an unknown or refused ``enable_*`` flag, a bad spec or
             ``maxerr``, an unwritable output (as the ``mgedump`` command reports them).
     """
-    (
-        arg_names,
-        output_names,
-        optimize_for_inference,
-        keep_var_name,
-        keep_opr_name,
-        keep_param_name,
-        strip_info_file,
-        append_json,
-        input_data,
-        maxerr,
-        no_assert,
-        dump_format,
-    ) = (keywords.pop(name) for name in DUMP_KEYWORDS)
-    enable_flags = keywords
+    args = DumpArgs.checked(file, keywords, DUMP_KEYWORDS)
     program = programs[0]
-    label = program.label
-    if dump_format is not None and str(dump_format).upper() != "ONNX":
-        known = "MegEngine's own graph format" if str(dump_format).upper() in MEGENGINE_FORMATS else "not a format"
-        raise ValueError(
-            f"dump_format={dump_format!r} is {known}; mgedump writes ONNX only (dump_format=None or 'ONNX'), "
-            "which onnxruntime and the mgedump/mgerun commands read"
-        )
-    if program.used_exclude:  # unreachable with capture_as_const, kept as a guard
-        raise ValueError(f"{label} uses exclude_from_trace; its graph cannot be dumped whole")
-    if keep_var_name not in (0, 1, 2) or isinstance(keep_var_name, bool):
-        raise ValueError(f"keep_var_name must be 0, 1 or 2, got {keep_var_name!r}")
-    inputs = [program.values[vid].name or f"arg_{i}" for i, (_, vid) in enumerate(program.inputs)]
-    inputs = _names(arg_names, inputs, "arg_names", "tensor input(s)", label)
-    kind, meta = program.structure
-    if kind == "dict":
-        if output_names is not None:
-            raise TypeError(f"output_names cannot be given: {label} returns a dict, whose keys name the outputs")
-        outputs = [str(k) for k in meta]
-    else:
-        outputs = [f"output_{i}" for i in range(len(program.output_vids))]
-        outputs = _names(output_names, outputs, "output_names", "output(s)", label)
-    if not outputs:
-        raise ValueError(f"{label} returns no tensor: there is no graph to dump")
-    if len(set(inputs + outputs)) != len(inputs) + len(outputs):
-        raise ValueError(f"input and output names must be unique, got inputs {inputs} and outputs {outputs}")
-
+    _check_dumpable(program, args)
+    inputs, outputs = _interface(program, args.arg_names, args.output_names)
     with spoken_as(_megengine_keyword):
-        options = _optimize_options(bool(optimize_for_inference), enable_flags)
+        options = _optimize_options(args.optimize_for_inference, args.enable_flags)
     shapes, free = _free_dims(programs, inputs, outputs) if symbolic_shape and len(programs) > 1 else ({}, {})
-    model = _dump_model(program, inputs, outputs, keep_var_name, keep_opr_name, keep_param_name, shapes)
+    model = _dump_model(program, inputs, outputs, args, shapes)
     if free:
         _check_free_dims(model, programs, inputs, outputs)
     with tempfile.TemporaryDirectory(prefix="mgedump-trace-") as tmp:
         src = os.path.join(tmp, "model.onnx")
         with open(src, "wb") as f:
             f.write(model.SerializeToString())
-        if input_data is None:
-            data = _write_model(src, file, tmp, options, strip_info_file, append_json)
+        if args.input_data is None:
+            data = _write_model(src, args.file, tmp, options, args.strip_info_file, args.append_json)
         else:
             scalars = {
                 name for name, (_, vid) in zip(inputs, program.inputs, strict=True) if not program.values[vid].shape
             }
-            cases = [_case(case, inputs, scalars, i) for i, case in enumerate(input_data)]
+            cases = [_case(case, inputs, scalars, i) for i, case in enumerate(args.input_data)]
             if not cases:
                 raise ValueError("input_data is empty: give at least one test case")
-            pack_options: dict[str, Any] = {"cases": cases, "no_assert": no_assert, "optimize": options}
-            if maxerr is not None:
-                pack_options["maxerr"] = maxerr
-            data = _write_bundle(src, file, tmp, pack_options, strip_info_file, append_json)
+            # nonfinite_ok: MegEngine dumps expected outputs that hold NaN or infinity (exp of #rand(0, 255));
+            # the packer warns naming the output and the count (the command line keeps refusing them)
+            pack_options: dict[str, Any] = {
+                "cases": cases,
+                "no_assert": args.no_assert,
+                "silent": args.silent,
+                "optimize": options,
+                "nonfinite_ok": True,
+            }
+            if args.maxerr is not None:
+                pack_options["maxerr"] = args.maxerr
+            data = _write_bundle(src, args.file, tmp, pack_options, args.strip_info_file, args.append_json)
     return _info(data, free)
+
+
+# MegEngine's message for a function that returns no tensor (test_dump_without_output_error)
+NO_OUTPUT = (
+    "the traced function without return values cannot be dumped, the traced function should return "
+    "List[Tensor] or Dict[str, Tensor]"
+)
+
+
+def _check_dumpable(program: Program, args: DumpArgs) -> None:
+    """Refuse what cannot be dumped: another format, a graph with a break or trained-mode statistics, an output
+    path that is also the strip info's.
+
+    Raises:
+        ValueError: a MegEngine ``dump_format``; ``exclude_from_trace``; the strip info on the output's path.
+        RuntimeError: BatchNorm in training mode (as MegEngine, at dump and not at call).
+    """
+    label, dump_format = program.label, args.dump_format
+    if dump_format is not None and dump_format.upper() != "ONNX":
+        known = "MegEngine's own graph format" if dump_format.upper() in MEGENGINE_FORMATS else "not a format"
+        raise ValueError(
+            f"dump_format={dump_format!r} is {known}; mgedump writes ONNX only (dump_format=None or 'ONNX'), "
+            "which onnxruntime and the mgedump/mgerun commands read"
+        )
+    if program.used_exclude:  # unreachable with capture_as_const, kept as a guard
+        raise ValueError(f"{label} uses exclude_from_trace; its graph cannot be dumped whole")
+    training = [k for k, rec in enumerate(program.ops) if OPS[rec.name].training]
+    if training:
+        rec = program.ops[training[0]]
+        where = f" in {rec.scope}" if rec.scope else ""
+        raise RuntimeError(
+            f"{label} cannot be dumped: op #{training[0]} ({rec.name}{where}) normalizes with the statistics of "
+            "the batch (a BatchNorm in training mode), which an inference graph does not have; call .eval() "
+            "on the module before tracing, so that it uses its running statistics"
+        )
+    if args.strip_info_file and isinstance(args.file, (str, os.PathLike)):
+        target = os.path.realpath(os.fspath(args.file))
+        if any(os.path.realpath(p) == target for p in strip_info_paths(args.strip_info_file)):
+            raise ValueError(
+                f"dump(strip_info_file={args.strip_info_file!r}) would be written over the dumped file "
+                f"{os.fspath(args.file)!r}: give the strip info another path"
+            )
+
+
+def _interface(
+    program: Program, arg_names: list[str] | None, output_names: list[str] | None
+) -> tuple[list[str], list[str]]:
+    """The graph's input and output names: given, else MegEngine's.
+
+    Inputs: the tensor's own name, else ``arg_N``. Outputs: a dict's keys;
+    else the name the user gave the returned tensor, else the operation's
+    (``net.fc.ADD``, as MegEngine names an output var), else ``output_N``.
+
+    Raises:
+        ValueError: the function returns no tensor; a wrong number of names; names that are not unique.
+        TypeError: ``output_names`` for a function that returns a dict.
+    """
+    label = program.label
+    inputs = [program.values[vid].name or f"arg_{i}" for i, (_, vid) in enumerate(program.inputs)]
+    inputs = _names(arg_names, inputs, "arg_names", "tensor input(s)", label)
+    kind, meta = program.structure
+    if not program.output_vids:
+        raise with_note(ValueError(NO_OUTPUT), f"{label} returns {'None' if kind == 'none' else 'no tensor'}")
+    if kind == "dict":
+        if output_names is not None:
+            raise TypeError(f"output_names cannot be given: {label} returns a dict, whose keys name the outputs")
+        outputs = [str(k) for k in meta]
+    else:
+        outputs = _names(output_names, _default_outputs(program, set(inputs)), "output_names", "output(s)", label)
+    if len(set(inputs + outputs)) != len(inputs) + len(outputs):
+        raise ValueError(f"input and output names must be unique, got inputs {inputs} and outputs {outputs}")
+    return inputs, outputs
+
+
+def _default_outputs(program: Program, taken: set[str]) -> list[str]:
+    """MegEngine's names of the outputs (see :func:`_interface`), made unique."""
+    labels = node_labels(program, program.slice([v for v in program.output_vids if v is not None], frozenset())[0])
+    names: list[str] = []
+    for i, vid in enumerate(program.output_vids):
+        value = program.values[vid] if vid is not None else None
+        name = program.user_names.get(vid) if vid is not None else None
+        if name is None and value is not None and value.kind == "op":
+            name = labels.get(value.op)
+        name = name or f"output_{i}"
+        base, n = name, 0
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        taken.add(name)
+        names.append(name)
+    return names
 
 
 # MegEngine's dump() keywords for its optimisations, and what each is here (docs/trace.md)
@@ -420,9 +483,7 @@ def _dump_model(
     program: Program,
     inputs: list[str],
     outputs: list[str],
-    keep_var_name: int,
-    keep_opr_name: bool,
-    keep_param_name: bool,
+    args: DumpArgs,
     shapes: dict[int, list[int | str] | None],
 ) -> Any:
     """The whole recorded graph as ONNX, with interface names and constants baked in.
@@ -431,7 +492,6 @@ def _dump_model(
     and reshaped inside the graph.
     """
     import onnx
-    from onnx import helper, numpy_helper
 
     need = [v for v in program.output_vids if v is not None]
     if len(need) != len(outputs):
@@ -439,40 +499,10 @@ def _dump_model(
     ops, leaves = program.slice(need, frozenset())
     fed = [vid for _, vid in program.inputs]
     consts = sorted(v for v in leaves if program.values[v].kind in ("const", "ext"))
-    taken = set(inputs) | set(outputs)
-
-    def unique(hint: str) -> str:
-        name, n = hint, 0
-        while name in taken:
-            n += 1
-            name = f"{hint}_{n}"
-        taken.add(name)
-        return name
-
-    scalar_in = [(vid, name) for vid, name in zip(fed, inputs, strict=True) if not program.values[vid].shape]
-    names: dict[int, str] = dict(zip(fed, inputs, strict=True))
-    for vid, name in scalar_in:
-        names[vid] = unique(f"{name}_scalar")
-    graph_outputs: list[tuple[int, str]] = []
-    scalar_out: list[str] = []
-    for vid, name in zip(need, outputs, strict=True):
-        if not program.values[vid].shape:
-            scalar_out.append(name)
-            name = unique(f"{name}_scalar")
-        elif program.values[vid].kind == "op" and vid not in names:
-            names[vid] = name
-        graph_outputs.append((vid, name))
-    for i, vid in enumerate(consts):
-        value = program.values[vid]
-        if value.kind == "ext":
-            names[vid] = unique(value.name if keep_param_name and value.name else f"param_{i}")
-        else:
-            names[vid] = unique(f"const_{i}")
     labels = node_labels(program, ops)
-    for k in ops:
-        vid = program.ops[k].output
-        if vid not in names:
-            names[vid] = unique(labels[k] if keep_var_name >= 2 else f"t{k}")
+    naming = _Naming(set(inputs) | set(outputs))
+    names, graph_outputs, scalar_in, scalar_out = naming.interface(program, fed, need, inputs, outputs)
+    naming.inner(program, names, consts, ops, labels, args)
     model = build_model(
         program,
         ops,
@@ -481,11 +511,80 @@ def _dump_model(
         graph_outputs,
         names,
         graph_name=program.label,
-        labels=labels if keep_opr_name else None,
-        descriptive=keep_var_name >= 2,
+        labels=labels if args.keep_opr_name else None,
+        descriptive=args.keep_var_name >= 2,
         shapes=dict(shapes),
     )
-    graph = model.graph
+    _scalar_interface(model.graph, names, scalar_in, scalar_out, naming.unique)
+    onnx.checker.check_model(model)
+    return model
+
+
+class _Naming:
+    """The tensor names of a dumped graph, each unique."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = taken
+
+    def unique(self, hint: str) -> str:
+        name, n = hint, 0
+        while name in self.taken:
+            n += 1
+            name = f"{hint}_{n}"
+        self.taken.add(name)
+        return name
+
+    def interface(
+        self, program: Program, fed: list[int], need: list[int], inputs: list[str], outputs: list[str]
+    ) -> tuple[dict[int, str], list[tuple[int, str]], list[tuple[int, str]], list[str]]:
+        """The names of the inputs and outputs (scalars get an inner name: the graph reshapes them)."""
+        scalar_in = [(vid, name) for vid, name in zip(fed, inputs, strict=True) if not program.values[vid].shape]
+        names: dict[int, str] = dict(zip(fed, inputs, strict=True))
+        for vid, name in scalar_in:
+            names[vid] = self.unique(f"{name}_scalar")
+        graph_outputs: list[tuple[int, str]] = []
+        scalar_out: list[str] = []
+        for vid, name in zip(need, outputs, strict=True):
+            if not program.values[vid].shape:
+                scalar_out.append(name)
+                name = self.unique(f"{name}_scalar")
+            elif program.values[vid].kind == "op" and vid not in names:
+                names[vid] = name
+            graph_outputs.append((vid, name))
+        return names, graph_outputs, scalar_in, scalar_out
+
+    def inner(
+        self,
+        program: Program,
+        names: dict[int, str],
+        consts: list[int],
+        ops: list[int],
+        labels: dict[int, str],
+        args: DumpArgs,
+    ) -> None:
+        """The names of weights, constants and intermediate tensors: MegEngine's with ``keep_param_name`` or
+        ``keep_var_name=2`` (the tensor's or the operation's, or the one the user gave), else numbered."""
+        for i, vid in enumerate(consts):
+            value = program.values[vid]
+            if value.kind == "ext":
+                keep = (args.keep_param_name or args.keep_var_name >= 2) and value.name
+                names[vid] = self.unique(value.name if keep and value.name else f"param_{i}")
+            else:
+                names[vid] = self.unique(f"const_{i}")
+        for k in ops:
+            vid = program.ops[k].output
+            if vid not in names:
+                given = program.user_names.get(vid)
+                hint = (given or labels[k]) if args.keep_var_name >= 2 else f"t{k}"
+                names[vid] = self.unique(hint)
+
+
+def _scalar_interface(
+    graph: Any, names: dict[int, str], scalar_in: list[tuple[int, str]], scalar_out: list[str], unique: Any
+) -> None:
+    """Scalar inputs and outputs as shape (1,), reshaped inside the graph."""
+    from onnx import helper, numpy_helper
+
     for vid, name in scalar_in:  # a (1,) input, reshaped to the scalar the trace saw
         shape_name = unique(f"{name}_scalar_shape")
         graph.initializer.append(numpy_helper.from_array(np.zeros(0, np.int64), shape_name))
@@ -502,8 +601,6 @@ def _dump_model(
             if value_info.name == f"{name}_scalar":
                 value_info.name = name
                 value_info.type.tensor_type.shape.dim.add().dim_value = 1
-    onnx.checker.check_model(model)
-    return model
 
 
 def _case(case: Any, inputs: list[str], scalars: set[str], index: int) -> Any:

@@ -28,6 +28,7 @@ from .dispatch import TensorBase, apply, wrap
 from .ops import RNG, Ref, normalize_index
 
 __all__ = [
+    "BroadcastError",
     "abs",
     "add",
     "arange",
@@ -96,6 +97,7 @@ __all__ = [
     "topk",
     "transpose",
     "vision",
+    "warp_perspective",
     "where",
     "zeros",
     "zeros_like",
@@ -202,6 +204,42 @@ def _float_dtype(*operands: Any) -> np.dtype:
     return dtype if dtype.kind == "f" else np.dtype(np.float32)
 
 
+class BroadcastError(ValueError, RuntimeError):
+    """Operands whose shapes do not broadcast together (numpy's rules).
+
+    A ValueError, as numpy raises, and a RuntimeError, as MegEngine raises it:
+    code written for either catches it.
+    """
+
+
+_BROADCAST: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}
+_COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum", "equal", "not_equal", "logical_and", "logical_or"})
+
+
+def _shape_of(x: Any) -> tuple[int, ...]:
+    return x._shape if isinstance(x, TensorBase) else np.shape(x)
+
+
+def _check_broadcast(op: str, a: Any, b: Any) -> None:
+    """Raises BroadcastError naming the operation and both shapes when they do not broadcast together."""
+    sa, sb = _shape_of(a), _shape_of(b)
+    if sa == sb or not sa or not sb:
+        return
+    fits = _BROADCAST.get((sa, sb))
+    if fits is None:
+        try:
+            np.broadcast_shapes(sa, sb)
+            fits = True
+        except ValueError:
+            fits = False
+        _BROADCAST[(sa, sb)] = fits
+    if not fits:
+        raise BroadcastError(
+            f"{op}: operands of shapes {list(sa)} and {list(sb)} cannot be broadcast together (from the last "
+            "dim on, each pair of dims must be equal or one of them 1)"
+        )
+
+
 def binary(op: str, a: Any, b: Any) -> TensorBase:
     """An elementwise binary operation (or matmul) with numpy's dtype promotion.
 
@@ -210,7 +248,14 @@ def binary(op: str, a: Any, b: Any) -> TensorBase:
             greater_equal, less, less_equal, equal, not_equal, matmul,
             logical_and, logical_or, logical_xor.
         a, b: tensors, numbers or arrays (at least one a tensor, usually).
+
+    Raises:
+        BroadcastError: elementwise operands whose shapes do not broadcast together.
     """
+    if op != "matmul":
+        _check_broadcast(op, a, b)
+        if op in _COMMUTATIVE and len(_shape_of(a)) < len(_shape_of(b)):
+            a, b = b, a  # the operand of higher rank first, as MegEngine's graph has it (MUL(x, k)): the same result
     if op.startswith("logical_"):
         a, b = astype(a, np.bool_), astype(b, np.bool_)
     in_a, in_b, _ = _resolve(op, (_dtype_of(a), _dtype_of(b)))
@@ -700,10 +745,11 @@ def linear(inp: Any, weight: Any, bias: Any = None) -> TensorBase:
     if w.ndim != 2 or x.ndim < 1 or x._shape[-1] != w._shape[1]:
         raise ValueError(f"linear: input of shape {x._shape} does not fit weight of shape {w._shape} (out, in)")
     dtype = _float_dtype(x, w, *([] if bias is None else [bias]))
-    operands = [_operand(x, dtype), _operand(w, dtype)]
-    if bias is not None:
-        operands.append(_bias_operand(bias, w._shape[0], "linear", "output features", dtype))
-    return apply("linear", operands, {})
+    product = apply("linear", [_operand(x, dtype), _operand(w, dtype)], {})
+    if bias is None:
+        return product
+    # two operations, as MegEngine records them (MatrixMul, then ADD): a dump names both
+    return apply("add", [product, _bias_operand(bias, w._shape[0], "linear", "output features", dtype)], {})
 
 
 def conv2d(
@@ -803,15 +849,10 @@ def batch_norm(
     """Batch normalization with running statistics (inference).
 
     Parameters have C values each (shape (C,) or (1, C, 1, 1)); weight and bias
-    default to ones and zeros.
-
-    Raises:
-        NotImplementedError: ``training=True`` (this front end is for inference).
+    default to ones and zeros. ``training=True`` normalises by the batch's own
+    mean and variance instead, as MegEngine's training mode, without updating
+    the running statistics; a trace holding it computes, but is not dumped.
     """
-    if training:
-        raise NotImplementedError(
-            "batch_norm with training=True is not supported: mgedump traces inference; call module.eval()"
-        )
     x = as_tensor(inp)
     if x.ndim < 2:
         raise ValueError(f"batch_norm needs input with a channel dim (N, C, ...), got shape {x._shape}")
@@ -826,6 +867,9 @@ def batch_norm(
             raise ValueError(f"batch_norm: {what} of shape {t._shape} does not fit {channels} channels")
         return _operand(t if t._shape == (channels,) else reshape(t, (channels,)), dtype)
 
+    if training:
+        operands = [_operand(x, dtype), param(weight, 1.0, "weight"), param(bias, 0.0, "bias")]
+        return apply("batch_norm_train", operands, {"eps": float(eps)})
     operands = [
         _operand(x, dtype),
         param(running_mean, 0.0, "running_mean"),
@@ -947,33 +991,57 @@ def topk(
     lower index. ``no_sort=True`` still returns them sorted (one valid
     order); ``kth_only=True`` returns the k-th value alone and no indices.
 
+    A k larger than the size gives all the values, sorted (MegEngine's
+    kernel clamps k to the size); the graph does the same on whatever size
+    it is given, so a trace made on a small input serves larger ones.
+
     Raises:
-        ValueError: k is not in 1..n, or the input is not 1-D or 2-D.
+        ValueError: k < 1, or the input is not 1-D or 2-D.
     """
     x = as_tensor(inp)
     if x.ndim not in (1, 2):
         raise ValueError(f"topk takes a 1-D or 2-D tensor, got shape {x._shape}")
     k = int(k)
-    if not 1 <= k <= x._shape[-1]:
-        raise ValueError(f"topk: k={k} is not in 1..{x._shape[-1]}")
+    if k < 1:
+        raise ValueError(f"topk: k must be at least 1, got {k}")
     if x.dtype.kind not in "iuf":
         raise TypeError(f"topk needs a numeric tensor, got {x.dtype}")
     attrs = {"k": k, "largest": bool(descending)}
     values = apply("topk", [x], {**attrs, "output": 0})
-    if kth_only:
-        return getitem(values, (Ellipsis, k - 1)), None
+    if kth_only:  # the last of the (at most k) values is the k-th
+        return getitem(values, (Ellipsis, -1)), None
     return values, apply("topk", [x], {**attrs, "output": 1})
 
 
-def repeat(inp: Any, repeats: int, axis: int | None = None) -> TensorBase:
-    """Repeat each element ``repeats`` times along axis (the flattened input when None), as numpy's ``repeat``."""
+def repeat(inp: Any, repeats: Any, axis: int | None = None) -> TensorBase:
+    """Repeat each element ``repeats`` times along axis (the flattened input when None), as numpy's ``repeat``.
+
+    ``repeats`` is an int (a constant of a trace: a later call with another
+    number is a TraceError), or a one-value integer tensor, which a trace
+    takes as an input of the graph: later calls may change it, and the
+    result's length follows.
+
+    Raises:
+        ValueError: a negative count; a tensor of more than one value.
+        TypeError: a tensor that is not of integers.
+    """
     x = as_tensor(inp)
     if axis is None:
         x, axis = flatten(x), 0
-    repeats = int(repeats)
-    if repeats < 0:
-        raise ValueError(f"repeat: repeats must be >= 0, got {repeats}")
-    return apply("repeat", [x], {"repeats": repeats, "axis": _axis(axis, x.ndim)})
+    ax = _axis(axis, x.ndim)
+    if isinstance(repeats, TensorBase):
+        if repeats.size != 1 or repeats.dtype.kind not in "iu":
+            raise TypeError(
+                f"repeat: repeats must be one integer, got a {repeats.dtype} tensor of shape {repeats._shape}"
+            )
+        known = repeats._data  # the value, unless a placeholder of a symbolic first call (the graph then checks)
+        if known is not None and int(known.reshape(-1)[0]) < 0:
+            raise ValueError(f"repeat: repeats must be >= 0, got {int(known.reshape(-1)[0])}")
+        return apply("repeat_dyn", [x, repeats], {"axis": ax})
+    count = int(repeats)
+    if count < 0:
+        raise ValueError(f"repeat: repeats must be >= 0, got {count}")
+    return apply("repeat", [x], {"repeats": count, "axis": ax})
 
 
 def split(inp: Any, nsplits_or_sections: Any, axis: int = 0) -> list[TensorBase]:
@@ -1021,10 +1089,63 @@ def nms(boxes: Any, scores: Any, iou_thresh: float, max_output: int | None = Non
     return apply("nms", [_operand(b, f32), _operand(s, f32)], {"iou_thresh": float(iou_thresh), "max_output": limit})
 
 
+_BORDERS = ("replicate", "constant")
+_INTERPOLATIONS = ("linear", "nearest")
+
+
+def warp_perspective(
+    inp: Any,
+    mat: Any,
+    out_shape: Any,
+    mat_idx: Any = None,
+    border_mode: str = "replicate",
+    border_val: float = 0.0,
+    format: str = "NCHW",
+    interp_mode: str = "linear",
+) -> TensorBase:
+    """Perspective transform of NCHW images (MegEngine's ``F.vision.warp_perspective``).
+
+    ``output[n, c, h, w] = input[n, c, y, x]`` with ``(x * d, y * d, d) =
+    mat[n] @ (w, h, 1)``: the matrix maps output pixels to input points (the
+    inverse of OpenCV's), sampled bilinearly (``interp_mode="linear"``) or at
+    the nearest pixel. Computed in float32; the result is float32.
+
+    Args:
+        inp: (N, C, H, W) images.
+        mat: (N, 3, 3) matrices, or (M, 3, 3) with ``mat_idx``.
+        out_shape: (height, width) of the output (ints, or an int for both).
+        mat_idx: (M,) the image each matrix takes (default: one matrix per image).
+        border_mode: ``"replicate"`` (the nearest edge pixel) or ``"constant"`` (``border_val``).
+
+    Raises:
+        ValueError: shapes that do not fit; ``format`` other than NCHW; a border or
+            interpolation mode not listed above (MegEngine's reflect and wrap are not supported).
+    """
+    x, m = as_tensor(inp), as_tensor(mat)
+    if format != "NCHW" or border_mode not in _BORDERS or interp_mode not in _INTERPOLATIONS:
+        raise ValueError(
+            f"warp_perspective supports format='NCHW', border_mode in {_BORDERS} and interp_mode in "
+            f"{_INTERPOLATIONS}; got {format!r}, {border_mode!r} and {interp_mode!r}"
+        )
+    if mat_idx is not None:
+        x = getitem(x, as_tensor(mat_idx))
+    if x.ndim != 4 or m._shape != (x._shape[0], 3, 3):
+        raise ValueError(f"warp_perspective takes NCHW images and (N, 3, 3) matrices, got {x._shape} and {m._shape}")
+    f32 = np.dtype(np.float32)
+    attrs = {
+        "out": _pair(out_shape, "warp_perspective: out_shape"),
+        "border": border_mode,
+        "border_val": float(border_val),
+        "interp": interp_mode,
+    }
+    return apply("warp_perspective", [_operand(x, f32), _operand(m, f32)], attrs)
+
+
 class _Vision:
     """``F.vision``: MegEngine's vision functions that tracing supports."""
 
     nms = staticmethod(nms)
+    warp_perspective = staticmethod(warp_perspective)
 
 
 vision = _Vision()

@@ -22,6 +22,7 @@ The pieces:
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,17 @@ import numpy as np
 from mgedump import __version__
 from mgedump.model.runtime import infer, open_session, session_options
 
-from .dispatch import ORIGIN_EXCLUDED, TensorBase, TracedCall, current, enter_call, leave_call, scope, traced
+from .dispatch import (
+    ORIGIN_EXCLUDED,
+    TensorBase,
+    TracedCall,
+    current,
+    enter_call,
+    leave_call,
+    scope,
+    traced,
+    with_note,
+)
 from .ops import OPS, compute_dtype, display_name, onnx_type, widened_inputs
 
 OPSET = 13
@@ -42,17 +53,33 @@ STATIC_LIMIT = 4096  # values up to this many elements that a call always comput
 class TraceError(RuntimeError):
     """A call of a traced function differs from the one recorded (MegEngine's ``TraceError``).
 
-    The message starts with MegEngine's reason, ``trace error because operator
-    mismatch: ...``, then says what differed.
+    ``str(error)`` is MegEngine's text, ``trace error because <reason>``
+    (``operator mismatch``, ``tensors not equals``, ...); what differed is in
+    :attr:`detail`, which is also an exception note, so that tracebacks print
+    it under the message.
+
+    Attributes:
+        reason: MegEngine's reason phrase.
+        detail: where and what differed (the function, the operation, the values).
     """
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"trace error because {reason}")
+        self.reason = reason
+        self.detail = detail
+        if detail:
+            with_note(self, detail)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.detail))
 
 
 TraceMismatchError = TraceError  # the name mgedump used first
 
 
 def mismatch(reason: str, detail: str) -> TraceError:
-    """A TraceError with MegEngine's reason phrase first."""
-    return TraceError(f"trace error because {reason}: {detail}")
+    """A TraceError: MegEngine's reason as its message, what differed as its detail (and note)."""
+    return TraceError(reason, detail)
 
 
 @dataclass
@@ -116,6 +143,9 @@ class Program:
         profile_prefix: onnxruntime profiling file prefix, when profiling.
         sample: the first call's input and output values (kept for a dump with free dims).
         passthrough: the arguments that are not tensors, as given to the first call.
+        exposed: the operation results the first call read or returned: a later
+            call may read those only (MegEngine's "data unreadable" otherwise).
+        user_names: names the user gave operation results (``x.name = "o_x"``), by value id.
     """
 
     label: str
@@ -133,6 +163,8 @@ class Program:
     sessions: dict[Any, Compiled] = field(default_factory=dict)
     sample: tuple[list[np.ndarray], list[np.ndarray]] | None = None
     passthrough: Any = None
+    exposed: set[int] = field(default_factory=set)
+    user_names: dict[int, str] = field(default_factory=dict)
     _effective: dict[int, OpRecord] = field(default_factory=dict)
 
     def add(self, value: Value) -> int:
@@ -263,12 +295,19 @@ class Program:
 
 
 def node_labels(program: Program, ops: Sequence[int]) -> dict[int, str]:
-    """Each operation's node name: MegEngine's operator name in the module scope that issued it (``net.fc.MatrixMul``)."""
+    """Each operation's node name, as MegEngine names it: its operator name in the module scope that issued it
+    (``net.fc.MatrixMul``); operations that share a name are numbered in order (``net.RELU[0]``, ``net.RELU[1]``)."""
     labels = {}
     for k in ops:
         rec = program.effective(k)
         name = display_name(rec.name, rec.attrs)
         labels[k] = f"{rec.scope}.{name}" if rec.scope else name
+    counts = Counter(labels.values())
+    seen: Counter[str] = Counter()
+    for k, label in labels.items():
+        if counts[label] > 1:
+            labels[k] = f"{label}[{seen[label]}]"
+            seen[label] += 1
     return labels
 
 
@@ -303,11 +342,25 @@ class Call(TracedCall):
     def end_excluded(self) -> None:
         """An ``exclude_from_trace`` block ended (a graph break)."""
 
+    def note_read(self, vid: int) -> None:
+        """A value read (the recorder and the replayer keep account of them)."""
+
+    def note_name(self, vid: int, name: str | None) -> None:
+        """A value named by the user (the recorder keeps them)."""
+
     def read_value(self, t: TensorBase) -> np.ndarray:
         """The value of one of this call's tensors that has none yet."""
         assert t._vid is not None
         self.materialize([t._vid])
         return self.known[t._vid]
+
+    def _internal(self, t: TensorBase) -> np.ndarray:
+        """A tensor's value for the tracer's own use (not a read by the user: no data-read bookkeeping)."""
+        if t._data is not None:
+            return t._data
+        if t._call is self:
+            return Call.read_value(self, t)
+        return t._value()
 
     def materialize(self, vids: Sequence[int]) -> None:
         """Compute these values on onnxruntime from the values known so far."""
@@ -357,7 +410,19 @@ class Recorder(Call):
                 f"{self.program.label} with symbolic=True: the first call runs on placeholders with no "
                 "value. Use trace(symbolic=False), or read it inside `with jit.exclude_from_trace():`"
             )
+        assert t._vid is not None
+        self.note_read(t._vid)
         return super().read_value(t)
+
+    def note_read(self, vid: int) -> None:
+        if self.program.values[vid].kind == "op":
+            self.program.exposed.add(vid)
+
+    def note_name(self, vid: int, name: str | None) -> None:
+        if name is None:
+            self.program.user_names.pop(vid, None)
+        else:
+            self.program.user_names[vid] = name
 
     def end_excluded(self) -> None:
         # MegEngine's graph break: what the rest of the function takes from before the block comes back as an input
@@ -396,8 +461,9 @@ class Recorder(Call):
             return known
         value = t._value()
         n = sum(1 for v in program.values if v.kind == "ext")
-        label = f"external tensor {t.name!r}" if t.name else f"external tensor #{n} ({t._dtype}{list(t._shape)})"
-        vid = program.add(Value("ext", t._shape, t._dtype, label, data=value, tensor=t, name=t.name))
+        name = t.path_name()
+        label = f"external tensor {name!r}" if name else f"external tensor #{n} ({t._dtype}{list(t._shape)})"
+        vid = program.add(Value("ext", t._shape, t._dtype, label, data=value, tensor=t, name=name))
         program.ext_by_id[id(t)] = vid
         self.known[vid] = value
         return vid
@@ -463,6 +529,24 @@ class Replayer(Call):
     def _mismatch(self, k: int, reason: str, message: str) -> TraceError:
         return mismatch(reason, f"{self.program.label}: op #{k} ({self.program.ops[k].name}): {message}")
 
+    def note_read(self, vid: int) -> None:
+        """MegEngine's "data unreadable": only what the first call read or returned can be read (outside
+        ``exclude_from_trace``, which may read anything)."""
+        program = self.program
+        if self.excluded or vid in program.exposed or program.values[vid].kind != "op":
+            return
+        raise mismatch(
+            "data unreadable",
+            f"{program.label}: this call reads or returns {program.values[vid].label}, which the first call "
+            "neither read nor returned, so the compiled graph does not give it out; read it on the first call "
+            "too, or make a new trace",
+        )
+
+    def read_value(self, t: TensorBase) -> np.ndarray:
+        assert t._vid is not None
+        self.note_read(t._vid)
+        return super().read_value(t)
+
     def apply(self, op: str, inputs: Sequence[TensorBase], attrs: dict[str, Any]) -> TensorBase:
         program = self.program
         k = self.pos
@@ -510,7 +594,7 @@ class Replayer(Call):
         if value.static is not None:
             return traced(value.static, value.shape, value.dtype, rec.output, self)
         if self.imperative:
-            out = np.asarray(OPS[op].compute([t._value() for t in inputs], attrs))
+            out = np.asarray(OPS[op].compute([self._internal(t) for t in inputs], attrs))
             self.known[rec.output] = out
             return traced(out, out.shape, out.dtype, rec.output, self)
         if value.dynamic:  # its shape is known once it is computed
@@ -522,7 +606,7 @@ class Replayer(Call):
     def _feed(self, k: int, p: int, t: TensorBase, vid: int) -> None:
         """An input from outside the graph (after a graph break): any tensor of the right shape."""
         expected = self.program.values[vid]
-        array = t._value()
+        array = self._internal(t)
         if not expected.dynamic and (array.shape != expected.shape or array.dtype != expected.dtype):
             raise self._mismatch(
                 k,
@@ -587,6 +671,9 @@ class Replayer(Call):
                 f"{program.label}: this call issued {self.pos} operation(s), the trace has {len(program.ops)}: "
                 f"op #{self.pos} ({rec.name}) and after were not issued",
             )
+        for t in flat:
+            if t._call is self and t._vid is not None:
+                self.note_read(t._vid)
         return super().finish(flat)
 
 
@@ -636,6 +723,12 @@ class Builder:
     def tmp(self, hint: str) -> str:
         return self.unique(f"{self.label}/{hint}" if self.label and self.descriptive else f"_{hint}")
 
+    def tmp_node(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:
+        """One node with a fresh output name; returns that name."""
+        out = self.tmp(op_type.lower())
+        self.node(op_type, inputs, [out], **attrs)
+        return out
+
     def const(self, array: np.ndarray, hint: str = "const") -> str:
         name = self.tmp(hint)
         self.initializers.append(self._numpy_helper.from_array(np.asarray(array), name))
@@ -682,7 +775,7 @@ def build_model(
 
     def info(vid: int, name: str) -> Any:
         value = values[vid]
-        shape = declared.get(vid, None if value.dynamic else value.shape)
+        shape = declared.get(vid, [None] * len(value.shape) if value.dynamic else value.shape)
         return helper.make_tensor_value_info(name, onnx_type(value.dtype), shape)
 
     b = Builder(set(names.values()) | {name for _, name in outputs}, labels is not None, descriptive)
@@ -698,7 +791,10 @@ def build_model(
         infos = [(values[v].shape, values[v].dtype) for v in rec.inputs]
         out = values[rec.output]
         dynamic = out.dynamic or bool(declared)
+        first = len(b.nodes)
         _emit(b, rec, [names[v] for v in rec.inputs], names[rec.output], infos, (out.shape, out.dtype), dynamic)
+        if labels is not None:
+            _label_producer(b.nodes[first:], names[rec.output])
     b.label = ""
     graph_outputs = []
     for vid, name in outputs:
@@ -715,6 +811,13 @@ def build_model(
         producer_name="mgedump.jit.trace",
         producer_version=__version__,
     )
+
+
+def _label_producer(nodes: Sequence[Any], output: str) -> None:
+    """Of an operation's nodes, the one that makes its result takes the operation's name (helpers get suffixes)."""
+    producer = next((n for n in nodes if output in n.output), None)
+    if producer is not None and producer is not nodes[0]:
+        producer.name, nodes[0].name = nodes[0].name, producer.name
 
 
 def _data_of(t: TensorBase) -> np.ndarray:
@@ -818,11 +921,13 @@ def run_function(
         structure, flat = flatten_outputs(result, label)
         arrays = call.finish(flat)
         if isinstance(call, Recorder):
-            call.program.structure = structure
-            call.program.output_vids = [
+            program = call.program
+            program.structure = structure
+            program.output_vids = [
                 None if (t._call is call and t._origin == ORIGIN_EXCLUDED and t._vid is None) else call.ref(t, False)
                 for t in flat
             ]
+            program.exposed.update(v for v in program.output_vids if v is not None and program.values[v].kind == "op")
         elif structure != call.program.structure:
             raise mismatch(
                 "output structure mismatch",

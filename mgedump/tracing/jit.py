@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from .dispatch import current, wrap
+from .arguments import flag, level
+from .dispatch import current, with_note, wrap
 from .dump import DUMP_KEYWORDS, DumpInfo, dump_program
 from .graph import (
     Call,
@@ -50,6 +51,8 @@ from .tensor import Tensor
 __all__ = ["DumpInfo", "TraceError", "TraceMismatchError", "exclude_from_trace", "trace"]
 
 _MISSING = object()
+# MegEngine's message for an argument that is not a tensor under capture_as_const (test_invalid_inp_error)
+INVALID_INPUT = "Only support tensor type args when capture_as_const is enabled"
 _GRAPH_OPT = {0: "disable", 1: "basic", 2: "extended", 3: "all"}
 # MegEngine's trace options that have no ONNX counterpart: refused when set
 _MEGENGINE_ONLY = {
@@ -182,6 +185,8 @@ class trace:
         capture_as_const: bake tensors from outside the function (weights,
             globals) into the graph as constants; a later call that sees a
             changed value raises :class:`TraceError`. Needed by :meth:`dump`.
+            As in MegEngine, the positional arguments must then be tensors (or
+            tuples, lists and dicts of them); other values go as keywords.
         opt_level: 0 to 3, onnxruntime's graph optimisation for the compiled
             graph (disable/basic/extended/all); from 1 on, also MegEngine's
             rewrites that change results (``y / y`` is 1, a stable log-sum-exp).
@@ -201,6 +206,7 @@ class trace:
     call records, later ones replay), as MegEngine runs a trace on a new batch size.
 
     Raises:
+        TypeError: a switch that is not True or False; opt_level not an int.
         ValueError: opt_level is not 0..3.
         NotImplementedError: a MegEngine-only option is set.
     """
@@ -221,10 +227,11 @@ class trace:
         without_host: bool = False,
         imperative: bool = False,
     ) -> None:
-        if opt_level not in _GRAPH_OPT or isinstance(opt_level, bool):
-            raise ValueError(
-                f"opt_level must be 0, 1, 2 or 3 (onnxruntime's disable/basic/extended/all), got {opt_level!r}"
-            )
+        opt_level = level("trace(opt_level=...) (onnxruntime's disable/basic/extended/all)", opt_level, 3)
+        switches = {"symbolic": symbolic, "capture_as_const": capture_as_const, "record_only": record_only}
+        switches |= {"profiling": profiling, "symbolic_shape": symbolic_shape, "without_host": without_host}
+        switches |= {"imperative": imperative}
+        on = {key: flag(f"trace({key}=...)", value) for key, value in switches.items()}
         given = {"sublinear_memory_config": sublinear_memory_config, "dtr_config": dtr_config}
         given["graph_opt_config"] = graph_opt_config
         for key, what in _MEGENGINE_ONLY.items():
@@ -233,17 +240,17 @@ class trace:
                     f"trace({key}=...) is MegEngine's {what}, which has no counterpart in an ONNX graph on "
                     "onnxruntime; leave it out"
                 )
-        if record_only:
+        if on["record_only"]:
             raise NotImplementedError(
                 "trace(record_only=True) is not supported: call the function once (it runs and records), then dump"
             )
-        self.symbolic = bool(symbolic)
-        self.capture_as_const = bool(capture_as_const)
+        self.symbolic = on["symbolic"]
+        self.capture_as_const = on["capture_as_const"]
         self.opt_level = opt_level
-        self.profiling = bool(profiling)
-        self.symbolic_shape = bool(symbolic_shape)
-        self.without_host = bool(without_host)
-        self.imperative = bool(imperative)
+        self.profiling = on["profiling"]
+        self.symbolic_shape = on["symbolic_shape"]
+        self.without_host = on["without_host"]
+        self.imperative = on["imperative"]
         self._function: Callable[..., Any] | None = None
         self._programs: dict[Any, Program] = {}
         self._paths: list[tuple[Any, ...]] | None = None
@@ -289,6 +296,8 @@ class trace:
                 "was running; call the undecorated function instead"
             )
         paths, tensors, others = _flatten(args, kwargs)
+        if self.capture_as_const:
+            self._check_positional(others)
         if self._paths is not None and paths != self._paths:
             raise mismatch(
                 "argument mismatch",
@@ -302,6 +311,21 @@ class trace:
         if self.without_host:
             return self._run_without_host(program, tensors, others)
         return self._replay(program, args, kwargs, paths, tensors)
+
+    def _check_positional(self, others: list[Any]) -> None:
+        """MegEngine's rule with capture_as_const: the positional arguments are the graph's inputs, tensors only.
+
+        Raises:
+            TypeError: MegEngine's message; the argument and its type in a note.
+        """
+        for path, value in others:
+            if isinstance(path[0], int):
+                raise with_note(
+                    TypeError(INVALID_INPUT),
+                    f"{self._label}: argument {_paths([path])} is {type(value).__name__} {value!r:.40}; with "
+                    "capture_as_const=True the positional arguments are the inputs of the dumped graph: give "
+                    "Tensors (or tuples, lists and dicts of them), and other values as keyword arguments",
+                )
 
     def _record(
         self,
@@ -445,56 +469,51 @@ class trace:
         input_data: Sequence[Any] | None = None,
         maxerr: float | None = None,
         no_assert: bool = False,
+        silent: bool = False,
         dump_format: str | None = None,
-        **enable_flags: bool,
+        **enable_flags: Any,
     ) -> DumpInfo:
-        """Write the traced graph as an ONNX model, or as a bundle with test cases.
+        """Write the traced graph as an ONNX model, or as a bundle with test cases (docs/trace.md has the details).
 
-        The graph is the one the first call recorded, with every external
-        tensor as a constant. Optimisation and strip info are those of the
-        ``mgedump`` command (the same code). With ``symbolic_shape=True``
-        (the default), input dims that varied between calls are free dims
-        of the model. Scalar inputs and outputs have shape (1,), as in MegEngine.
+        The graph is the one the first call recorded, every external tensor a
+        constant; optimisation and strip info are the ``mgedump`` command's.
+        With ``symbolic_shape=True``, input dims that varied between calls are
+        free dims. Scalar inputs and outputs have shape (1,), as in MegEngine.
 
         Args:
             file: the path to write, or a binary file object.
-            arg_names: names of the graph inputs, one per tensor argument
-                (default, as MegEngine: the tensor's own name, else ``arg_N``
-                for the N-th positional tensor, or the keyword).
-            output_names: names of the graph outputs, one per returned tensor
-                (default: ``output_i``; a dict return names them by its keys).
+            arg_names, output_names: a str or a list of str, one per tensor input or
+                returned tensor (default: MegEngine's names, ``arg_N`` and the
+                outputs' operation names; a dict return is named by its keys).
             optimize_for_inference: the portable rewrites of ``--optimize-for-inference``.
-            keep_var_name: 2 names every intermediate tensor after the operation
-                that made it (``net.fc.MatrixMul``); 0 and 1 number them (graph
-                inputs and outputs always keep their names: they are the interface).
-            keep_opr_name: name the nodes after the operations, in the scope of
-                the modules that issued them (``net.fc.MatrixMul``, MegEngine's names).
-            keep_param_name: name the weights after the tensors' names
-                (``fc.weight``; modules name their parameters) instead of numbering them.
-            strip_info_file: also write strip info (JSON, plus onnxruntime's
-                reduced-build config beside it), as ``--output-strip-info``.
-            append_json: merge the strip info into an existing strip-info file.
-            input_data: write a bundle with these test cases: each item is a
-                ``-d`` spec string (``"#rand(0,1)"``), an array (one-input
-                graphs), a list of arrays (one per input) or a dict of arrays by input name.
-            maxerr: the bundle's AssertEqual threshold. Defaults to the bundle
-                default of ``mgedump`` (``--maxerr``).
-            no_assert: store no expected outputs in the bundle.
-            dump_format: None or ``"ONNX"``; MegEngine's ``"FBS"``, ``"FBS_V2"``
-                and ``"MDL"`` are refused (mgedump writes ONNX).
+            keep_var_name: 2 names intermediate tensors and weights as MegEngine
+                (``net.fc.MatrixMul``, or the name the user gave); 0 and 1 number
+                them (inputs and outputs always keep their names).
+            keep_opr_name: name the nodes as MegEngine (``net.fc.MatrixMul``, ``net.RELU[1]``).
+            keep_param_name: name the weights after their tensors (``net.fc.weight``).
+            strip_info_file, append_json: also write strip info, as ``--output-strip-info``
+                (``append_json``: merged into an existing file).
+            input_data: write a bundle: a list with one test case per item, a
+                ``-d`` spec string, an array (one-input graphs), a list of arrays
+                (one per input) or a dict of arrays by input name.
+            maxerr, no_assert, silent: as ``--maxerr`` (default: the bundle
+                default), ``--no-assert`` and ``--silent``.
+            dump_format: None or ``"ONNX"``; MegEngine's formats are refused.
             **enable_flags: ``enable_io16xc32=True`` and the other ``--enable-*``
-                flags of ``mgedump``, as keywords.
+                flags; MegEngine's keywords for its own format (``append``,
+                ``user_info``, ``model_version``, ...) at their defaults only.
 
         Returns:
             A :class:`DumpInfo`: the written graph's inputs, outputs, weights and operation counts.
 
         Raises:
-            ValueError: the trace was made without ``capture_as_const=True``; a
-                wrong number of ``arg_names``/``output_names``; bad ``keep_var_name``;
-                a test case that does not fit the inputs; a MegEngine ``dump_format``;
-                calls on several shapes whose recordings differ beyond their shapes.
-            RuntimeError: the function has not been called yet.
-            TypeError: ``output_names`` for a function that returns a dict.
+            ValueError: no ``capture_as_const=True``; no tensor returned; a wrong
+                number of names; bad ``keep_var_name``; a test case that does not
+                fit; a MegEngine ``dump_format``; recordings that differ beyond shapes.
+            RuntimeError: not called yet; a BatchNorm in training mode.
+            TypeError: a keyword of the wrong type (the message says the type it
+                takes); ``output_names`` for a function that returns a dict.
+            NotImplementedError: a MegEngine-only keyword away from its default.
             MgeError: an unknown or refused ``enable_*`` flag, a bad spec, an
                 unwritable output (as the ``mgedump`` command reports them).
         """

@@ -16,12 +16,12 @@
 
     net = Net().eval()
 
-Tensors set as attributes are the module's parameters (buffers, for
-BatchNorm's running statistics); they are named after their attribute path
-(``conv.weight``), which :meth:`mgedump.jit.trace.dump` uses with
-``keep_param_name=True``. Weights start random as numpy's global generator
-gives them (seed it with ``np.random.seed``); load real ones with
-:meth:`Module.load_state_dict`.
+Tensors set as attributes (or in lists, tuples and dicts held by attributes)
+are the module's parameters (buffers, for BatchNorm's running statistics).
+A dump names them, and the operations modules issue, as MegEngine does (see
+:class:`Module`): ``net.conv.weight``, ``net.conv.Convolution``. Weights
+start random as numpy's global generator gives them (seed it with
+``np.random.seed``); load real ones with :meth:`Module.load_state_dict`.
 
 Users import it as ``mgedump.module``.
 """
@@ -57,68 +57,115 @@ __all__ = [
 ]
 
 
+_INTERNAL = frozenset({"_name", "_short", "_parent", "_path", "_layers", "training"})  # Module's own bookkeeping
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix and name else prefix or name
+
+
+def _expand(key: str, keys: tuple[Any, ...], value: Any) -> Iterator[tuple[str, tuple[Any, ...], Any]]:
+    """The modules and tensors an attribute holds, with their keys: the attribute's own, or, inside lists,
+    tuples and dicts, the attribute's then the positions or dict keys (``l0.1``, ``l2.l2-1``), as MegEngine."""
+    if isinstance(value, (Module, TensorBase)):
+        yield key, keys, value
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _expand(f"{key}.{i}", (*keys, i), item)
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            yield from _expand(f"{key}.{k}", (*keys, k), item)
+
+
+def _scope_keys(key: str, value: Any) -> None:
+    """A module reached through attribute ``key`` (or a container in it) is scoped by that path when called."""
+    for k, _, leaf in _expand(key, (key,), value):
+        if isinstance(leaf, Module):
+            object.__setattr__(leaf, "_short", k)
+
+
 class Module:
     """Base class: set Tensors and Modules as attributes, write ``forward``, call the module.
 
     Args:
-        name: the module's name (MegEngine's ``name``): the nodes of a dumped
-            graph are scoped by it when this module is the outermost one called
-            (``net.fc.MatrixMul``); inner modules are scoped by their attribute names.
+        name: the module's name (MegEngine's ``name``; ``self.name = ...`` after
+            ``super().__init__()`` works too).
+
+    Names, as MegEngine gives them in a dump: the operations a module issues
+    are scoped by the modules being called, outermost first: the outermost by
+    its ``name`` (none: no scope), each one inside by its ``name`` if given,
+    else by the attribute path its caller reached it by (``linear``, or
+    ``l0.1`` and ``l2.key`` for modules in lists, tuples and dicts). A tensor
+    a module holds is named after the module's path and its own name, else its
+    attribute path (``net.fc.weight``, ``net.k``).
 
     Plain attributes may be set before ``super().__init__()``, as in MegEngine.
     """
 
     _buffer_names: tuple[str, ...] = ()
-    _tensors: OrderedDict[str, Tensor]
-    _modules: OrderedDict[str, Module]
-    _path: str
     _name: str | None
+    _short: str  # the key its parent holds it by ("" for none)
+    _parent: str  # its parent's path
+    _path: str  # its path: the parent's, then its name or key
     training: bool
 
     def __init__(self, name: str | None = None) -> None:
         self._start()
         object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_name", name)
+        if name is not None:
+            self.name = name
 
     def _start(self) -> None:
-        if "_modules" not in self.__dict__:
-            object.__setattr__(self, "_tensors", OrderedDict())
-            object.__setattr__(self, "_modules", OrderedDict())
-            object.__setattr__(self, "_path", "")
-            object.__setattr__(self, "_name", None)
-            object.__setattr__(self, "training", True)
+        if "_path" not in self.__dict__:
+            for key, value in (("_name", None), ("_short", ""), ("_parent", ""), ("_path", ""), ("training", True)):
+                object.__setattr__(self, key, value)
 
     @property
     def name(self) -> str | None:
+        """The module's name (scopes its operations and tensors in a dump); None: its attribute path does."""
         return self._name
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    @name.setter
+    def name(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"a module's name is a str or None, not {type(value).__name__}")
+        object.__setattr__(self, "_name", value or None)
+        self._rename(self._parent, self._short)
+
+    def __setattr__(self, key: str, value: Any) -> None:
         self._start()
-        self._tensors.pop(name, None)
-        self._modules.pop(name, None)
-        if isinstance(value, Tensor):
-            self._tensors[name] = value
-            value.name = self._join(name)
-        elif isinstance(value, Module):
-            self._modules[name] = value
-            value._rename(self._join(name))
-        object.__setattr__(self, name, value)
+        object.__setattr__(self, key, value)
+        if key not in _INTERNAL:
+            for k, _, leaf in _expand(key, (key,), value):
+                self._adopt(k, leaf, set())
 
-    def _join(self, name: str) -> str:
-        return f"{self._path}.{name}" if self._path else name
+    def __getattribute__(self, key: str) -> Any:
+        value = object.__getattribute__(self, key)
+        if key[0] != "_" and isinstance(value, (Module, list, tuple, dict)):
+            _scope_keys(key, value)
+        return value
 
-    def _rename(self, path: str) -> None:
-        """Name this module's tensors (and its submodules') after their path from the outermost module."""
-        object.__setattr__(self, "_path", path)
-        for name, t in self._tensors.items():
-            t.name = self._join(name)
-        for name, m in self._modules.items():
-            m._rename(self._join(name))
+    def _adopt(self, key: str, leaf: Any, seen: set[int]) -> None:
+        if isinstance(leaf, TensorBase):
+            leaf._prefix, leaf._key = self._path, key
+        elif id(leaf) not in seen and leaf is not self:
+            leaf._rename(self._path, key, seen)
 
-    def __delattr__(self, name: str) -> None:
-        self._tensors.pop(name, None)
-        self._modules.pop(name, None)
-        object.__delattr__(self, name)
+    def _rename(self, parent: str, key: str, seen: set[int] | None = None) -> None:
+        """Name this module, its tensors and its submodules after its parent's path and the key it holds it by."""
+        seen = set() if seen is None else seen
+        seen.add(id(self))
+        object.__setattr__(self, "_parent", parent)
+        object.__setattr__(self, "_short", key)
+        object.__setattr__(self, "_path", _join(parent, self._name or key))
+        for k, _, leaf in self._children():
+            self._adopt(k, leaf, seen)
+
+    def _children(self) -> Iterator[tuple[str, tuple[Any, ...], Any]]:
+        """The tensors and modules this module holds (in attributes, lists, tuples and dicts), in the order set."""
+        for key, value in list(vars(self).items()):
+            if key not in _INTERNAL:
+                yield from _expand(key, (key,), value)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
@@ -127,7 +174,7 @@ class Module:
         if current() is None:
             return self.forward(*args, **kwargs)
         names = scope()
-        names.append((self._path.rsplit(".", 1)[-1] or self._name or "") if names else (self._name or ""))
+        names.append((self._name or self._short) if names else (self._name or ""))
         try:
             return self.forward(*args, **kwargs)
         finally:
@@ -135,8 +182,23 @@ class Module:
 
     # ------------------------------------------------------------ tree
 
+    def _walk(self, prefix: str, seen: set[int]) -> Iterator[tuple[str, Any, Module, tuple[Any, ...]]]:
+        """(path, tensor or module, the module holding it, its keys there) of everything below, each object once."""
+        for key, keys, leaf in self._children():
+            if id(leaf) in seen:
+                continue
+            seen.add(id(leaf))
+            path = _join(prefix, key)
+            yield path, leaf, self, keys
+            if isinstance(leaf, Module):
+                yield from leaf._walk(path, seen)
+
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        yield from self._modules.items()
+        seen: set[int] = {id(self)}
+        for key, _, leaf in self._children():
+            if isinstance(leaf, Module) and id(leaf) not in seen:
+                seen.add(id(leaf))
+                yield key, leaf
 
     def children(self) -> Iterator[Module]:
         for _, m in self.named_children():
@@ -144,8 +206,9 @@ class Module:
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         yield prefix, self
-        for name, m in self._modules.items():
-            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+        for path, leaf, _, _ in self._walk(prefix, {id(self)}):
+            if isinstance(leaf, Module):
+                yield path, leaf
 
     def modules(self) -> Iterator[Module]:
         for _, m in self.named_modules():
@@ -153,16 +216,15 @@ class Module:
 
     def named_tensors(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
         """Every parameter and buffer, by attribute path."""
-        for name, t in self._tensors.items():
-            yield (f"{prefix}.{name}" if prefix else name), t
-        for name, m in self._modules.items():
-            yield from m.named_tensors(f"{prefix}.{name}" if prefix else name)
+        for path, leaf, _, _ in self._walk(prefix, {id(self)}):
+            if isinstance(leaf, TensorBase):
+                yield path, cast(Tensor, leaf)
 
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
         """The learnable tensors (weights and biases), by attribute path."""
-        for name, t in self.named_tensors(prefix):
-            if name.rsplit(".", 1)[-1] not in self._owner_buffers(name, prefix):
-                yield name, t
+        for path, leaf, owner, keys in self._walk(prefix, {id(self)}):
+            if isinstance(leaf, TensorBase) and keys[0] not in owner._buffer_names:
+                yield path, cast(Tensor, leaf)
 
     def parameters(self) -> Iterator[Tensor]:
         for _, t in self.named_parameters():
@@ -170,20 +232,13 @@ class Module:
 
     def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
         """The non-learnable state (BatchNorm's running statistics), by attribute path."""
-        for name, t in self.named_tensors(prefix):
-            if name.rsplit(".", 1)[-1] in self._owner_buffers(name, prefix):
-                yield name, t
+        for path, leaf, owner, keys in self._walk(prefix, {id(self)}):
+            if isinstance(leaf, TensorBase) and keys[0] in owner._buffer_names:
+                yield path, cast(Tensor, leaf)
 
     def buffers(self) -> Iterator[Tensor]:
         for _, t in self.named_buffers():
             yield t
-
-    def _owner_buffers(self, path: str, prefix: str) -> tuple[str, ...]:
-        rel = path[len(prefix) + 1 :] if prefix else path
-        owner: Module = self
-        for part in rel.split(".")[:-1]:
-            owner = owner._modules[part]
-        return owner._buffer_names
 
     # ------------------------------------------------------------ mode and state
 
@@ -194,7 +249,7 @@ class Module:
         return self
 
     def eval(self) -> Module:
-        """Set inference mode (needed by BatchNorm2d); returns self."""
+        """Set inference mode; returns self."""
         return self.train(False)
 
     def state_dict(self) -> OrderedDict[str, np.ndarray]:
@@ -208,7 +263,8 @@ class Module:
             KeyError: with ``strict``, a missing or unexpected key.
             ValueError: a value whose shape differs from the parameter's.
         """
-        own = dict(self.named_tensors())
+        own = {path: (leaf, owner, keys) for path, leaf, owner, keys in self._walk("", {id(self)})}
+        own = {path: entry for path, entry in own.items() if isinstance(entry[0], TensorBase)}
         if strict:
             missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
             if missing or unexpected:
@@ -216,24 +272,36 @@ class Module:
         for name, value in state.items():
             if name not in own:
                 continue
-            array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-            if array.shape != own[name].shape:
-                raise ValueError(f"{name}: shape {array.shape} does not fit the parameter's {own[name].shape}")
-            owner: Module = self
-            *path, attr = name.split(".")
-            for part in path:
-                owner = owner._modules[part]
-            setattr(owner, attr, Tensor(array, own[name].dtype))
+            old, owner, keys = own[name]
+            array = value.numpy() if isinstance(value, TensorBase) else np.asarray(value)
+            if array.shape != old.shape:
+                raise ValueError(f"{name}: shape {array.shape} does not fit the parameter's {old.shape}")
+            new = type(old)(array, old.dtype) if isinstance(old, Tensor) else Tensor(array, old.dtype)
+            new._name = old._name
+            setattr(owner, keys[0], _replaced(getattr(owner, keys[0]), keys[1:], new))
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__}({self._extra_repr()})"]
-        for name, m in self._modules.items():
+        for name, m in self.named_children():
             sub = repr(m).replace("\n", "\n  ")
             lines.append(f"  ({name}): {sub}")
         return "\n".join(lines) if len(lines) > 1 else lines[0]
 
     def _extra_repr(self) -> str:
         return ""
+
+
+def _replaced(container: Any, keys: tuple[Any, ...], new: Any) -> Any:
+    """``container`` with the item at ``keys`` (positions and dict keys) replaced: lists and dicts in place,
+    tuples rebuilt."""
+    if not keys:
+        return new
+    head, rest = keys[0], keys[1:]
+    item = _replaced(container[head], rest, new)
+    if isinstance(container, tuple):
+        return (*container[:head], item, *container[head + 1 :])
+    container[head] = item
+    return container
 
 
 def _tensor(t: TensorBase) -> Tensor:
@@ -255,21 +323,23 @@ class Sequential(Module):
             items = list(modules[0].items())
         else:
             items = [(str(i), m) for i, m in enumerate(modules)]
-        for name, m in items:
+        for _, m in items:
             if not isinstance(m, Module):
                 raise TypeError(f"Sequential takes modules, got {type(m).__name__}")
-            setattr(self, name, m)
+        object.__setattr__(self, "_layers", [m for _, m in items])
+        for name, m in items:
+            setattr(self, str(name), m)
 
     def forward(self, x: Any) -> Any:
-        for m in self._modules.values():
+        for m in self._layers:
             x = m(x)
         return x
 
     def __len__(self) -> int:
-        return len(self._modules)
+        return len(self._layers)
 
     def __getitem__(self, index: int) -> Module:
-        return list(self._modules.values())[index]
+        return cast(Module, self._layers[index])
 
 
 class Linear(Module):
@@ -326,7 +396,8 @@ class Conv2d(Module):
 
 
 class BatchNorm2d(Module):
-    """Batch normalization over NCHW input with running statistics (inference only: call ``eval()``)."""
+    """Batch normalization over NCHW input: with the running statistics after ``eval()``; in training mode (the
+    default, as MegEngine) with the batch's own, which a dump refuses (the running statistics are not updated)."""
 
     _buffer_names = ("running_mean", "running_var")
 
@@ -344,12 +415,11 @@ class BatchNorm2d(Module):
 
     def forward(self, x: Any) -> Tensor:
         kind = type(self).__name__
-        if self.training:
-            raise RuntimeError(f"{kind} computes with running statistics only (inference): call model.eval() first")
         ndim = x.ndim if isinstance(x, Tensor) else np.ndim(x)
         if ndim not in self._ndims:
             raise ValueError(f"{kind} takes input of rank {' or '.join(map(str, self._ndims))}, got rank {ndim}")
-        return _tensor(F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, eps=self.eps))
+        stats = (self.running_mean, self.running_var)
+        return _tensor(F.batch_norm(x, *stats, self.weight, self.bias, training=self.training, eps=self.eps))
 
     def _extra_repr(self) -> str:
         return f"{self.num_features}, eps={self.eps}"

@@ -38,6 +38,7 @@ class OpDef:
             as a tensor, the boxes of non-maximum suppression.
         shape_only: the result depends on the input's shape only (``shape``).
         random: the result is random: computed afresh on every call, never reused.
+        training: it computes as in training (batch statistics): a graph holding it is not dumped.
     """
 
     name: str
@@ -46,6 +47,7 @@ class OpDef:
     dynamic: Callable[[dict[str, Any]], Sequence[int]] | None = None
     shape_only: bool = False
     random: bool = False
+    training: bool = False
 
 
 OPS: dict[str, OpDef] = {}
@@ -79,6 +81,8 @@ DISPLAY_NAMES = {
     "linear": "MatrixMul",
     "conv2d": "Convolution",
     "batch_norm": "BatchNorm",
+    "batch_norm_train": "BatchNorm",
+    "warp_perspective": "WarpPerspective",
     "max_pool2d": "Pooling",
     "avg_pool2d": "Pooling",
     "reshape": "Reshape",
@@ -102,6 +106,7 @@ DISPLAY_NAMES = {
     "broadcast_to_dyn": "Broadcast",
     "topk": "TopK",
     "repeat": "Repeat",
+    "repeat_dyn": "Repeat",
     "nms": "NMSKeep",
     "random_uniform": "UniformRNG",
     "random_normal": "GaussianRNG",
@@ -862,6 +867,42 @@ def _batch_norm_emit(b, ins, out, attrs, infos, oinfo):
 _register("batch_norm", _batch_norm_compute, _batch_norm_emit)
 
 
+def _batch_stats_compute(a, attrs):
+    x, w, bias = a
+    axes = (0, *range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    mean = x.mean(axis=axes, keepdims=True)
+    var = np.square(x - mean).mean(axis=axes, keepdims=True)
+    y = (x - mean) / np.sqrt(var + np.asarray(attrs["eps"], x.dtype)) * w.reshape(shape) + bias.reshape(shape)
+    return y.astype(x.dtype, copy=False)
+
+
+def _batch_stats_emit(b, ins, out, attrs, infos, oinfo):
+    """BatchNorm in training mode: normalised by the batch's own mean and (biased) variance."""
+    x, w, bias = ins
+    ndim, dtype = len(infos[0][0]), infos[0][1]
+    axes = [0, *range(2, ndim)]
+    mean, diff, square, var, shifted, std, normed, scaled = (
+        b.tmp(h) for h in ("mean", "diff", "square", "var", "var_eps", "std", "normed", "scaled")
+    )
+    b.node("ReduceMean", [x], [mean], axes=axes, keepdims=1)
+    b.node("Sub", [x, mean], [diff])
+    b.node("Mul", [diff, diff], [square])
+    b.node("ReduceMean", [square], [var], axes=axes, keepdims=1)
+    b.node("Add", [var, b.const(np.array(attrs["eps"], dtype), "eps")], [shifted])
+    b.node("Sqrt", [shifted], [std])
+    b.node("Div", [diff, std], [normed])
+    per_channel = b.const(np.array(axes, np.int64), "axes")
+    w4, bias4 = b.tmp("weight"), b.tmp("bias")
+    b.node("Unsqueeze", [w, per_channel], [w4])
+    b.node("Unsqueeze", [bias, per_channel], [bias4])
+    b.node("Mul", [normed, w4], [scaled])
+    b.node("Add", [scaled, bias4], [out])
+
+
+_register("batch_norm_train", _batch_stats_compute, _batch_stats_emit, training=True)
+
+
 def _linear_compute(a, attrs):
     y = np.matmul(a[0], a[1].T)
     if len(a) > 2:
@@ -950,7 +991,7 @@ _register(
 
 
 def _topk_compute(a, attrs):
-    x, k = a[0], attrs["k"]
+    x, k = a[0], min(attrs["k"], a[0].shape[-1])  # k beyond the size: all of them, as MegEngine
     key = -x.astype(np.float64) if attrs["largest"] else x
     order = np.argsort(key, axis=-1, kind="stable")[..., :k]  # ties: the lower index first, as onnxruntime
     if attrs["output"] == 1:
@@ -959,8 +1000,11 @@ def _topk_compute(a, attrs):
 
 
 def _topk_emit(b, ins, out, attrs, infos, oinfo):
-    values, indices = b.tmp("values"), b.tmp("indices")
-    k = b.const(np.array([attrs["k"]], np.int64), "k")
+    values, indices, shape, size, k = (b.tmp(h) for h in ("values", "indices", "shape", "size", "k"))
+    b.node("Shape", [ins[0]], [shape])
+    ends = b.const(np.array([INT64_MAX], np.int64), "ends")
+    b.node("Slice", [shape, b.const(np.array([-1], np.int64), "starts"), ends], [size])
+    b.node("Min", [b.const(np.array([attrs["k"]], np.int64), "k"), size], [k])  # k beyond the size: all
     b.node("TopK", [ins[0], k], [values, indices], axis=-1, largest=int(attrs["largest"]), sorted=1)
     if attrs["output"] == 1:
         b.node("Cast", [indices], [out], to=onnx_type(np.int32))
@@ -971,17 +1015,16 @@ def _topk_emit(b, ins, out, attrs, infos, oinfo):
 _register("topk", _topk_compute, _topk_emit)
 
 
-def _repeat_emit(b, ins, out, attrs, infos, oinfo):
-    axis, r = attrs["axis"], attrs["repeats"]
-    ndim = len(infos[0][0])
-    expanded, tiled, shape, before, mid, after, scaled, target = (
-        b.tmp(h) for h in ("unsqueeze", "tile", "shape", "before", "dim", "after", "dim", "shape")
+def _repeat_nodes(b, x: str, reps: str, out: str, axis: int, ndim: int) -> None:
+    """x repeated ``reps`` (an int64 tensor of one value) times along axis: tiled on a new axis, then merged."""
+    expanded, tiled, shape, before, mid, after, scaled, target, tile = (
+        b.tmp(h) for h in ("unsqueeze", "tile", "shape", "before", "dim", "after", "dim", "shape", "repeats")
     )
-    b.node("Unsqueeze", [ins[0], b.const(np.array([axis + 1], np.int64), "axes")], [expanded])
-    reps = [1] * (ndim + 1)
-    reps[axis + 1] = r
-    b.node("Tile", [expanded, b.const(np.array(reps, np.int64), "repeats")], [tiled])
-    b.node("Shape", [ins[0]], [shape])
+    b.node("Unsqueeze", [x, b.const(np.array([axis + 1], np.int64), "axes")], [expanded])
+    ones = [b.const(np.ones(n, np.int64), "ones") for n in (axis + 1, ndim - axis - 1)]
+    b.node("Concat", [ones[0], reps, ones[1]], [tile], axis=0)
+    b.node("Tile", [expanded, tile], [tiled])
+    b.node("Shape", [x], [shape])
 
     def part(name: str, lo: int, hi: int) -> None:
         b.node(
@@ -993,12 +1036,144 @@ def _repeat_emit(b, ins, out, attrs, infos, oinfo):
     part(before, 0, axis)
     part(mid, axis, axis + 1)
     part(after, axis + 1, INT64_MAX)
-    b.node("Mul", [mid, b.const(np.array([r], np.int64), "repeats")], [scaled])
+    b.node("Mul", [mid, reps], [scaled])
     b.node("Concat", [before, scaled, after], [target], axis=0)
     b.node("Reshape", [tiled, target], [out])
 
 
+def _repeat_emit(b, ins, out, attrs, infos, oinfo):
+    reps = b.const(np.array([attrs["repeats"]], np.int64), "repeats")
+    _repeat_nodes(b, ins[0], reps, out, attrs["axis"], len(infos[0][0]))
+
+
+def _repeat_dyn_emit(b, ins, out, attrs, infos, oinfo):
+    reps = b.tmp("repeats")
+    b.node("Reshape", [_dyn_shape(b, ins[1]), b.const(np.array([1], np.int64), "shape")], [reps])
+    _repeat_nodes(b, ins[0], reps, out, attrs["axis"], len(infos[0][0]))
+
+
+def _repeat_dyn_compute(a, attrs):
+    count = int(np.asarray(a[1]).reshape(-1)[0])
+    if count < 0:
+        raise ValueError(f"repeat: repeats must be >= 0, got {count}")
+    return np.repeat(a[0], count, axis=attrs["axis"])
+
+
+_register("repeat_dyn", _repeat_dyn_compute, _repeat_dyn_emit, dynamic=lambda attrs: (1,))
 _register("repeat", lambda a, attrs: np.repeat(a[0], attrs["repeats"], axis=attrs["axis"]), _repeat_emit)
+
+
+# ------------------------------------------------------------------ warp_perspective (MegEngine's F.vision)
+
+# the four neighbours of a sampling point, with the weight each takes: (dx, dy, weight of x, weight of y)
+_CORNERS = ((0, 0, False, False), (1, 0, True, False), (0, 1, False, True), (1, 1, True, True))
+
+
+def _warp_points(mat: np.ndarray, out_hw: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Where each output pixel samples the input: mat maps (w, h, 1) to (x * d, y * d, d), as MegEngine's."""
+    oh, ow = out_hw
+    ys, xs = np.meshgrid(np.arange(oh, dtype=np.float32), np.arange(ow, dtype=np.float32), indexing="ij")
+    grid = np.stack([xs.ravel(), ys.ravel(), np.ones(oh * ow, np.float32)])  # (3, P)
+    src = np.matmul(mat, grid)  # (N, 3, P)
+    return src[:, 0] / src[:, 2], src[:, 1] / src[:, 2]
+
+
+def _warp_compute(a, attrs):
+    x, mat = a[0], a[1]
+    n, c, h, w = x.shape
+    flat = x.reshape(n, c, h * w)
+    with np.errstate(all="ignore"):
+        sx, sy = _warp_points(mat, attrs["out"])
+        if attrs["interp"] == "nearest":
+            sx, sy = np.floor(sx + np.float32(0.5)), np.floor(sy + np.float32(0.5))
+        x0, y0 = np.floor(sx), np.floor(sy)
+        fx, fy = sx - x0, sy - y0
+    total = np.zeros((n, c, sx.shape[1]), np.float32)
+    for dx, dy, use_fx, use_fy in _CORNERS:
+        ix, iy = x0 + np.float32(dx), y0 + np.float32(dy)
+        weight = (fx if use_fx else 1 - fx) * (fy if use_fy else 1 - fy)
+        cx, cy = np.clip(np.nan_to_num(ix), 0, w - 1), np.clip(np.nan_to_num(iy), 0, h - 1)
+        index = (cy.astype(np.int64) * w + cx.astype(np.int64))[:, None, :]
+        value = np.take_along_axis(flat, np.broadcast_to(index, (n, c, index.shape[2])), axis=2)
+        if attrs["border"] == "constant":
+            inside = ((ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1))[:, None, :]
+            value = np.where(inside, value, np.float32(attrs["border_val"]))
+        total += value * weight[:, None, :]
+    return total.reshape(n, c, *attrs["out"]).astype(np.float32)
+
+
+def _f32(b, value: float, hint: str) -> str:
+    return str(b.const(np.array(value, np.float32), hint))
+
+
+def _i64(b, values: Sequence[int], hint: str) -> str:
+    return str(b.const(np.array(values, np.int64), hint))
+
+
+def _warp_sample_points(b, mat: str, out_hw: tuple[int, int], nearest: bool) -> tuple[str, str, str, str]:
+    """The integer part (floor) and the fraction of each sampling point's x and y, each (N, P)."""
+    oh, ow = out_hw
+    ys, xs = np.meshgrid(np.arange(oh, dtype=np.float32), np.arange(ow, dtype=np.float32), indexing="ij")
+    grid = b.const(np.stack([xs.ravel(), ys.ravel(), np.ones(oh * ow, np.float32)]), "grid")
+    src = b.tmp_node("MatMul", [mat, grid])
+    den = b.tmp_node("Gather", [src, b.const(np.array(2, np.int64), "row")], axis=1)
+    parts: list[str] = []
+    for row in (0, 1):
+        coord = b.tmp_node("Gather", [src, b.const(np.array(row, np.int64), "row")], axis=1)
+        coord = b.tmp_node("Div", [coord, den])
+        if nearest:
+            coord = b.tmp_node("Floor", [b.tmp_node("Add", [coord, _f32(b, 0.5, "half")])])
+        whole = b.tmp_node("Floor", [coord])
+        parts += [whole, b.tmp_node("Sub", [coord, whole])]
+    return parts[0], parts[1], parts[2], parts[3]
+
+
+def _warp_corner(b, flat: str, spread: str, xy: tuple[str, str], hw: tuple[int, int], attrs: dict) -> str:
+    """The input's values at one neighbour (N, C, P): clamped to the border, or the border value outside."""
+    (ix, iy), (h, w) = xy, hw
+    zero = _f32(b, 0, "zero")
+    safe_x = b.tmp_node("Where", [b.tmp_node("IsNaN", [ix]), zero, ix])  # a degenerate matrix: no index out of range
+    safe_y = b.tmp_node("Where", [b.tmp_node("IsNaN", [iy]), zero, iy])
+    cx = b.tmp_node("Clip", [safe_x, _f32(b, 0, "low"), _f32(b, w - 1, "high")])
+    cy = b.tmp_node("Clip", [safe_y, _f32(b, 0, "low"), _f32(b, h - 1, "high")])
+    index = b.tmp_node("Add", [b.tmp_node("Mul", [cy, _f32(b, w, "width")]), cx])
+    index = b.tmp_node("Cast", [index], to=onnx_type(np.int64))
+    index = b.tmp_node("Expand", [b.tmp_node("Unsqueeze", [index, _i64(b, [1], "axes")]), spread])
+    value = b.tmp_node("GatherElements", [flat, index], axis=2)
+    if attrs["border"] != "constant":
+        return str(value)
+    checks = [
+        b.tmp_node("GreaterOrEqual", [ix, _f32(b, 0, "low")]),
+        b.tmp_node("LessOrEqual", [ix, _f32(b, w - 1, "high")]),
+        b.tmp_node("GreaterOrEqual", [iy, _f32(b, 0, "low")]),
+        b.tmp_node("LessOrEqual", [iy, _f32(b, h - 1, "high")]),
+    ]
+    inside = b.tmp_node("And", [b.tmp_node("And", checks[:2]), b.tmp_node("And", checks[2:])])
+    inside = b.tmp_node("Unsqueeze", [inside, _i64(b, [1], "axes")])
+    return str(b.tmp_node("Where", [inside, value, _f32(b, attrs["border_val"], "border")]))
+
+
+def _warp_emit(b, ins, out, attrs, infos, oinfo):
+    (h, w), (oh, ow) = infos[0][0][2:], attrs["out"]
+    x0, fx, y0, fy = _warp_sample_points(b, ins[1], (oh, ow), attrs["interp"] == "nearest")
+    flat = b.tmp_node("Reshape", [ins[0], _i64(b, [0, 0, h * w], "shape")])
+    lead = b.tmp_node("Slice", [b.tmp_node("Shape", [ins[0]]), _i64(b, [0], "starts"), _i64(b, [2], "ends")])
+    spread = b.tmp_node("Concat", [lead, _i64(b, [oh * ow], "points")], axis=0)
+    one = _f32(b, 1, "one")
+    total = None
+    for dx, dy, use_fx, use_fy in _CORNERS:
+        ix = b.tmp_node("Add", [x0, one]) if dx else x0
+        iy = b.tmp_node("Add", [y0, one]) if dy else y0
+        wx = fx if use_fx else b.tmp_node("Sub", [one, fx])
+        wy = fy if use_fy else b.tmp_node("Sub", [one, fy])
+        weight = b.tmp_node("Unsqueeze", [b.tmp_node("Mul", [wx, wy]), _i64(b, [1], "axes")])
+        term = b.tmp_node("Mul", [_warp_corner(b, flat, spread, (ix, iy), (h, w), attrs), weight])
+        total = term if total is None else b.tmp_node("Add", [total, term])
+    assert total is not None
+    b.node("Reshape", [total, _i64(b, [0, 0, oh, ow], "shape")], [out])
+
+
+_register("warp_perspective", _warp_compute, _warp_emit)
 
 
 def _nms_compute(a, attrs):

@@ -59,7 +59,8 @@ class Tensor(TensorBase):
             if intercepting() is not None:  # a traced copy, not a constant of its value
                 copied = _F.unary("identity", data) if dtype is None else _F.astype(data, dtype)
                 self._init(copied._data, copied._shape, copied._dtype, copied._vid, copied._call, copied._origin)
-                self.name = name
+                if name is not None:
+                    self.name = name
                 return
             data = data._value()
         array = np.array(data, dtype=dtype, copy=True)
@@ -68,7 +69,8 @@ class Tensor(TensorBase):
         if array.dtype.kind not in "biuf":
             raise TypeError(f"a tensor holds bool, integer or floating-point data, not {array.dtype}")
         self._init(freeze(array), array.shape, array.dtype, None)
-        self.name = name
+        if name is not None:
+            self.name = name
 
     def __iter__(self) -> Iterator[Tensor]:
         for i in range(len(self)):
@@ -159,8 +161,8 @@ class Tensor(TensorBase):
     def __add__(self, other: Any) -> Tensor:
         return _as_tensor(_F.binary("add", self, other))
 
-    def __radd__(self, other: Any) -> Tensor:
-        return _as_tensor(_F.binary("add", other, self))
+    def __radd__(self, other: Any) -> Tensor:  # the tensor first, as MegEngine (ADD(x, const)): the same sum
+        return _as_tensor(_F.binary("add", self, other))
 
     def __sub__(self, other: Any) -> Tensor:
         return _as_tensor(_F.binary("sub", self, other))
@@ -171,8 +173,8 @@ class Tensor(TensorBase):
     def __mul__(self, other: Any) -> Tensor:
         return _as_tensor(_F.binary("mul", self, other))
 
-    def __rmul__(self, other: Any) -> Tensor:
-        return _as_tensor(_F.binary("mul", other, self))
+    def __rmul__(self, other: Any) -> Tensor:  # the tensor first, as MegEngine (MUL(x, const)): the same product
+        return _as_tensor(_F.binary("mul", self, other))
 
     def __truediv__(self, other: Any) -> Tensor:
         return _as_tensor(_F.binary("div", self, other))

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 
 import mgedump.functional as F
 import mgedump.module as M
 from mgedump import Tensor, tensor
-from mgedump.jit import trace
+from mgedump.jit import TraceError, trace
 
 
 class SmallCNN(M.Module):
@@ -79,3 +82,15 @@ def check_eager_and_traced(
         f = trace(fn, symbolic=symbolic)
         check_outputs(f(*inputs), eager, f"{name} (first call, symbolic={symbolic})")
         check_outputs(f(*inputs), eager, f"{name} (compiled, symbolic={symbolic})")
+
+
+@contextlib.contextmanager
+def raises_trace_error(reason: str, detail: str = "") -> Iterator[pytest.ExceptionInfo[TraceError]]:
+    """The block raises TraceError whose str is exactly MegEngine's ``trace error because <reason>``, and whose
+    detail (also its exception note) matches the regex ``detail``."""
+    with pytest.raises(TraceError) as caught:
+        yield caught
+    error = caught.value
+    assert str(error) == f"trace error because {reason}", str(error)
+    assert error.reason == reason and re.search(detail, error.detail), error.detail
+    assert getattr(error, "__notes__", []) == ([error.detail] if error.detail else [])

@@ -87,6 +87,12 @@ class Probe(dispatch.TracedCall):
     def read_value(self, t):
         raise AssertionError("not used")
 
+    def note_read(self, vid):
+        raise AssertionError("not used")
+
+    def note_name(self, vid, name):
+        raise AssertionError("not used")
+
 
 def test_a_registered_call_receives_every_operation_until_it_leaves():
     probe = Probe()

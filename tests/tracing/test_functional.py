@@ -29,6 +29,42 @@ IMG = RNG.standard_normal((2, 4, 7, 6)).astype(np.float32)
 W = RNG.standard_normal((6, 2, 3, 3)).astype(np.float32)
 CB = RNG.standard_normal(6).astype(np.float32)
 
+HOMOGRAPHY = np.array(
+    [[[0.9, 0.1, 0.5], [-0.2, 1.1, 0.25], [0.01, -0.02, 1.0]], [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [0.0, 0.0, 1.0]]],
+    np.float32,
+)
+
+
+def _warp_reference(img: np.ndarray, mat: np.ndarray, out_hw: tuple, border: str = "replicate") -> np.ndarray:
+    """warp_perspective pixel by pixel: mat maps (w, h, 1) to the input point, sampled bilinearly."""
+    n, c, h, w = img.shape
+    out = np.zeros((n, c, *out_hw), np.float64)
+    for b in range(n):
+        for oy in range(out_hw[0]):
+            for ox in range(out_hw[1]):
+                px, py, d = mat[b].astype(np.float64) @ np.array([ox, oy, 1.0])
+                x, y = px / d, py / d
+                x0, y0 = int(np.floor(x)), int(np.floor(y))
+                for xi, yi, wgt in (
+                    (x0, y0, (1 - (x - x0)) * (1 - (y - y0))),
+                    (x0 + 1, y0, (x - x0) * (1 - (y - y0))),
+                    (x0, y0 + 1, (1 - (x - x0)) * (y - y0)),
+                    (x0 + 1, y0 + 1, (x - x0) * (y - y0)),
+                ):
+                    inside = 0 <= xi < w and 0 <= yi < h
+                    if border == "constant" and not inside:
+                        value = np.zeros(c)
+                    else:
+                        value = img[b, :, min(max(yi, 0), h - 1), min(max(xi, 0), w - 1)]
+                    out[b, :, oy, ox] += wgt * value
+    return out.astype(np.float32)
+
+
+def _batch_stats_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    mean, var = x.mean(axis=(0, 2, 3), keepdims=True), x.var(axis=(0, 2, 3), keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * w[None, :, None, None] + b[None, :, None, None]
+
+
 # name -> (function of tensors, input arrays, numpy reference of the input arrays or None)
 CASES = {
     "add_scalar": (lambda x: x + 1, [A], lambda a: a + 1),
@@ -296,6 +332,29 @@ CASES = {
             np.sort(a[0])[:, 1],
         ),
     ),
+    "topk_k_beyond_the_size": (  # MegEngine clamps k to the size: all the values, sorted
+        lambda x: (*F.topk(x[0], 7), F.topk(x[0, 0], 9, kth_only=True)[0]),
+        [A],
+        lambda a: (np.sort(a[0]), np.argsort(a[0], kind="stable").astype(np.int32), np.sort(a[0, 0])[-1]),
+    ),
+    "repeat_by_a_tensor": (
+        lambda x, r: (F.repeat(x, r, axis=1), F.repeat(x[0], r)),
+        [A, np.array(3, np.int32)],
+        lambda a, r: (np.repeat(a, 3, axis=1), np.repeat(a[0], 3)),
+    ),
+    "warp_perspective": (
+        lambda x, m: (
+            F.vision.warp_perspective(x, m, (5, 4)),
+            F.vision.warp_perspective(x, m, (3, 6), border_mode="constant"),
+        ),
+        [IMG, HOMOGRAPHY],
+        lambda a, m: (_warp_reference(a, m, (5, 4)), _warp_reference(a, m, (3, 6), "constant")),
+    ),
+    "batch_norm_batch_statistics": (
+        lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+        [IMG, np.abs(A[0, 0]) + 0.5, B[0, 0]],
+        _batch_stats_reference,
+    ),
     "repeat_split": (
         lambda x: (F.repeat(x, 2, axis=1), F.repeat(x[0], 3), *F.split(x, 2), *F.split(x, [1, 3], axis=2)),
         [A],
@@ -376,8 +435,8 @@ def test_functional_argument_errors():
         F.max_pool2d(tensor(np.ones((1, 1, 2, 2), np.int32)), 2)
     with pytest.raises(ValueError, match="mode"):
         F.avg_pool2d(x, 2, mode="median")
-    with pytest.raises(NotImplementedError, match="eval"):
-        F.batch_norm(x, tensor(np.zeros(4)), tensor(np.ones(4)), training=True)
+    with pytest.raises(ValueError, match="weight"):
+        F.batch_norm(x, None, None, tensor(np.ones(3)), training=True)
     with pytest.raises(ValueError, match="running_mean"):
         F.batch_norm(x, tensor(np.zeros(3)), tensor(np.ones(4)))
     with pytest.raises(ValueError, match="linear"):

@@ -13,7 +13,19 @@ import mgedump.module
 import mgedump.tracing
 
 # bottom to top, as mgedump/tracing/__init__.py lists them: each module imports only modules before it
-LAYERS = ["ops", "dispatch", "functional", "random", "numpy_api", "tensor", "module", "graph", "dump", "jit"]
+LAYERS = [
+    "ops",
+    "dispatch",
+    "arguments",
+    "functional",
+    "random",
+    "numpy_api",
+    "tensor",
+    "module",
+    "graph",
+    "dump",
+    "jit",
+]
 # what the tracing modules other than dump may import from the tool
 LOW_LEVEL = {"mgedump", "mgedump.model.runtime", "mgedump.base.errors", "mgedump.base.log"}
 
