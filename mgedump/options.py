@@ -31,6 +31,7 @@ FLOAT16_MAXERR = 1e-2  # mgediff's default when either side holds float16: float
 FLOAT16_MARGIN = 0.5  # the float16 search aims this fraction below maxerr (measured on held-out data: docs/float16.md)
 IO_DUMP_BUDGET_MB = 1024  # MiB of exposed tensors one run may hold (docs/io-dump.md)
 GRAPH_OPT_LEVELS = ("disable", "basic", "extended", "all")
+EXECUTION_MODES = ("sequential", "parallel")  # onnxruntime's execution of the graph's independent branches
 ERROR_STATS = ("max", "p99", "mean", "median")  # what a bound applies to, over an output's element errors
 CALIBRATE_METHODS = ("minmax", "entropy", "percentile")  # onnxruntime's calibrators; minmax measured best (docs)
 INT8_WEIGHTS = ("per-channel", "per-tensor")
@@ -364,6 +365,9 @@ class VerifyOptions:
         io_dump: write every tensor of every test case into this folder (an io dump).
         io_dump_budget_mb: how many MiB of exposed tensors one run may hold;
             beyond it, a test case is run several times, a part of the tensors each.
+        variant: the variant of a bundle of several to run (docs/fitting.md); none: every variant
+            (:func:`mgedump.verify_all`; :func:`mgedump.verify` asks for one).
+        execution_mode: onnxruntime's ``sequential`` or ``parallel`` execution of the graph (none: sequential).
     """
 
     cases: Any = ()
@@ -387,9 +391,13 @@ class VerifyOptions:
     report_html: str | None = None
     io_dump: str | None = None
     io_dump_budget_mb: int = IO_DUMP_BUDGET_MB
+    variant: str | None = None
+    execution_mode: str | None = None
 
     def __post_init__(self) -> None:
         check_at_least(self.iters, 1, "iters")
+        if self.execution_mode is not None:
+            check_one_of(self.execution_mode, EXECUTION_MODES, "execution_mode")
         check_at_least(self.warmup, 0, "warmup")
         check_threads(self.concurrency, "concurrency")
         check_threads(self.threads, "threads")

@@ -249,3 +249,23 @@ def _check_layout(path: str, names: list[str]) -> None:
         other = folded.setdefault(name.casefold(), name)
         if other != name:
             raise BundleError(f"{path}: members {other!r} and {name!r} differ only in case")
+
+
+def peek_variants(path: str) -> list[str]:
+    """The variants a bundle names in its manifest, read without checking anything else (none: a bundle of one
+    model, or one that cannot be read, which verifying it then says). Only a regular file is opened: a FIFO
+    would block."""
+    if not os.path.isfile(path):
+        return []
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo(MANIFEST)
+            if info.file_size > MAX_MANIFEST_BYTES:
+                return []
+            variants = json.loads(zf.read(MANIFEST).decode("utf-8")).get("variants")
+    except (*_ZIP_ERRORS, RecursionError, AttributeError):
+        return []
+    if not isinstance(variants, list):
+        return []
+    names = [v.get("name") for v in variants if isinstance(v, dict)]
+    return [n for n in names if isinstance(n, str)]

@@ -39,7 +39,7 @@ def mgerun_command(paths: tuple[str, ...], verbose: int, quiet: bool | None, **v
     plan = plan_runs(paths, options, data_flags=data_flags)
     # a report on stdout (--report-json -) keeps stdout to itself: the lines people read go to stderr
     to_stdout = bool(stdout_targets((options.report_json, options.junit_xml, options.report_html)))
-    printer = RunPrinter(verbose, len(plan.bundles) > 1, err=to_stdout)
+    printer = RunPrinter(verbose, plan.many, err=to_stdout)
     progress = ProgressBar() if sys.stderr.isatty() and not quiet else None
     with Status("mgerun", enabled=not quiet) as status:
         summary = verify_all(

@@ -19,8 +19,9 @@ import numpy as np
 from ..base.errors import MgeError, OptimizeError, RunError, SpecError
 from ..base.log import logger
 from ..base.naming import option_name
-from ..data import TestCase, cast_to
-from ..measure.assertion import maxerr_hint
+from ..data import TestCase
+from ..data.casts import as_inputs_of
+from ..measure.assertion import by_value, maxerr_hint
 from ..measure.structured import check_value
 from ..model.runtime import TensorInfo, infer, to_values
 from ..model.valuetype import leaves
@@ -115,18 +116,6 @@ def expected_outputs(
     return result
 
 
-def as_inputs_of(
-    arrays: Sequence[tuple[str, np.ndarray]], given: Sequence[TensorInfo], bundled: Sequence[TensorInfo]
-) -> list[tuple[str, np.ndarray]]:
-    """A test case's inputs in the dtypes another model takes (float16 for a float16 model)."""
-    by_name = {info.name: info for info in bundled}
-    feeds = []
-    for (name, array), info in zip(arrays, given, strict=True):
-        target = by_name.get(name, info)
-        feeds.append((name, cast_to(array, target, "the test data") if target.dtype != info.dtype else array))
-    return feeds
-
-
 def _check_finite(
     expected: Sequence[np.ndarray], outputs: Sequence[TensorInfo], where: str, defaulted: str, warn: bool = False
 ) -> None:
@@ -205,19 +194,6 @@ def self_check(
             message += f"; first divergence on test case {worst_case}: {first}" if first else ""
         raise OptimizeError(message, hint=hint)
     return Proof(results)
-
-
-def by_value(want: np.ndarray, have: np.ndarray) -> np.ndarray:
-    """A float output in the reference's float dtype (a float16 variant held to float32 outputs)."""
-    if (
-        isinstance(want, np.ndarray)
-        and isinstance(have, np.ndarray)
-        and want.dtype != have.dtype
-        and want.dtype.kind == "f"
-        and have.dtype.kind == "f"
-    ):
-        return have.astype(want.dtype)
-    return have
 
 
 def _bounds_text(options: PackOptions) -> str:

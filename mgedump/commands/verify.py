@@ -19,7 +19,7 @@ from ..base.naming import option_name
 from ..base.outputs import Output, Outputs
 from ..data import TestData
 from ..data.values import value_bytes
-from ..measure.assertion import OutputCheck
+from ..measure.assertion import OutputCheck, by_value
 from ..measure.structured import check_value
 from ..measure.timing import Progress, Timing, batch_of, time_runs
 from ..model.environment import differences, run_environment
@@ -105,6 +105,7 @@ class Report(Verdict):
     files: list[str] = field(default_factory=list, repr=False)  # every file read: outputs must not overwrite them
     packed_environment: dict[str, Any] | None = None  # the manifest's: where the bundle was packed
     environment: dict[str, Any] = field(default_factory=run_environment, repr=False)  # where it runs
+    variant: str | None = None  # the variant of a bundle of several that ran
 
     def cold_start(self) -> dict[str, float | None]:
         """Creating the session, and the first run (its first warm-up run, else its first timed run)."""
@@ -121,9 +122,11 @@ class Report(Verdict):
     def record(self, name: str | None = None) -> BundleRecord:
         """The bundle as the reports show it (docs/reports.md, "A bundle"); ``name`` defaults to
         :func:`~mgedump.report.bundle_name` of the source."""
+        name = name or bundle_name(self.source)
         return BundleRecord(
             source=self.source,
-            name=name or bundle_name(self.source),
+            name=name if self.variant is None else f"{name}[{self.variant}]",
+            variant=self.variant,
             kind=self.kind,
             exit_code=self.exit_code,
             assertion=Assertion(self.assertion, self.maxerr),
@@ -262,6 +265,7 @@ def _new_report(path: str, prepared: Prepared, options: VerifyOptions, protected
         "providers": list(prepared.session.get_providers()),
         "threads": options.threads,
         "graph_opt": options.graph_opt or "all",
+        **({"execution_mode": options.execution_mode} if options.execution_mode else {}),
         "iters": options.iters,
         "warmup": options.warmup,
         "duration_s": options.duration_s,
@@ -279,6 +283,7 @@ def _new_report(path: str, prepared: Prepared, options: VerifyOptions, protected
         session_create_ms=prepared.session_ms,
         packed_environment=prepared.packed_environment,
         files=list(protected),
+        variant=prepared.variant,
     )
 
 
@@ -325,7 +330,9 @@ def _run_case(
 
     try:
         timing, first = timed(case.feeds, label)
-        got = to_values(first or [], prepared.outputs)
+        got = to_values(first or [], prepared.model_outputs or prepared.outputs)
+        if prepared.variant is not None:  # a variant's outputs held to the reference by value (float16 to float32)
+            got = [by_value(want, have) for want, have in zip(case.expected or got, got, strict=True)]
         sweep = []
         for n in options.repeat_sweep:
             feeds = {k: (np.repeat(v, n, axis=0) if np.ndim(v) else v) for k, v in case.feeds.items()}
@@ -343,7 +350,9 @@ def _run_case(
     checks = []
     if bounds is not None and case.expected is not None:
         checks = [
-            check_value(info.name, want, have, bounds[info.name])
+            check_value(
+                info.name, want, have, bounds[info.name], prepared.output_error_stat.get(info.name, prepared.error_stat)
+            )
             for info, want, have in zip(prepared.outputs, case.expected, got, strict=True)
         ]
     report = CaseReport(

@@ -27,6 +27,7 @@ from ..base.limits import peak_rss_mib
 from ..base.log import fresh_warnings
 from ..base.naming import option_name
 from ..bundle.format import BUNDLE_SUFFIX
+from ..bundle.reader import peek_variants
 from ..data import TestData
 from ..measure.timing import Progress
 from ..model.environment import run_environment
@@ -45,6 +46,7 @@ class BundleResult:
     path: str
     report: Report | None = None
     error: MgeError | None = None
+    variant: str | None = None  # the variant of a bundle of several that ran
     seconds: float = 0.0
     peak_rss_mib: float | None = None  # the process's peak memory when the bundle ended
     started: str = field(default_factory=utc_timestamp)  # ISO 8601, UTC
@@ -62,12 +64,14 @@ class BundleResult:
             record = self.report.record(name)
         else:
             assert self.error is not None
+            name = name or bundle_name(self.path)
             record = BundleRecord(
                 source=self.path,
-                name=name or bundle_name(self.path),
+                name=name if self.variant is None else f"{name}[{self.variant}]",
                 kind="bundle",
                 exit_code=self.error.exit_code,
                 error=self.error.one_line(),
+                variant=self.variant,
             )
         record.seconds, record.started, record.peak_rss_mib = self.seconds, self.started, self.peak_rss_mib
         return record
@@ -94,7 +98,9 @@ class Summary:
 
     def record(self) -> RunReport:
         """The report of every bundle (docs/reports.md): what the JSON, JUnit and HTML reports render."""
-        names = unique_names([result.path for result in self.results])
+        paths = list(dict.fromkeys(result.path for result in self.results))  # a bundle's variants share its name
+        named = dict(zip(paths, unique_names(paths), strict=True))
+        names = [named[result.path] for result in self.results]
         return RunReport(
             bundles=[result.record(name) for result, name in zip(self.results, names, strict=True)],
             exit_code=self.exit_code,
@@ -139,10 +145,11 @@ class RunPlan:
     bundles: tuple[str, ...]
     options: VerifyOptions
     protected: tuple[str, ...]
+    runs: tuple[tuple[str, str | None], ...] = ()  # (bundle, variant): each variant of a bundle of several
 
     @property
     def many(self) -> bool:
-        return len(self.bundles) > 1
+        return len(self.runs or self.bundles) > 1
 
 
 def plan_runs(
@@ -181,7 +188,16 @@ def plan_runs(
     list_files = options.cases.list_files if isinstance(options.cases, TestData) else []
     protected = (*bundles, *list_files)
     outputs.check(protected)
-    return RunPlan(tuple(bundles), options, protected)
+    return RunPlan(tuple(bundles), options, protected, _runs(bundles, plain, options.variant))
+
+
+def _runs(bundles: Sequence[str], plain: Sequence[str], variant: str | None) -> tuple[tuple[str, str | None], ...]:
+    """Each bundle's runs: the variant asked for, or each variant of a bundle of several, or its one model."""
+    runs: list[tuple[str, str | None]] = []
+    for path in bundles:
+        names = [] if path in plain or variant is not None else peek_variants(path)
+        runs += [(path, name) for name in names] or [(path, variant)]
+    return tuple(runs)
 
 
 @fresh_warnings
@@ -222,15 +238,15 @@ def verify_all(
             if folder:
                 make_folder(folder, option_name(name))
     summary = Summary()
-    for path in plan.bundles:
+    for path, variant in plan.runs or [(b, None) for b in plan.bundles]:
         if on_start is not None:
-            on_start(path)
+            on_start(path if variant is None else f"{path} [{variant}]")
         began = time.perf_counter()
-        result = BundleResult(path)
+        result = BundleResult(path, variant=variant)
         try:
             result.report = verify(
-                path, options_for(path, options, many), on_case=on_case, progress=progress,
-                label=f"{bundle_name(path)}: " if many else "", on_stage=on_stage,
+                path, options_for(path, options, many, variant), on_case=on_case, progress=progress,
+                label=f"{run_name(path, variant)}: " if many else "", on_stage=on_stage,
             )  # fmt: skip
             for case in result.report.cases:  # the report keeps statistics; the tensors go, bundle after bundle
                 case.outputs = []
@@ -250,11 +266,18 @@ def verify_all(
     return summary
 
 
-def options_for(path: str, options: VerifyOptions, many: bool) -> VerifyOptions:
-    """The options for one bundle: with several, the per-bundle outputs named after it."""
+def run_name(path: str, variant: str | None) -> str:
+    """What a run is called in per-run output names and labels: the bundle's name, and its variant."""
+    return bundle_name(path) + (f".{variant}" if variant is not None else "")
+
+
+def options_for(path: str, options: VerifyOptions, many: bool, variant: str | None = None) -> VerifyOptions:
+    """The options for one run: its variant, and with several runs, the per-run outputs named after it."""
+    if variant is not None and variant != options.variant:
+        options = dataclasses.replace(options, variant=variant)
     if not many:
         return options
-    name = bundle_name(path)
+    name = run_name(path, variant)
     changes: dict[str, Any] = {}
     if options.profile:
         root, ext = os.path.splitext(options.profile)

@@ -13,9 +13,11 @@ import numpy as np
 
 from ..base.errors import BundleError, DataError, ModelError, UsageError
 from ..base.fileio import hash_files
+from ..base.naming import option_name
 from ..bundle import Bundle
 from ..bundle.requirements import check_requirements
 from ..data import TestData, check_shape
+from ..data.casts import as_inputs_of
 from ..model.modelfile import external_locations
 from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers, session_options
 from ..options import VerifyOptions
@@ -52,12 +54,21 @@ class Prepared:
     packed_environment: dict[str, Any] | None = None  # the manifest's: where the bundle was packed
     files: list[str] = field(default_factory=list)  # data files read (outputs must not overwrite them)
     session_ms: float = 0.0  # creating the session: the cold start
+    variant: str | None = None  # the variant of a bundle of several that runs; its outputs compare by value
+    model_outputs: list[TensorInfo] = field(default_factory=list)  # the session's outputs (none: ``outputs``)
+    error_stat: str = "max"  # the statistic of the element errors the bounds apply to, and outputs' own
+    output_error_stat: dict[str, str] = field(default_factory=dict)
 
 
 def open_timed(model: str | bytes, label: str, options: VerifyOptions, tmp: str) -> tuple[Any, float]:
     """The session, and how long creating it took (ms): the cold start."""
     profile_prefix = os.path.join(tmp, "profile") if options.profile else None
-    opts = session_options(threads=options.threads, graph_opt=options.graph_opt, profile=profile_prefix)
+    opts = session_options(
+        threads=options.threads,
+        graph_opt=options.graph_opt,
+        profile=profile_prefix,
+        execution_mode=options.execution_mode,
+    )
     began = time.perf_counter()
     session = open_session(model, label=label, providers=resolve_providers(options.provider), options=opts)
     return session, (time.perf_counter() - began) * 1e3
@@ -84,21 +95,22 @@ def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
 
 
 def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[str], None]) -> Prepared:
-    """A bundle prepared: checked (its hashes, its requirements, its external data), its model extracted and opened,
-    its test cases and expected outputs read.
+    """A bundle prepared: checked (its hashes, its requirements, its external data), its model (or the variant's
+    asked for) extracted and opened, its test cases and expected outputs read.
 
     Raises:
-        UsageError: ``-d`` given for a bundle.
+        UsageError: ``-d`` given for a bundle; a variant it does not hold, or none named for a bundle of several.
         BundleError: a broken bundle.
         ModelError: the model does not load, or its inputs and outputs are not the manifest's."""
     if options.cases:
-        raise UsageError("-d gives data to a plain model; a bundle carries its own test cases")
+        raise UsageError(f"{option_name('cases')} gives data to a plain model; a bundle carries its own test cases")
     stage(f"checking {os.path.basename(path)}")
     with Bundle(path) as bundle:
         manifest = bundle.manifest
-        model = manifest.model
+        chosen = choose_variant(bundle, options.variant)
+        model = chosen.model
         label = f"{path}:{model.member}"
-        check_requirements(manifest.requirements, resolve_providers(options.provider)[0])
+        check_requirements(chosen.requirements, resolve_providers(options.provider)[0])
         # onnxruntime loads a file with a third less memory than the same bytes from Python; the model and its
         # data get a folder of their own, which no name in the bundle can collide with
         model_folder = os.path.join(tmp, "model")
@@ -117,21 +129,13 @@ def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[st
             o.name for o in outputs
         ]:
             raise ModelError(f"{label}: the model's inputs/outputs do not match the manifest")
-        assertion = manifest.assertion
-        cases = []
-        for case in manifest.test_cases:
-            feeds = {
-                info.name: _bundled_input(bundle, member, info)
-                for info, member in zip(got_in, case.inputs, strict=True)
-            }
-            expected = None
-            if assertion.enabled:  # the manifest lists one output member per output then, none otherwise
-                expected = [bundle.value(member, info) for info, member in zip(outputs, case.outputs, strict=True)]
-            cases.append(PreparedCase(case.spec, case.origin, feeds, expected))
+        stored_in = inputs if manifest.variants else got_in  # a variant takes the stored inputs cast to its dtypes
+        cases = _bundled_cases(bundle, stored_in, got_in, outputs)
         reference = None
         if manifest.io_dump:
             reference = bundle.extract_folder(manifest.io_dump["folder"], os.path.join(tmp, "reference"))
         bundle.verified()
+    assertion = manifest.assertion
     return Prepared(
         kind="bundle",
         session=session,
@@ -147,7 +151,61 @@ def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[st
         output_maxerr=dict(assertion.output_maxerr),
         packed_environment=manifest.environment,
         session_ms=session_ms,
+        variant=chosen.name if manifest.variants else None,
+        model_outputs=got_out,
+        error_stat=assertion.error_stat,
+        output_error_stat=dict(assertion.output_error_stat),
     )
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The model of a bundle that runs: the one model of a version-1 bundle, or the variant asked for."""
+
+    name: str
+    model: Any
+    requirements: list[str]
+
+
+def choose_variant(bundle: Bundle, name: str | None) -> Chosen:
+    """The model to run: a version-1 bundle's own, or the variant of that name.
+
+    Raises:
+        UsageError: a name the bundle does not hold, or none for a bundle of several.
+    """
+    from ..optimize.precisions import variant_of  # the mode's record says which variant a one-model bundle is
+
+    manifest = bundle.manifest
+    if not manifest.variants:
+        own = variant_of(manifest.records)
+        if name is not None and name != own:
+            raise UsageError(f"{bundle.path} holds one model, the {own} variant; {option_name('variant')} {name!r}")
+        return Chosen(own, manifest.model, list(manifest.requirements))
+    names = [v.name for v in manifest.variants]
+    if name is None:
+        raise UsageError(f"{bundle.path} holds the variants {', '.join(names)}: name one ({option_name('variant')})")
+    if name not in names:
+        raise UsageError(f"{bundle.path} has no variant {name!r}: it holds {', '.join(names)}")
+    entry = manifest.variants[names.index(name)]
+    return Chosen(name, entry.model, list(entry.requirements))
+
+
+def _bundled_cases(
+    bundle: Bundle, stored: list[TensorInfo], model_inputs: list[TensorInfo], outputs: list[TensorInfo]
+) -> list[PreparedCase]:
+    """Every test case's inputs (checked against the stored infos, cast to the model's dtypes) and outputs."""
+    manifest = bundle.manifest
+    cases = []
+    for case in manifest.test_cases:
+        arrays = [
+            (info.name, _bundled_input(bundle, member, info)) for info, member in zip(stored, case.inputs, strict=True)
+        ]
+        feeds = dict(as_inputs_of(arrays, stored, model_inputs)) if stored is not model_inputs else dict(arrays)
+        expected = None
+        if manifest.assertion.enabled:  # the manifest lists one output member per output then, none otherwise
+            expected = [bundle.value(member, info) for info, member in zip(outputs, case.outputs, strict=True)]
+        cases.append(PreparedCase(case.spec, case.origin, feeds, expected))
+    return cases
 
 
 def _check_external_data(label: str, model_path: str, member: str | None) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from ..base.errors import DataError
@@ -74,3 +77,16 @@ def _check_range(array: np.ndarray, info: TensorInfo, what: str) -> None:
             f"input {info.name!r} takes {info.dtype}, but {what} holds {count} value(s) outside its range {bounds}",
             hint="give data within the input's range",
         )
+
+
+def as_inputs_of(
+    arrays: Sequence[tuple[str, Any]], given: Sequence[TensorInfo], bundled: Sequence[TensorInfo]
+) -> list[tuple[str, Any]]:
+    """A test case's inputs, stored for one model (``given``), in the dtypes another takes (``bundled``: a
+    float16 variant of it)."""
+    by_name = {info.name: info for info in bundled}
+    feeds = []
+    for (name, array), info in zip(arrays, given, strict=True):
+        target = by_name.get(name, info)
+        feeds.append((name, cast_to(array, target, "the test data") if target.dtype != info.dtype else array))
+    return feeds

@@ -91,13 +91,15 @@ def session_options(
     profile: str | None = None,
     data_folder: str | None = None,
     arena: bool = True,
+    execution_mode: str | None = None,
 ):
     """onnxruntime ``SessionOptions`` with the given settings.
 
     ``data_folder`` is where a model opened from bytes finds its external data
     (a model opened from a file finds it beside the file). ``arena=False``
     turns off onnxruntime's CPU memory arena, for short-lived sessions whose
-    memory should go back as soon as they end.
+    memory should go back as soon as they end. ``execution_mode`` is
+    ``"sequential"`` or ``"parallel"`` (independent branches of the graph at once).
 
     The session logs nothing itself (``log_severity_level`` 4, fatal only):
     mgedump reports every failure in one line. onnxruntime's process-wide
@@ -122,6 +124,10 @@ def session_options(
         opts.profile_file_prefix = profile
     if data_folder is not None:
         opts.add_session_config_entry("session.model_external_initializers_file_folder_path", data_folder)
+    if execution_mode is not None:
+        opts.execution_mode = (
+            ort.ExecutionMode.ORT_PARALLEL if execution_mode == "parallel" else ort.ExecutionMode.ORT_SEQUENTIAL
+        )
     if not arena:  # memory goes back at once instead of staying in the session's arena
         opts.enable_cpu_mem_arena = False
     return opts

@@ -22,6 +22,7 @@ class Session:
     warmup: int = 1
     duration_s: float = 0.0
     concurrency: int = 1
+    execution_mode: str | None = None  # onnxruntime's (none: sequential, onnxruntime's default)
 
     def text(self, maxerr: str = "") -> str:
         """One line: ``CPUExecutionProvider; threads default; 1 warm-up and 10 timed run(s) per test case``, then
@@ -32,10 +33,14 @@ class Session:
         )
         line += f" (at least {self.duration_s:g} s)" if self.duration_s else ""
         line += f"; {self.concurrency} at once" if self.concurrency > 1 else ""
+        line += f"; {self.execution_mode} execution" if self.execution_mode else ""
         return f"{line}; {maxerr}" if maxerr else line
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        document = asdict(self)
+        if self.execution_mode is None:
+            del document["execution_mode"]
+        return document
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Session:
@@ -47,6 +52,7 @@ class Session:
             warmup=int(data.get("warmup", 1)),
             duration_s=float(data.get("duration_s") or 0.0),
             concurrency=int(data.get("concurrency", 1)),
+            execution_mode=None if data.get("execution_mode") is None else str(data["execution_mode"]),
         )
 
 
@@ -149,6 +155,7 @@ class BundleRecord:
         environment_differences: what differs between that and where it ran that can change results
             (:func:`mgedump.model.environment.differences`); for a bundle that does not record it, one sentence
             saying so.
+        variant: the variant of a bundle of several that ran (its name then ends in ``[variant]``).
     """
 
     source: str
@@ -169,6 +176,7 @@ class BundleRecord:
     test_cases: list[CaseRecord] = field(default_factory=list)
     packed_environment: dict[str, Any] | None = None
     environment_differences: list[str] = field(default_factory=list)
+    variant: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -224,6 +232,7 @@ class BundleRecord:
             "seconds": self.seconds,
             "started": self.started,
             "peak_rss_mib": self.peak_rss_mib,
+            **({"variant": self.variant} if self.variant is not None else {}),
         }
         if self.error is not None:
             return {**head, "test_cases": []}
@@ -256,6 +265,7 @@ class BundleRecord:
             started=str(data.get("started") or ""),
             error=data.get("error"),
             peak_rss_mib=optional(data.get("peak_rss_mib")),
+            variant=None if data.get("variant") is None else str(data["variant"]),
         )
         if record.error is not None:
             return record

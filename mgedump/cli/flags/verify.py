@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ...base.errors import UsageError
-from ...options import GRAPH_OPT_LEVELS, VerifyOptions
+from ...options import EXECUTION_MODES, GRAPH_OPT_LEVELS, VerifyOptions
 from . import DIR, FILE, apply, given, stating
 from .data import data_from, data_options
 from .pack import parse_maxerr
@@ -29,6 +29,8 @@ NAMES = (
     "report_html",
     "io_dump",
     "io_dump_budget_mb",
+    "variant",
+    "execution_mode",
 )
 
 
@@ -164,6 +166,21 @@ verify_options_flags = apply(
             help="Write every tensor of every test case into DIR (an io dump).",
         ),
         io_dump_budget("MiB of tensors one run may expose; beyond it a test case runs in parts.", VerifyOptions),
+        click.option(
+            "--variant",
+            "variant",
+            metavar="NAME",
+            default=None,
+            help="Of a bundle of several variants (mgedump --variants), run and time this one (default: every "
+            "variant).",
+        ),
+        click.option(
+            "--execution-mode",
+            "execution_mode",
+            type=click.Choice(EXECUTION_MODES),
+            default=None,
+            help="onnxruntime's execution of the graph: sequential (its default) or parallel branches.",
+        ),
     ]
 )
 

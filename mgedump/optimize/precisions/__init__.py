@@ -98,6 +98,8 @@ class Precision:
             the user sees end to end beside the certified one.
         requirements: what a target needs to run its model, from its record (docs/bundle.md).
         lines: what a pack prints about its record.
+        record_mode: the ``mode`` its record holds (default: its name), which tells a one-model bundle's mode
+            among those that share a manifest key.
     """
 
     name: str
@@ -112,6 +114,7 @@ class Precision:
     rounds_inputs: bool = False
     requirements: Callable[[Mapping[str, Any]], list[str]] = _none
     lines: Callable[[Mapping[str, Any]], list[str]] = _none
+    record_mode: str = ""
 
     @property
     def entry(self) -> str:
@@ -156,6 +159,15 @@ def variant_names(names: Sequence[str]) -> list[str]:
     if not chosen:
         raise UsageError(f"{option_name('variants')} names no variant: one of {', '.join(known)}, or {AUTO}")
     return chosen
+
+
+def variant_of(records: Mapping[str, Any]) -> str:
+    """The variant a one-model bundle holds, from its manifest's precision records (``fp32`` when none)."""
+    for mode in registry().values():
+        record = records.get(mode.manifest_key)
+        if isinstance(record, Mapping) and record.get("mode") == (mode.record_mode or mode.name):
+            return mode.name
+    return FLOAT32
 
 
 def register(mode: Precision) -> Precision:

@@ -18,4 +18,5 @@ MODE = Precision(
     needs_data=True,
     requirements=int8_requirements,
     lines=int8_lines,
+    record_mode="dynamic",
 )
