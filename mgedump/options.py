@@ -37,6 +37,7 @@ CALIBRATE_METHODS = ("minmax", "entropy", "percentile")  # onnxruntime's calibra
 INT8_WEIGHTS = ("per-channel", "per-tensor")
 MAX_THREADS = max(64, 4 * (os.cpu_count() or 1))  # intra-op threads beyond the cores only wait; beyond this, refused
 MAX_DURATION_S = 86400
+FITTING_BUDGET_S = 60.0  # seconds a fitting may take, sessions included (docs/fitting.md)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -368,6 +369,10 @@ class VerifyOptions:
         variant: the variant of a bundle of several to run (docs/fitting.md); none: every variant
             (:func:`mgedump.verify_all`; :func:`mgedump.verify` asks for one).
         execution_mode: onnxruntime's ``sequential`` or ``parallel`` execution of the graph (none: sequential).
+        fitting: verify every variant, time the passing ones under the settings this machine offers, and run the
+            fastest proven one (docs/fitting.md); ``fitting_budget_s`` bounds the search; ``fitting_out`` writes the
+            choice (JSON) to this file.
+        config: run exactly a choice ``fitting_out`` wrote: its variant and session settings.
     """
 
     cases: Any = ()
@@ -393,11 +398,28 @@ class VerifyOptions:
     io_dump_budget_mb: int = IO_DUMP_BUDGET_MB
     variant: str | None = None
     execution_mode: str | None = None
+    fitting: bool = False
+    fitting_budget_s: float = FITTING_BUDGET_S
+    fitting_out: str | None = None
+    config: str | None = None
 
     def __post_init__(self) -> None:
         check_at_least(self.iters, 1, "iters")
         if self.execution_mode is not None:
             check_one_of(self.execution_mode, EXECUTION_MODES, "execution_mode")
+        budget = self.fitting_budget_s
+        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= MAX_DURATION_S:
+            raise UsageError(
+                f"{option_name('fitting_budget_s')} must be a number of seconds in (0, {MAX_DURATION_S}], got {budget}"
+            )
+        if (self.fitting_out or budget != FITTING_BUDGET_S) and not self.fitting:
+            which = "fitting_out" if self.fitting_out else "fitting_budget_s"
+            raise UsageError(f"{option_name(which)} applies to {option_name('fitting')}, which is not given")
+        if self.fitting and (self.config or self.variant):
+            other = "config" if self.config else "variant"
+            raise UsageError(
+                f"{option_name('fitting')} chooses the variant; {option_name(other)} names one: give one of them"
+            )
         check_at_least(self.warmup, 0, "warmup")
         check_threads(self.concurrency, "concurrency")
         check_threads(self.threads, "threads")

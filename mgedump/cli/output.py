@@ -91,6 +91,21 @@ def table(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
+def fitting_lines(fitting: Any, limit: int | None = 12) -> list[str]:
+    """A bundle's fitting: each variant's verification, the ranked candidates (the first ``limit``), the choice."""
+    lines = [
+        f"variant {v['name']}: " + ("passed" if v["passed"] else f"FAILED{': ' + v['error'] if v['error'] else ''}")
+        for v in fitting.variants
+    ]
+    rows = fitting.table()
+    if len(rows) > 1:
+        shown = rows if limit is None else rows[: limit + 1]
+        lines += table(shown)
+        if len(shown) < len(rows):
+            lines.append(f"... and {len(rows) - len(shown)} more candidate(s) (-v, or the JSON report, lists them all)")
+    return [*lines, fitting.choice_line()]
+
+
 def timing_lines(bundle: BundleRecord) -> list[str]:
     """The latency table (ms) of every test case, then the batch sweep if any."""
     lines: list[str] = []
@@ -203,7 +218,8 @@ class RunPrinter:
             )
             return
         bundle = result.record()
-        lines = timing_lines(bundle)
+        lines = fitting_lines(bundle.fitting, None if self.verbose else 12) if bundle.fitting is not None else []
+        lines += timing_lines(bundle)
         cold = bundle.cold_start.line(None if self.many else bundle.peak_rss_mib)
         lines += [cold] if cold else []
         lines += op_profile_lines(bundle.op_profile, None if self.verbose else 10)

@@ -121,8 +121,9 @@ def pack(
         members: list[Any] = []
         target = made.variants[0].target if options.target_runtime else None
         manifest = manifest_of(
-            source, made.variants, made.stored, made.stored_io, members, options, made.left_out, target
-        )
+            source, made.variants, made.stored, made.stored_io, members, options, made.left_out, target,
+            several=len(names) > 1,
+        )  # fmt: skip
         notes = made.notes
         if options.embed_io_dump:
             manifest.io_dump, size = embed_io_dump(source, opened, made.stored, options.embed_io_dump, members, tmp)

@@ -93,9 +93,11 @@ def manifest_of(
     options: PackOptions,
     left_out: Sequence[dict[str, str]] = (),
     target: dict[str, Any] | None = None,
+    several: bool = False,
 ) -> Manifest:
-    """The bundle's manifest, its models' members first, then the test cases' tensors."""
-    if len(variants) == 1:
+    """The bundle's manifest, its models' members first, then the test cases' tensors: version 1 for the one model
+    of a pack, version 2 when several variants were asked for (even if one alone passed)."""
+    if not several:
         (variant,) = variants
         found, model = model_members(source, variant)
         members += found

@@ -26,6 +26,7 @@ from ..model.environment import differences, run_environment
 from ..model.runtime import TensorInfo, resolve_providers, to_values
 from ..options import VerifyOptions
 from ..report import bundle_name
+from ..report.fitting import FittingRecord
 from ..report.schema import (
     Assertion,
     BundleRecord,
@@ -106,6 +107,7 @@ class Report(Verdict):
     packed_environment: dict[str, Any] | None = None  # the manifest's: where the bundle was packed
     environment: dict[str, Any] = field(default_factory=run_environment, repr=False)  # where it runs
     variant: str | None = None  # the variant of a bundle of several that ran
+    fitting: Any = None  # with --fitting: the search and the choice (mgedump.commands.fitting.FittingResult)
 
     def cold_start(self) -> dict[str, float | None]:
         """Creating the session, and the first run (its first warm-up run, else its first timed run)."""
@@ -139,6 +141,7 @@ class Report(Verdict):
             test_cases=[case.record() for case in self.cases],
             packed_environment=self.packed_environment,
             environment_differences=self.environment_differences(),
+            fitting=None if self.fitting is None else FittingRecord.of(self.fitting),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -156,6 +159,7 @@ def run_outputs(options: VerifyOptions) -> Outputs:
             Output("profile", options.profile or ""),
             Output("bin_out_dump", options.bin_out_dump or "", folder=True),
             Output("io_dump", options.io_dump or "", folder=True),
+            Output("fitting_out", options.fitting_out or "", stdout=True),
         ]
     )
 

@@ -35,6 +35,7 @@ from ..model.runtime import resolve_providers
 from ..options import VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
+from .fitting import config_text, fit_and_verify, with_config
 from .verify import CaseReport, Report, run_outputs, verify
 from .verify_prepare import is_plain_model
 
@@ -186,16 +187,24 @@ def plan_runs(
     resolve_providers(options.provider)
     _check_unique_names(bundles, options, many)
     list_files = options.cases.list_files if isinstance(options.cases, TestData) else []
-    protected = (*bundles, *list_files)
+    protected = (*bundles, *list_files, *([options.config] if options.config else []))
     outputs.check(protected)
-    return RunPlan(tuple(bundles), options, protected, _runs(bundles, plain, options.variant))
+    if options.fitting_out and len(bundles) > 1:
+        raise UsageError(f"{option_name('fitting_out')} holds the choice for one bundle; {len(bundles)} were given")
+    if options.config:
+        options = with_config(options, options.config)
+    variant = options.variant
+    return RunPlan(tuple(bundles), options, protected, _runs(bundles, plain, variant, options.fitting))
 
 
-def _runs(bundles: Sequence[str], plain: Sequence[str], variant: str | None) -> tuple[tuple[str, str | None], ...]:
-    """Each bundle's runs: the variant asked for, or each variant of a bundle of several, or its one model."""
+def _runs(
+    bundles: Sequence[str], plain: Sequence[str], variant: str | None, fitting: bool
+) -> tuple[tuple[str, str | None], ...]:
+    """Each bundle's runs: the variant asked for, or each variant of a bundle of several, or its one model (and
+    one run a bundle with ``fitting``, which verifies every variant itself)."""
     runs: list[tuple[str, str | None]] = []
     for path in bundles:
-        names = [] if path in plain or variant is not None else peek_variants(path)
+        names = [] if path in plain or variant is not None or fitting else peek_variants(path)
         runs += [(path, name) for name in names] or [(path, variant)]
     return tuple(runs)
 
@@ -243,8 +252,9 @@ def verify_all(
             on_start(path if variant is None else f"{path} [{variant}]")
         began = time.perf_counter()
         result = BundleResult(path, variant=variant)
+        run = fit_and_verify if options.fitting else verify  # --fitting: every variant, then the choice's run
         try:
-            result.report = verify(
+            result.report = run(
                 path, options_for(path, options, many, variant), on_case=on_case, progress=progress,
                 label=f"{run_name(path, variant)}: " if many else "", on_stage=on_stage,
             )  # fmt: skip
@@ -306,8 +316,11 @@ def _check_unique_names(bundles: Sequence[str], options: VerifyOptions, many: bo
 
 
 def write_reports(summary: Summary, options: VerifyOptions, protected: Sequence[str]) -> None:
-    """Write the JSON, JUnit XML and HTML reports the options ask for, all from the one report's records; a
-    target ``-`` is standard output."""
+    """Write the JSON, JUnit XML and HTML reports the options ask for, all from the one report's records, and the
+    fitting's choice; a target ``-`` is standard output."""
+    fitted = [r.report.fitting for r in summary.results if r.report is not None and r.report.fitting is not None]
+    if options.fitting_out and fitted and fitted[0].chosen is not None:
+        write_report(options.fitting_out, config_text(fitted[0].chosen), protected)
     if not (options.report_json or options.junit_xml or options.report_html):
         return
     report = summary.record()

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .cases import CaseRecord
+from .fitting import FittingRecord
 from .jsonvalues import optional
 
 
@@ -156,6 +157,7 @@ class BundleRecord:
             (:func:`mgedump.model.environment.differences`); for a bundle that does not record it, one sentence
             saying so.
         variant: the variant of a bundle of several that ran (its name then ends in ``[variant]``).
+        fitting: with ``--fitting``: every variant verified, the ranked candidates and the choice.
     """
 
     source: str
@@ -177,6 +179,7 @@ class BundleRecord:
     packed_environment: dict[str, Any] | None = None
     environment_differences: list[str] = field(default_factory=list)
     variant: str | None = None
+    fitting: FittingRecord | None = None
 
     @property
     def passed(self) -> bool:
@@ -249,6 +252,7 @@ class BundleRecord:
             "test_cases": [case.to_json() for case in self.test_cases],
             "packed_environment": self.packed_environment,
             "environment_differences": list(self.environment_differences),
+            **({"fitting": self.fitting.to_json()} if self.fitting is not None else {}),
         }
 
     @classmethod
@@ -280,4 +284,5 @@ class BundleRecord:
         record.test_cases = [CaseRecord.from_json(case) for case in data.get("test_cases") or []]
         record.packed_environment = data.get("packed_environment")
         record.environment_differences = [str(d) for d in data.get("environment_differences") or []]
+        record.fitting = None if data.get("fitting") is None else FittingRecord.from_json(data["fitting"])
         return record

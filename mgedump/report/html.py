@@ -237,6 +237,8 @@ def _bundle_section(k: int, bundle: BundleRecord) -> list[str]:
         out += _case_section(k, bundle, case)
     if passing and many:
         out.append("</details>")
+    if bundle.fitting is not None:
+        out += _fitting_section(bundle)
     if bundle.op_profile:
         rows = [row.to_json() for row in bundle.op_profile]
         out.append("<h3>Where the time goes (--profile)</h3>")
@@ -251,6 +253,34 @@ def _bundle_section(k: int, bundle: BundleRecord) -> list[str]:
             f"<th>share</th></tr>{cells}</table>"
         )
     out.append("</section>")
+    return out
+
+
+def _fitting_section(bundle: BundleRecord) -> list[str]:
+    """``--fitting``: each variant verified, the candidates plotted and ranked, the choice."""
+    fitting = bundle.fitting
+    assert fitting is not None
+    out = ["<h3>Fitting (--fitting)</h3>", f'<p class="meta fitting-choice">{esc(fitting.choice_line())}</p>']
+    verified = "; ".join(f"{v['name']} {'passed' if v['passed'] else 'FAILED'}" for v in fitting.variants)
+    out.append(f'<p class="meta">Variants verified: {esc(verified)}</p>')
+    chosen = fitting.chosen or {}
+    bars = [
+        {
+            "variant": row.variant,
+            "settings": row.settings,
+            "median_ms": row.median_ms,
+            "p90_ms": row.p90_ms,
+            "chosen": chosen.get("variant") == row.variant
+            and chosen.get("threads") == row.threads
+            and chosen.get("graph_opt") == row.graph_opt
+            and chosen.get("execution_mode") == row.execution_mode,
+        }
+        for row in fitting.rows[:20]
+    ]
+    out.append(f'<div class="plots">{svg.fitting_bars(bars)}</div>')
+    head, *rows = fitting.table()
+    cells = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
+    out.append('<table class="fitting"><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + f"</tr>{cells}</table>")
     return out
 
 

@@ -98,6 +98,11 @@ def _properties(bundle: BundleRecord, environment: dict[str, Any] | None) -> lis
     ]
     if environment:
         found.append(("environment", environment_summary(environment)))
+    if bundle.fitting is not None:
+        found.append(("fitting", bundle.fitting.choice_line().removeprefix("fitting: ")))
+        chosen = bundle.fitting.chosen or {}
+        found += [(f"fitting {key}", str(chosen[key])) for key in ("variant", "provider", "threads", "graph_opt",
+                  "execution_mode", "median_ms", "p90_ms") if key in chosen]  # fmt: skip
     if bundle.kind == "bundle":
         packed = bundle.packed_environment
         found.append(("packed environment", environment_summary(packed) if packed else "unknown"))

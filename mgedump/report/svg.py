@@ -375,3 +375,34 @@ def op_bars(rows: Sequence[dict], title: str = "time per operator type") -> str:
         out.append(f'<text x="{label_width + w + 4:.1f}" y="{y + 11}">{row["share"]:.1%}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def fitting_bars(rows: Sequence[dict], title: str = "fitting: median latency of each candidate") -> str:
+    """Each candidate's median latency (the ranked finalists first), its p90 as a whisker, the chosen one marked."""
+    rows = [r for r in rows if r.get("median_ms")]
+    if not rows:
+        return ""
+    label_width, bar_height = 260, 16
+    height = TOP + bar_height * len(rows) + 10
+    top = max(max(r["median_ms"], r.get("p90_ms") or 0) for r in rows) or 1.0
+    frame = Frame(0, top, 0, 1, width=WIDTH, height=height)
+    out = _open("fitting", title, frame, bars=len(rows))
+    span = WIDTH - label_width - 70
+    for k, row in enumerate(rows):
+        y = TOP + k * bar_height
+        w = max(row["median_ms"] / top * span, 0.5)
+        p90 = (row.get("p90_ms") or row["median_ms"]) / top * span
+        name = text.html(f"{row['variant']}: {row['settings']}")
+        css = "bar chosen" if row.get("chosen") else "bar timed"
+        out.append(f'<text x="{label_width - 6}" y="{y + 11}" text-anchor="end">{name}</text>')
+        out.append(
+            f'<rect class="{css}" x="{label_width}" y="{y + 2}" width="{w:.1f}" height="{bar_height - 4}" '
+            f'data-variant="{text.html(row["variant"])}" data-median-ms="{row["median_ms"]:.6g}">'
+            f"<title>{name}: median {row['median_ms']:.4g} ms, p90 {row.get('p90_ms') or 0:.4g} ms</title></rect>"
+        )
+        out.append(
+            f'<line class="whisker" x1="{label_width + w:.1f}" x2="{label_width + p90:.1f}" y1="{y + 8}" y2="{y + 8}"/>'
+        )
+        out.append(f'<text x="{label_width + max(w, p90) + 4:.1f}" y="{y + 11}">{row["median_ms"]:.3g} ms</text>')
+    out.append("</svg>")
+    return "\n".join(out)

@@ -28,6 +28,7 @@ HELP_DEFAULTS = [
     (mgerun_command, "--warmup-iter", VerifyOptions, "warmup"),
     (mgerun_command, "--io-dump-budget", VerifyOptions, "io_dump_budget_mb"),
     (mgerun_command, "--concurrency", VerifyOptions, "concurrency"),
+    (mgerun_command, "--fitting-budget", VerifyOptions, "fitting_budget_s"),
     (mgediff_command, "--seed", DataOptions, "seed"),
     (mgediff_command, "--repeat", DataOptions, "repeat"),
     (mgediff_command, "--io-dump-budget", DiffOptions, "io_dump_budget_mb"),

@@ -31,6 +31,10 @@ NAMES = (
     "io_dump_budget_mb",
     "variant",
     "execution_mode",
+    "fitting",
+    "fitting_out",
+    "fitting_budget_s",
+    "config",
 )
 
 
@@ -180,6 +184,38 @@ verify_options_flags = apply(
             type=click.Choice(EXECUTION_MODES),
             default=None,
             help="onnxruntime's execution of the graph: sequential (its default) or parallel branches.",
+        ),
+        click.option(
+            "--fitting",
+            "fitting",
+            is_flag=True,
+            default=None,
+            help="Verify every variant, time the passing ones under the settings this machine offers (providers, "
+            "threads, graph optimisation, execution mode) and run the fastest proven one (docs/fitting.md).",
+        ),
+        click.option(
+            "--fitting-out",
+            "fitting_out",
+            metavar="FILE",
+            type=FILE,
+            default=None,
+            help="With --fitting: write the choice (variant and session settings, JSON) to FILE, for --config.",
+        ),
+        click.option(
+            "--fitting-budget",
+            "fitting_budget_s",
+            type=float,
+            metavar="SECONDS",
+            default=None,
+            help=stating("With --fitting: the seconds the whole search may take.", VerifyOptions, "fitting_budget_s"),
+        ),
+        click.option(
+            "--config",
+            "config",
+            metavar="FILE",
+            type=FILE,
+            default=None,
+            help="Run exactly the choice --fitting-out wrote: its variant with its session settings.",
         ),
     ]
 )

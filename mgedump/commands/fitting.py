@@ -1,0 +1,295 @@
+"""``mgerun --fitting``: verify every variant of a bundle, time the passing ones under the settings this machine
+offers, and choose the one to ship (docs/fitting.md); ``mgerun --config FILE`` runs that choice again.
+
+The search itself is :func:`mgedump.measure.fitting.fit`; this module makes its
+candidates from a bundle (each passing variant's model under each setting,
+run on the bundle's first test case), writes the choice as a small JSON file,
+and reads it back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..base.errors import UsageError
+from ..base.naming import option_name
+from ..bundle import Bundle
+from ..bundle.reader import peek_variants
+from ..data.casts import as_inputs_of
+from ..measure.fitting import Candidate, Fitting, Settings, fit, settings_space
+from ..measure.timing import Progress
+from ..model.runtime import TensorInfo, open_session, session_options
+from ..options import EXECUTION_MODES, FITTING_BUDGET_S, GRAPH_OPT_LEVELS, VerifyOptions
+from .verify import Report, verify
+
+CONFIG_FORMAT = "mgedump-fitting"
+CONFIG_VERSION = 1
+RANKS = {"fp32": 0}  # a variant's distance from float32 when its mode does not say (precisions give the rest)
+UNUSABLE_PROVIDERS = ("AzureExecutionProvider",)  # listed by some builds, runs no model of its own
+
+
+@dataclass
+class VariantCheck:
+    """A variant's verification before fitting: its report (or the error that stopped it), its certified error."""
+
+    name: str
+    passed: bool
+    report: Report | None = None
+    error: str | None = None
+    certified: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass
+class FittingResult:
+    """What ``--fitting`` found: every variant verified, the search, and the choice (None: no variant passed)."""
+
+    bundle: str
+    checks: list[VariantCheck]
+    fitting: Fitting | None
+    chosen: dict[str, Any] | None
+
+    @property
+    def passed(self) -> bool:
+        return self.chosen is not None
+
+
+def fit_bundle(
+    path: str,
+    options: VerifyOptions,
+    *,
+    budget_s: float,
+    progress: Progress | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> FittingResult:
+    """Verify every variant of a bundle, then time the passing ones under every setting this machine offers and
+    choose one (the module docstring; docs/fitting.md).
+
+    Raises:
+        MgeError: a bundle that cannot be read (exit 2).
+    """
+    names = peek_variants(path) or [_single_variant(path)]
+    checks = [_check(path, name, options) for name in names]
+    passing = [c for c in checks if c.passed]
+    if not passing:
+        return FittingResult(path, checks, None, None)
+    with tempfile.TemporaryDirectory(prefix="mgerun-fitting-") as tmp:
+        candidates = _candidates(path, [c.name for c in passing], options, tmp)
+        if on_stage is not None:
+            on_stage(f"fitting {len(candidates)} candidate(s) within {budget_s:g} s")
+        found = fit(candidates, budget_s, progress=_progress(progress))
+    chosen = _choice(path, found) if found.chosen is not None else None
+    return FittingResult(path, checks, found, chosen)
+
+
+def _single_variant(path: str) -> str:
+    """The variant a one-model bundle holds (``fp32``, ``int8``, ...)."""
+    from ..optimize.precisions import variant_of
+
+    with Bundle(path) as bundle:
+        return variant_of(bundle.manifest.records)
+
+
+def _check(path: str, name: str, options: VerifyOptions) -> VariantCheck:
+    """Verify one variant on every test case (one run each: timing is the search's)."""
+    from ..base.errors import MgeError
+
+    several = bool(peek_variants(path))
+    quick = dataclasses.replace(
+        options, variant=name if several else None, fitting=False, fitting_out=None,
+        fitting_budget_s=FITTING_BUDGET_S, iters=1, warmup=0,
+        duration_s=0.0, repeat_sweep=(), profile=None, bin_out_dump=None, io_dump=None,
+    )  # fmt: skip
+    try:
+        report = verify(path, quick)
+    except MgeError as exc:
+        return VariantCheck(name, False, error=exc.one_line())
+    worst: dict[str, float | None] = {}
+    for case in report.cases:
+        for check in case.checks:
+            before = worst.get(check.name, 0.0)
+            worst[check.name] = None if check.err is None or before is None else max(check.err, before)
+    return VariantCheck(name, report.passed, report, certified=worst)
+
+
+def _progress(progress: Progress | None) -> Callable[[str, int, int], None] | None:
+    return None if progress is None else (lambda label, done, total: progress(label, done, total))
+
+
+def providers() -> list[str]:
+    """The execution providers this onnxruntime offers that can run a model."""
+    import onnxruntime as ort  # type: ignore[import-untyped]
+
+    return [p for p in ort.get_available_providers() if p not in UNUSABLE_PROVIDERS]
+
+
+def _candidates(path: str, names: Sequence[str], options: VerifyOptions, tmp: str) -> list[Candidate]:
+    """Every passing variant under every setting: its model extracted once, its first test case's inputs in its
+    dtypes."""
+    from ..optimize.precisions import FLOAT32, registry
+
+    space = settings_space(providers())
+    candidates = []
+    with Bundle(path) as bundle:
+        manifest = bundle.manifest
+        stored = [TensorInfo.from_json(d) for d in manifest.inputs]
+        case = manifest.test_cases[0]
+        arrays = [(info.name, bundle.value(m, info)) for info, m in zip(stored, case.inputs, strict=True)]
+        for name in names:
+            entry = next((v for v in manifest.variants if v.name == name), None)  # none: a one-model bundle
+            model = entry.model if entry is not None else manifest.model
+            folder = os.path.join(tmp, name)
+            os.makedirs(folder)
+            model_path = bundle.extract(model.member, folder)
+            if model.external_data:
+                bundle.extract(model.external_data, folder)
+            takes = [TensorInfo.from_json(d) for d in (entry.inputs if entry is not None else manifest.inputs)]
+            feeds = dict(as_inputs_of(arrays, stored, takes))
+            mode = registry().get(name)
+            rank = RANKS.get(name, mode.rank if mode is not None else 1) if name != FLOAT32 else 0
+            candidates += [Candidate(name, rank, s, _starter(model_path, feeds, s)) for s in space]
+        bundle.verified()
+    return candidates
+
+
+def _starter(model_path: str, feeds: dict[str, Any], settings: Settings) -> Callable[[], Callable[[], None]]:
+    """Opens the candidate's session when it is first timed; returns one run of the test case."""
+
+    def start() -> Callable[[], None]:
+        opts = session_options(
+            threads=settings.threads, graph_opt=settings.graph_opt, execution_mode=settings.execution_mode
+        )
+        providers = [settings.provider] + (
+            ["CPUExecutionProvider"] if settings.provider != "CPUExecutionProvider" else []
+        )
+        session = open_session(model_path, providers=providers, options=opts)
+        return lambda: session.run(None, feeds)
+
+    return start
+
+
+def _choice(path: str, found: Fitting) -> dict[str, Any]:
+    """The choice as ``--fitting-out`` writes it and ``--config`` reads it."""
+    chosen = found.chosen
+    assert chosen is not None
+    return {
+        "format": CONFIG_FORMAT,
+        "version": CONFIG_VERSION,
+        "bundle": os.path.basename(path),
+        "variant": chosen.variant,
+        **chosen.settings.to_json(),
+        "median_ms": round(chosen.median_ms, 6),
+        "p90_ms": round(chosen.p90_ms, 6),
+        "why": found.why,
+    }
+
+
+def config_text(choice: dict[str, Any]) -> bytes:
+    return (json.dumps(choice, indent=1, sort_keys=True) + "\n").encode()
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """A choice ``--fitting-out`` wrote, every field checked.
+
+    Raises:
+        UsageError: the file cannot be read, or is not such a choice.
+    """
+    what = f"{option_name('config')} {path}"
+    try:
+        with open(path, encoding="utf-8") as f:
+            if not os.path.isfile(path):
+                raise UsageError(f"{what}: not a regular file")
+            text = f.read(1 << 20)
+        choice = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise UsageError(f"{what}: cannot be read as a fitting choice ({' '.join(str(exc).split())[:200]})") from None
+    fields = {
+        "variant": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
+        "provider": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
+        "threads": lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 4096,
+        "graph_opt": lambda v: v in GRAPH_OPT_LEVELS,
+        "execution_mode": lambda v: v in EXECUTION_MODES,
+    }
+    if not isinstance(choice, dict) or choice.get("format") != CONFIG_FORMAT:
+        raise UsageError(f"{what}: not a fitting choice (mgerun --fitting-out writes one)")
+    if choice.get("version") != CONFIG_VERSION:
+        raise UsageError(
+            f"{what}: fitting choice version {choice.get('version')!r}, this mgerun reads {CONFIG_VERSION}"
+        )
+    for key, valid in fields.items():
+        if not valid(choice.get(key)):
+            raise UsageError(f"{what}: its {key!r} is not valid ({choice.get(key)!r})")
+    return choice
+
+
+def with_config(options: VerifyOptions, path: str) -> VerifyOptions:
+    """The options that run exactly the choice in a ``--fitting-out`` file: its variant and session settings.
+
+    Raises:
+        UsageError: the file is not a choice, or an option given beside it says otherwise.
+    """
+    choice = read_config(path)
+    provider = choice["provider"]
+    wanted = {
+        "variant": choice["variant"],
+        "provider": None if provider == "CPUExecutionProvider" else provider,
+        "threads": choice["threads"],
+        "graph_opt": choice["graph_opt"],
+        "execution_mode": choice["execution_mode"],
+    }
+    for key, value in wanted.items():
+        given = getattr(options, key)
+        if given is not None and given != value:
+            raise UsageError(
+                f"{option_name(key)} {given} and {option_name('config')} {path} ({key} {value}) say otherwise: "
+                "give one of them"
+            )
+    return dataclasses.replace(options, **wanted, config=None)
+
+
+def fit_and_verify(
+    path: str,
+    options: VerifyOptions,
+    *,
+    on_case: Callable[[Any, Report], None] | None = None,
+    progress: Progress | None = None,
+    label: str = "",
+    on_stage: Callable[[str], None] | None = None,
+) -> Report:
+    """``--fitting`` on one bundle: fit, then verify and time the choice with the options' runs; the report
+    carries the fitting (:attr:`Report.fitting`). With no variant passing, the report of the first that failed
+    (exit 1), its fitting saying so.
+
+    Raises:
+        MgeError: a bundle whose variants none could be run (the first variant's error).
+    """
+    from ..base.errors import MgeError
+
+    found = fit_bundle(path, options, budget_s=options.fitting_budget_s, progress=progress, on_stage=on_stage)
+    if found.chosen is None:
+        failed = next((c.report for c in found.checks if c.report is not None), None)
+        if failed is None:
+            raise MgeError(found.checks[0].error or f"{path}: no variant could be run")
+        failed.fitting = found
+        return failed
+    chosen = found.chosen
+    provider = None if chosen["provider"] == "CPUExecutionProvider" else chosen["provider"]
+    run = dataclasses.replace(
+        options,
+        fitting=False,
+        fitting_out=None,
+        fitting_budget_s=FITTING_BUDGET_S,
+        variant=chosen["variant"] if peek_variants(path) else None,
+        provider=provider,
+        threads=chosen["threads"],
+        graph_opt=chosen["graph_opt"],
+        execution_mode=chosen["execution_mode"],
+    )
+    report = verify(path, run, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
+    report.fitting = found
+    return report

@@ -1,0 +1,149 @@
+"""Several proven variants in one bundle, and ``mgerun --fitting`` choosing among them on this machine: the bundle
+round-trips, a variant that fails is never chosen, ``--config`` reproduces the choice, the budget holds, a bundle of
+one model fits too, and the same command writes the same bytes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support import SAMPLES, bundle_manifest
+
+CASES = ["-d", f"@{SAMPLES / 'testcases.txt'}"]
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory):
+    """samples/cnn.onnx with every variant it can have (int8 static misses 0.05 and is left out)."""
+    from mgedump.cli import mgedump_main
+
+    out = tmp_path_factory.mktemp("fitting") / "cnn.mgetest"
+    with pytest.raises(SystemExit) as done:
+        mgedump_main([str(SAMPLES / "cnn.onnx"), *CASES, "--variants", "fp32,ioc16,io16xc32", "--maxerr", "0.05",
+                      "-o", str(out), "-q"])  # fmt: skip
+    assert done.value.code == 0
+    return out
+
+
+def _report(path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_a_bundle_of_variants_round_trips(variants, tmp_path, mgerun):
+    manifest = bundle_manifest(variants)
+    assert manifest["format_version"] == 2
+    assert [v["name"] for v in manifest["variants"]] == ["fp32", "ioc16", "io16xc32"]
+    for variant in manifest["variants"]:
+        assert variant["model"]["member"] == f"variants/{variant['name']}/model.onnx"
+        assert set(variant["certified"]) == {"prob"} and 0 <= variant["certified"]["prob"] <= 0.05
+    assert manifest["variants"][1]["float16"]["mode"] == "ioc16" and manifest["variants"][1]["options"]["precision"]
+    assert manifest["inputs"][0]["dtype"] == "float32"  # the test cases stored once, as the model as given takes them
+    ran = mgerun(variants, "--iter", "1", "--report-json", tmp_path / "r.json")
+    assert ran.code == 0, ran.err
+    bundles = _report(tmp_path / "r.json")["bundles"]
+    assert [(b["name"], b["variant"], b["passed"]) for b in bundles] == [
+        ("cnn[fp32]", "fp32", True),
+        ("cnn[ioc16]", "ioc16", True),
+        ("cnn[io16xc32]", "io16xc32", True),
+    ]
+    one = mgerun(variants, "--variant", "ioc16", "--iter", "1", "--report-json", tmp_path / "one.json")
+    assert one.code == 0 and [b["variant"] for b in _report(tmp_path / "one.json")["bundles"]] == ["ioc16"]
+    missing = mgerun(variants, "--variant", "int8", "--iter", "1")
+    assert missing.code == 2 and "has no variant 'int8': it holds fp32, ioc16, io16xc32" in missing.err
+
+
+def test_fitting_chooses_a_passing_variant_and_config_reproduces_it(variants, tmp_path, mgerun):
+    choice = tmp_path / "c.json"
+    fitted = mgerun(
+        variants, "--fitting", "--fitting-budget", "4", "--fitting-out", choice, "--iter", "2",
+        "--report-json", tmp_path / "r.json",
+    )  # fmt: skip
+    assert fitted.code == 0, fitted.err
+    chosen = json.loads(choice.read_text())
+    assert chosen["format"] == "mgedump-fitting" and chosen["variant"] in ("fp32", "ioc16", "io16xc32")
+    assert chosen["provider"] == "CPUExecutionProvider" and chosen["graph_opt"] in ("basic", "extended", "all")
+    fitting = _report(tmp_path / "r.json")["bundles"][0]["fitting"]
+    assert fitting["chosen"] == chosen and [v["passed"] for v in fitting["variants"]] == [True, True, True]
+    assert fitting["seconds"] <= 4 + 1.0  # the budget, and one started turn
+    assert "fitting: chose" in fitted.out and "speed vs fp32" in fitted.out
+    again = mgerun(variants, "--config", choice, "--iter", "2", "--report-json", tmp_path / "again.json")
+    assert again.code == 0, again.err
+    (ran,) = _report(tmp_path / "again.json")["bundles"]
+    assert ran["variant"] == chosen["variant"] and ran["session"]["threads"] == chosen["threads"]
+    assert ran["session"]["graph_opt"] == chosen["graph_opt"]
+    assert ran["session"]["execution_mode"] == chosen["execution_mode"]
+
+
+def test_a_variant_that_fails_is_never_chosen(variants, tmp_path, mgerun):
+    """A tighter bound at run time fails the float16 variants: fitting chooses fp32, whatever their speed."""
+    fitted = mgerun(
+        variants, "--fitting", "--fitting-budget", "2", "--maxerr", "1e-7", "--fitting-out", tmp_path / "c.json"
+    )
+    assert fitted.code == 0, fitted.err
+    assert json.loads((tmp_path / "c.json").read_text())["variant"] == "fp32"
+    assert "variant ioc16: FAILED" in fitted.out and "variant fp32: passed" in fitted.out
+
+
+def test_no_passing_variant_exits_1_and_writes_no_choice(tmp_path, mgedump, mgerun):
+    out = tmp_path / "b.mgetest"
+    assert (
+        mgedump(SAMPLES / "cnn.onnx", *CASES, "--variants", "ioc16,io16xc32", "--maxerr", "0.05", "-o", out).code == 0
+    )
+    fitted = mgerun(out, "--fitting", "--fitting-budget", "2", "--maxerr", "1e-9", "--fitting-out", tmp_path / "c.json")
+    assert fitted.code == 1 and not (tmp_path / "c.json").exists()
+    assert "no variant passed its checks" in fitted.out
+
+
+def test_a_bundle_of_one_model_fits_too(tmp_path, mgedump, mgerun):
+    out = tmp_path / "one.mgetest"
+    assert mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-o", out).code == 0
+    assert bundle_manifest(out)["format_version"] == 1
+    fitted = mgerun(out, "--fitting", "--fitting-budget", "1", "--fitting-out", tmp_path / "c.json")
+    assert fitted.code == 0, fitted.err
+    assert json.loads((tmp_path / "c.json").read_text())["variant"] == "fp32"
+
+
+def test_the_same_command_writes_the_same_bundle(variants, tmp_path, mgedump):
+    again = tmp_path / "again.mgetest"
+    done = mgedump(SAMPLES / "cnn.onnx", *CASES, "--variants", "fp32,ioc16,io16xc32", "--maxerr", "0.05", "-o", again)
+    assert done.code == 0 and again.read_bytes() == variants.read_bytes()
+
+
+def test_a_variant_that_misses_maxerr_is_left_out_with_its_reason(tmp_path, mgedump):
+    out = tmp_path / "b.mgetest"
+    # io16xc32 stores the outputs float16: their rounding alone misses 1e-6
+    done = mgedump(SAMPLES / "cnn.onnx", *CASES, "--variants", "fp32,io16xc32", "--maxerr", "1e-6", "-o", out)
+    assert done.code == 0, done.err
+    manifest = bundle_manifest(out)
+    assert [v["name"] for v in manifest["variants"]] == ["fp32"]
+    (left,) = manifest["left_out"]
+    assert left["name"] == "io16xc32" and "misses" in left["reason"] and "variant io16xc32 left out" in done.err
+    none = mgedump(
+        SAMPLES / "cnn.onnx", *CASES, "--variants", "ioc16,io16xc32", "--maxerr", "1e-9", "-o", tmp_path / "n"
+    )
+    assert none.code == 2 and "no variant meets --maxerr" in none.err and not (tmp_path / "n").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("not json", "cannot be read as a fitting choice"),
+        ("[]", "not a fitting choice"),
+        ('{"format": "mgedump-fitting", "version": 9}', "fitting choice version 9"),
+        ('{"format": "mgedump-fitting", "version": 1, "variant": "fp32", "provider": "CPUExecutionProvider", '
+         '"threads": 0, "graph_opt": "all", "execution_mode": "sequential"}', "its 'threads' is not valid"),
+        ('{"format": "mgedump-fitting", "version": 1, "variant": ["x"], "provider": "CPUExecutionProvider", '
+         '"threads": 1, "graph_opt": "all", "execution_mode": "sequential"}', "its 'variant' is not valid"),
+    ],
+)  # fmt: skip
+def test_a_bad_config_is_one_line(text, message, variants, tmp_path, mgerun):
+    config = tmp_path / "c.json"
+    config.write_text(text)
+    ran = mgerun(variants, "--config", config)
+    assert ran.code == 2 and message in ran.err and len(ran.err.strip().splitlines()) == 1
+
+
+def test_fitting_options_that_do_not_go_together(variants, tmp_path, mgerun):
+    assert "--fitting-out applies to --fitting" in mgerun(variants, "--fitting-out", tmp_path / "c").err
+    assert "--fitting chooses the variant" in mgerun(variants, "--fitting", "--variant", "fp32").err
