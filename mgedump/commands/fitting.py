@@ -26,7 +26,6 @@ from ..measure.fitting import Candidate, Fitting, Settings, fit, settings_space
 from ..measure.timing import Progress
 from ..model.runtime import TensorInfo, open_session, session_options
 from ..options import EXECUTION_MODES, FITTING_BUDGET_S, GRAPH_OPT_LEVELS, VerifyOptions
-from .verify import Report, verify
 
 CONFIG_FORMAT = "mgedump-fitting"
 CONFIG_VERSION = 1
@@ -40,7 +39,7 @@ class VariantCheck:
 
     name: str
     passed: bool
-    report: Report | None = None
+    report: Any = None
     error: str | None = None
     certified: dict[str, float | None] = field(default_factory=dict)
 
@@ -59,9 +58,13 @@ class FittingResult:
         return self.chosen is not None
 
 
+Run = Callable[..., Any]  # mgedump.commands.verify.verify: one bundle (one variant) verified and timed -> Report
+
+
 def fit_bundle(
     path: str,
     options: VerifyOptions,
+    run: Run,
     *,
     budget_s: float,
     progress: Progress | None = None,
@@ -74,7 +77,7 @@ def fit_bundle(
         MgeError: a bundle that cannot be read (exit 2).
     """
     names = peek_variants(path) or [_single_variant(path)]
-    checks = [_check(path, name, options) for name in names]
+    checks = [_check(path, name, options, run) for name in names]
     passing = [c for c in checks if c.passed]
     if not passing:
         return FittingResult(path, checks, None, None)
@@ -95,7 +98,7 @@ def _single_variant(path: str) -> str:
         return variant_of(bundle.manifest.records)
 
 
-def _check(path: str, name: str, options: VerifyOptions) -> VariantCheck:
+def _check(path: str, name: str, options: VerifyOptions, run: Run) -> VariantCheck:
     """Verify one variant on every test case (one run each: timing is the search's)."""
     from ..base.errors import MgeError
 
@@ -106,7 +109,7 @@ def _check(path: str, name: str, options: VerifyOptions) -> VariantCheck:
         duration_s=0.0, repeat_sweep=(), profile=None, bin_out_dump=None, io_dump=None,
     )  # fmt: skip
     try:
-        report = verify(path, quick)
+        report = run(path, quick)
     except MgeError as exc:
         return VariantCheck(name, False, error=exc.one_line())
     worst: dict[str, float | None] = {}
@@ -255,14 +258,15 @@ def with_config(options: VerifyOptions, path: str) -> VerifyOptions:
 def fit_and_verify(
     path: str,
     options: VerifyOptions,
+    run: Run,
     *,
-    on_case: Callable[[Any, Report], None] | None = None,
+    on_case: Callable[[Any, Any], None] | None = None,
     progress: Progress | None = None,
     label: str = "",
     on_stage: Callable[[str], None] | None = None,
-) -> Report:
+) -> Any:
     """``--fitting`` on one bundle: fit, then verify and time the choice with the options' runs; the report
-    carries the fitting (:attr:`Report.fitting`). With no variant passing, the report of the first that failed
+    carries the fitting (``Report.fitting``); ``run`` verifies one variant (:func:`mgedump.commands.verify.verify`). With no variant passing, the report of the first that failed
     (exit 1), its fitting saying so.
 
     Raises:
@@ -270,7 +274,7 @@ def fit_and_verify(
     """
     from ..base.errors import MgeError
 
-    found = fit_bundle(path, options, budget_s=options.fitting_budget_s, progress=progress, on_stage=on_stage)
+    found = fit_bundle(path, options, run, budget_s=options.fitting_budget_s, progress=progress, on_stage=on_stage)
     if found.chosen is None:
         failed = next((c.report for c in found.checks if c.report is not None), None)
         if failed is None:
@@ -279,7 +283,7 @@ def fit_and_verify(
         return failed
     chosen = found.chosen
     provider = None if chosen["provider"] == "CPUExecutionProvider" else chosen["provider"]
-    run = dataclasses.replace(
+    chosen_options = dataclasses.replace(
         options,
         fitting=False,
         fitting_out=None,
@@ -290,6 +294,6 @@ def fit_and_verify(
         graph_opt=chosen["graph_opt"],
         execution_mode=chosen["execution_mode"],
     )
-    report = verify(path, run, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
+    report = run(path, chosen_options, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
     report.fitting = found
     return report

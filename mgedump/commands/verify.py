@@ -39,6 +39,7 @@ from ..report.schema import (
     TensorRecord,
     TimingRecord,
 )
+from .fitting import fit_and_verify
 from .verify_outputs import diagnose_case, dump_outputs, io_dump, save_profile
 from .verify_prepare import Prepared, PreparedCase, from_bundle, from_model, is_plain_model
 
@@ -194,6 +195,8 @@ def verify(
         MgeError: a bad bundle, model, spec or option (exit code 2).
     """
     options = options or VerifyOptions()
+    if options.fitting:  # every variant verified, the fastest passing one chosen and run (docs/fitting.md)
+        return fit_and_verify(path, options, verify, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
     plain = is_plain_model(path, options)
     data = TestData.parse(options.cases) if plain and options.cases else None
     protected = [path, *(data.list_files if data is not None else ())]

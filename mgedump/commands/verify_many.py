@@ -35,7 +35,7 @@ from ..model.runtime import resolve_providers
 from ..options import VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
-from .fitting import config_text, fit_and_verify, with_config
+from .fitting import config_text, with_config
 from .verify import CaseReport, Report, run_outputs, verify
 from .verify_prepare import is_plain_model
 
@@ -252,9 +252,8 @@ def verify_all(
             on_start(path if variant is None else f"{path} [{variant}]")
         began = time.perf_counter()
         result = BundleResult(path, variant=variant)
-        run = fit_and_verify if options.fitting else verify  # --fitting: every variant, then the choice's run
         try:
-            result.report = run(
+            result.report = verify(
                 path, options_for(path, options, many, variant), on_case=on_case, progress=progress,
                 label=f"{run_name(path, variant)}: " if many else "", on_stage=on_stage,
             )  # fmt: skip

@@ -147,3 +147,18 @@ def test_a_bad_config_is_one_line(text, message, variants, tmp_path, mgerun):
 def test_fitting_options_that_do_not_go_together(variants, tmp_path, mgerun):
     assert "--fitting-out applies to --fitting" in mgerun(variants, "--fitting-out", tmp_path / "c").err
     assert "--fitting chooses the variant" in mgerun(variants, "--fitting", "--variant", "fp32").err
+
+
+def test_from_code_pack_takes_variants_and_verify_fits(tmp_path):
+    from mgedump import PackOptions, VerifyOptions, pack, verify
+
+    out = tmp_path / "b.mgetest"
+    result = pack(str(SAMPLES / "cnn.onnx"), out, PackOptions(cases=["#rand(0,1)"], maxerr=0.05, variants=["auto"]))
+    names = [v.name for v in result.manifest.variants]
+    assert names[:3] == ["fp32", "ioc16", "io16xc32"] and "variant fp32: certified err prob 0" in result.notes
+    report = verify(str(out), VerifyOptions(fitting=True, fitting_budget_s=1, iters=1))
+    assert (
+        report.passed
+        and report.fitting.chosen["variant"] in names
+        and report.variant == report.fitting.chosen["variant"]
+    )
