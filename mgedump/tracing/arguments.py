@@ -185,6 +185,7 @@ class DumpArgs:
     no_assert: bool
     silent: bool
     dump_format: str | None
+    variants: list[str] | None = None
     enable_flags: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -209,5 +210,6 @@ class DumpArgs:
         values["input_data"] = test_cases("input_data", values["input_data"])
         values["maxerr"] = number("dump(maxerr=...)", values["maxerr"])
         values["dump_format"] = text("dump(dump_format=...)", values["dump_format"])
+        values["variants"] = names("dump(variants=...)", values["variants"])
         flags = {k: flag(f"dump({k}=...)", v) if k.startswith("enable_") else v for k, v in given.items()}
         return cls(file=target(file), enable_flags=flags, **values)

@@ -87,6 +87,7 @@ DUMP_KEYWORDS = (
     "no_assert",
     "silent",
     "dump_format",
+    "variants",
 )
 
 
@@ -147,6 +148,8 @@ def dump_program(programs: Sequence[Program], file: Any, *, symbolic_shape: bool
             }
             if args.maxerr is not None:
                 pack_options["maxerr"] = args.maxerr
+            if args.variants:
+                pack_options["variants"] = tuple(args.variants)
             data = _write_bundle(src, args.file, tmp, pack_options, args.strip_info_file, args.append_json)
     return _info(data, free)
 
@@ -443,7 +446,7 @@ def _write_bundle(
     """A bundle of the model and its test cases, packed as ``mgedump`` does, and its strip info.
 
     Returns:
-        The bundled model's bytes.
+        The bundled model's bytes (of several variants, the first's).
     """
     is_path = isinstance(file, (str, os.PathLike))
     if not is_path and not hasattr(file, "write"):
@@ -453,7 +456,7 @@ def _write_bundle(
     options = PackOptions(**pack_options, strip_info=None if late_strip else strip_info_file)
     result = pack(src, target, options)
     with zipfile.ZipFile(target) as zf:
-        model = zf.read(MODEL_MEMBER)
+        model = zf.read(result.manifest.model.member)  # of several variants, the first
     if late_strip:  # pack writes strip info afresh; merge it from the bundled model instead
         assert strip_info_file is not None
         bundled = os.path.join(tmp, "bundled", MODEL_MEMBER)

@@ -471,6 +471,7 @@ class trace:
         no_assert: bool = False,
         silent: bool = False,
         dump_format: str | None = None,
+        variants: Sequence[str] | None = None,
         **enable_flags: Any,
     ) -> DumpInfo:
         """Write the traced graph as an ONNX model, or as a bundle with test cases (docs/trace.md has the details).
@@ -499,6 +500,8 @@ class trace:
             maxerr, no_assert, silent: as ``--maxerr`` (default: the bundle
                 default), ``--no-assert`` and ``--silent``.
             dump_format: None or ``"ONNX"``; MegEngine's formats are refused.
+            variants: with ``input_data``: several precision variants in the bundle, each proved, as
+                ``mgedump --variants`` (``["fp32", "int8"]``, ``["auto"]``; docs/fitting.md).
             **enable_flags: ``enable_io16xc32=True`` and the other ``--enable-*``
                 flags; MegEngine's keywords for its own format (``append``,
                 ``user_info``, ``model_version``, ...) at their defaults only.

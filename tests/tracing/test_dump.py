@@ -406,3 +406,16 @@ def test_free_dims_need_shapes_computed_by_the_graph():
         f.dump(io.BytesIO())
     assert g.dump(io.BytesIO()).free_dims == {"arg_0": {0: "arg_0_dim0"}}
     assert fixed.dump(io.BytesIO()).free_dims == {}  # symbolic_shape=False: the first call's shapes
+
+
+def test_dump_passes_variants_through_to_the_bundle(tmp_path, mgerun):
+    """dump(..., variants=[...]) packs several proven variants, as mgedump --variants does."""
+    f = trace(lambda x: F.relu(x * 2.0 + 1.0), capture_as_const=True)
+    f(tensor(np.ones((1, 8), np.float32)))
+    out = tmp_path / "f.mgetest"
+    f.dump(str(out), input_data=["#rand(0,1,1,8)"], variants=["fp32", "ioc16"], maxerr=1e-2)
+    manifest = json.loads(zipfile.ZipFile(out).read("mgedump.json"))
+    assert manifest["format_version"] == 2 and [v["name"] for v in manifest["variants"]] == ["fp32", "ioc16"]
+    assert mgerun(out, "--iter", "1").code == 0
+    with pytest.raises(TypeError, match=r"dump\(variants=...\) takes a str or a list of str"):
+        f.dump(str(tmp_path / "g.mgetest"), input_data=["#rand(0,1,1,8)"], variants=3)
