@@ -28,7 +28,7 @@ import pytest
 
 from tests.support import ROOT, SAMPLES
 
-PYTHON_DOCS = ["README.md", "docs/trace.md", "docs/optimize.md", "docs/library.md"]
+PYTHON_DOCS = ["README.md", "docs/trace.md", "docs/optimize.md", "docs/library.md", "docs/fitting.md"]
 SHELL_DOCS = [
     "README.md",
     "docs/pack.md",
@@ -36,6 +36,7 @@ SHELL_DOCS = [
     "docs/optimize.md",
     "docs/float16.md",
     "docs/int8.md",
+    "docs/fitting.md",
     "docs/ci.md",
 ]
 # The README's two commands at its top, byte for byte: what a newcomer copies, and what .ci/run runs.
