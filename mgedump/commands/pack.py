@@ -113,7 +113,7 @@ def pack(
             opened = _open_given(model_path, stage)
             cases = _build_cases(opened, data, options, stage)
             calibration_cases = calibration.build(opened.inputs, options.data) if calibration else []
-            made = _make(names, opened, cases, calibration_cases, options, tmp, stage)
+            made = _make(names, Given(opened, cases, calibration_cases, options, stage, tmp))
             stage("hashing the weights")
             source = Source(model_path, copy, hashing.result())
         inputs = [model_path, *copy.data_paths, *data.list_files, *_files(cases)]
@@ -164,34 +164,40 @@ def _optimize_options(options: PackOptions, name: str) -> OptimizeOptions:
     return dataclasses.replace(optimize, precision=precision) if precision != optimize.precision else optimize
 
 
-def _make(
-    names: Sequence[str],
-    opened: Opened,
-    cases: Sequence[TestCase],
-    calibration: Sequence[TestCase],
-    options: PackOptions,
-    tmp: str,
-    stage: Stage,
-) -> Made:
+@dataclass(frozen=True)
+class Given:
+    """What every variant is made from: the model as given (opened), the test cases and calibration cases, the
+    pack's options, the status callback, and the scratch folder."""
+
+    opened: Opened
+    cases: Sequence[TestCase]
+    calibration: Sequence[TestCase]
+    options: PackOptions
+    stage: Stage
+    tmp: str
+
+
+def _make(names: Sequence[str], given: Given) -> Made:
     """Make the one model (a version-1 bundle: its test cases stored in its dtypes), or every variant (version 2:
     the test cases once, in the dtypes of the model as given), each proved."""
+    opened, options, stage = given.opened, given.options, given.stage
     if len(names) == 1:
-        variant = _make_variant(names[0], opened, cases, calibration, options, os.path.join(tmp, MODEL_MEMBER), stage)
-        stored = expected_outputs(opened, cases, variant.opened, not options.no_assert, stage, options.nonfinite_ok)
+        variant = _make_variant(names[0], given, os.path.join(given.tmp, MODEL_MEMBER))
+        stored = expected_outputs(
+            opened, given.cases, variant.opened, not options.no_assert, stage, options.nonfinite_ok
+        )
         if variant.result is not None:
-            _prove(opened, variant, stored, options, tmp, stage)
+            _prove(opened, variant, stored, options, given.tmp, stage)
         lines = variant.result.lines() if variant.result else []
         return Made([variant], stored, variant.opened, [], [*lines, *variant.notes])
-    stored = expected_outputs(opened, cases, opened, True, stage, options.nonfinite_ok)
+    stored = expected_outputs(opened, given.cases, opened, True, stage, options.nonfinite_ok)
     variants, left_out = [], []
     for name in names:
         try:
-            folder = os.path.join(tmp, "variants", name)
+            folder = os.path.join(given.tmp, "variants", name)
             os.makedirs(folder)
-            variant = _make_variant(
-                name, opened, cases, calibration, options, os.path.join(folder, MODEL_MEMBER), stage
-            )
-            _prove(opened, variant, stored, options, tmp, stage, cast=True)
+            variant = _make_variant(name, given, os.path.join(folder, MODEL_MEMBER))
+            _prove(opened, variant, stored, options, given.tmp, stage, cast=True)
         except MgeError as exc:
             left_out.append({"name": name, "reason": exc.one_line()})
             logger.debug("variant %s left out: %s", name, exc.one_line())
@@ -214,34 +220,20 @@ def _variant_lines(variants: Sequence[Variant], left_out: Sequence[dict[str, str
     return lines + [f"variant {e['name']} left out: {e['reason']}" for e in left_out]
 
 
-def _make_variant(
-    name: str,
-    opened: Opened,
-    cases: Sequence[TestCase],
-    calibration: Sequence[TestCase],
-    options: PackOptions,
-    target: str,
-    stage: Stage,
-) -> Variant:
+def _make_variant(name: str, given: Given, target: str) -> Variant:
     """One variant's model: optimised as its options say (none: the model as given), written for the target's
     onnxruntime when asked, opened."""
-    optimize = _optimize_options(options, name)
-    variant = _optimize(name, optimize, opened, cases, calibration, options, target, stage) if optimize.any else None
-    if options.target_runtime:
-        return _retarget(variant or Variant(name, opened), options.target_runtime, target, stage)
-    return variant or Variant(name, opened)
+    optimize = _optimize_options(given.options, name)
+    variant = _optimize(name, optimize, given, target) if optimize.any else None
+    wanted = given.options.target_runtime
+    if wanted:
+        return _retarget(variant or Variant(name, given.opened), wanted, target, given.stage)
+    return variant or Variant(name, given.opened)
 
 
-def _optimize(
-    name: str,
-    optimize: OptimizeOptions,
-    opened: Opened,
-    cases: Sequence[TestCase],
-    calibration: Sequence[TestCase],
-    options: PackOptions,
-    target: str,
-    stage: Stage,
-) -> Variant:
+def _optimize(name: str, optimize: OptimizeOptions, given: Given, target: str) -> Variant:
+    """One variant's model optimised (its precision mode made and proved by the pipeline), opened."""
+    opened, options = given.opened, given.options
     mode = check_can_make(optimize)
     other = next((info for info in [*opened.inputs, *opened.outputs] if not info.is_tensor), None)
     if mode is not None and other is not None:  # the searches run candidates on tensors only
@@ -250,17 +242,16 @@ def _optimize(
             f"{other.dtype}",
             hint=f"pack without it ({option_name('optimize_for_inference')} alone is fine)",
         )
-    if mode is None or "calibrate" not in mode.reads:  # calibration data is for the variants calibrated
-        calibration = []
-    stage(f"optimising ({', '.join(optimization_names(optimize))})")
+    calibrated = mode is not None and "calibrate" in mode.reads  # calibration data is for the variants calibrated
+    given.stage(f"optimising ({', '.join(optimization_names(optimize))})")
     result = optimize_file(
         opened.path,
         target,
         optimize,
-        test_inputs=[dict(case.inputs) for case in cases],
+        test_inputs=[dict(case.inputs) for case in given.cases],
         maxerr=options.maxerr,
         output_maxerr=dict(options.output_maxerr),
-        calibration=[dict(case.inputs) for case in calibration],
+        calibration=[dict(case.inputs) for case in given.calibration] if calibrated else [],
         calibration_specs=[
             f"{option_name('calibrate')} {c}" if isinstance(c, str) else f"{option_name('calibrate')} (arrays)"
             for c in options.calibrate

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..bundle.valueproto import encode_value
-from ..model.valuetype import ValueType, leaves, normalize, parse
+from ..model.valuetype import ELEMENT_TYPES, ValueType, leaves, normalize, parse
 
 
 @dataclass(frozen=True)
@@ -76,21 +76,7 @@ def write_structured(staging: str, file: str, name: str, value: Structured, stat
 
 
 # TensorProto.DataType -> onnxruntime's name of the element type
-_ELEM_NAMES = {
-    1: "float",
-    2: "uint8",
-    3: "int8",
-    4: "uint16",
-    5: "int16",
-    6: "int32",
-    7: "int64",
-    8: "string",
-    9: "bool",
-    10: "float16",
-    11: "double",
-    12: "uint32",
-    13: "uint64",
-}
+_ELEM_NAMES = {number: ort for number, (ort, _) in ELEMENT_TYPES.items() if ort is not None}
 
 
 def type_text(type_proto: Any) -> str | None:

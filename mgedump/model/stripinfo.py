@@ -19,28 +19,12 @@ from typing import Any
 
 from ..base.errors import OutputError
 from ..base.fileio import hash_files, write_bytes_atomic
+from .valuetype import ELEMENT_TYPES
 
 FORMAT = "mgedump-strip-info"
 VERSION = 1
 
-_DTYPE_NAMES = {
-    1: "float32",
-    2: "uint8",
-    3: "int8",
-    4: "uint16",
-    5: "int16",
-    6: "int32",
-    7: "int64",
-    8: "string",
-    9: "bool",
-    10: "float16",
-    11: "float64",
-    12: "uint32",
-    13: "uint64",
-    14: "complex64",
-    15: "complex128",
-    16: "bfloat16",
-}
+_DTYPE_NAMES = {number: name for number, (_, name) in ELEMENT_TYPES.items()}
 
 
 def strip_info_paths(json_path: str) -> tuple[str, str]:

@@ -24,6 +24,26 @@ from typing import Any
 
 import numpy as np
 
+# TensorProto.DataType -> (onnxruntime's name of the element type, or None where it has none; the numpy dtype's name)
+ELEMENT_TYPES = {
+    1: ("float", "float32"),
+    2: ("uint8", "uint8"),
+    3: ("int8", "int8"),
+    4: ("uint16", "uint16"),
+    5: ("int16", "int16"),
+    6: ("int32", "int32"),
+    7: ("int64", "int64"),
+    8: ("string", "string"),
+    9: ("bool", "bool"),
+    10: ("float16", "float16"),
+    11: ("double", "float64"),
+    12: ("uint32", "uint32"),
+    13: ("uint64", "uint64"),
+    14: (None, "complex64"),
+    15: (None, "complex128"),
+    16: (None, "bfloat16"),
+}
+
 # onnxruntime's type strings for tensors, and the numpy dtype of each.
 ORT_DTYPES = {
     "tensor(float)": "float32",

@@ -41,7 +41,7 @@ import numpy as np
 from ..base.errors import ModelError, UsageError
 from ..measure.assertion import FLOAT16_MAX
 from .float16_slots import Slots, node_slots, opsets_of, outer_reads
-from .nodes import all_nodes, name_nodes, subgraphs
+from .nodes import all_nodes, name_nodes, subgraphs, unique_name
 
 FLOAT16_TINY = 2.0**-24  # the smallest float16 (subnormal): a weight entirely below it (an epsilon) becomes zero
 IOC16, IO16XC32 = "ioc16", "io16xc32"
@@ -270,12 +270,7 @@ class _Converter:
         return names
 
     def fresh(self, base: str) -> str:
-        name, n = base, 0
-        while name in self.names:
-            n += 1
-            name = f"{base}_{n}"
-        self.names.add(name)
-        return name
+        return unique_name(self.names, base)
 
     def is_float(self, name: str) -> bool:
         return self.types.get(name) == _FLOAT

@@ -15,6 +15,16 @@ def subgraphs(node: Any) -> list[Any]:
     return [sub for attr in node.attribute for sub in ([attr.g] if attr.HasField("g") else list(attr.graphs))]
 
 
+def unique_name(taken: set[str], base: str) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken``, which then holds it."""
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    taken.add(name)
+    return name
+
+
 def name_nodes(model: Any) -> None:
     """Give every node (subgraphs included) a name unique in the model; unique names are kept.
 

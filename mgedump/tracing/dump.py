@@ -33,6 +33,7 @@ from mgedump.commands.pack import pack
 from mgedump.model.runtime import infer, open_session
 from mgedump.model.stripinfo import strip_info_paths, write_strip_info
 from mgedump.optimize import check_can_make, optimize_file
+from mgedump.optimize.nodes import unique_name
 from mgedump.options import OptimizeOptions, PackOptions
 
 from .arguments import DumpArgs
@@ -530,12 +531,7 @@ class _Naming:
         self.taken = taken
 
     def unique(self, hint: str) -> str:
-        name, n = hint, 0
-        while name in self.taken:
-            n += 1
-            name = f"{hint}_{n}"
-        self.taken.add(name)
-        return name
+        return unique_name(self.taken, hint)
 
     def interface(
         self, program: Program, fed: list[int], need: list[int], inputs: list[str], outputs: list[str]

@@ -21,6 +21,8 @@ from typing import Any
 
 import click
 
+from ...base.errors import UsageError
+
 FILE = click.Path()  # a path the shell completes; what it may be is the command's own check, with its message
 DIR = click.Path(file_okay=False)
 
@@ -42,6 +44,38 @@ def given(values: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
     """Take these parameters out of a command's keyword arguments; return the ones the user gave."""
     taken = {name: values.pop(name, None) for name in names}
     return {name: value for name, value in taken.items() if value is not None and value != ()}
+
+
+def path_option(flag: str, name: str, help: str, metavar: str = "FILE") -> Decorator:
+    """A flag that takes a path (``FILE`` or a folder, ``DIR``): the shell completes it."""
+    return click.option(flag, name, metavar=metavar, type=DIR if metavar == "DIR" else FILE, default=None, help=help)
+
+
+def choice_option(flag: str, name: str, choices: Sequence[str], help: str) -> Decorator:
+    """A flag that takes one of ``choices``."""
+    return click.option(flag, name, type=click.Choice(tuple(choices)), default=None, help=help)
+
+
+def value_option(flag: str, name: str, metavar: str, help: str) -> Decorator:
+    """A flag that takes a word (a provider, a variant's name)."""
+    return click.option(flag, name, metavar=metavar, default=None, help=help)
+
+
+def switch(flag: str, name: str, help: str) -> Decorator:
+    """An on/off flag (``None`` when not given)."""
+    return click.option(flag, name, is_flag=True, default=None, help=help)
+
+
+def comma_list(flag: str, text: str, example: str) -> tuple[str, ...]:
+    """A comma list given to a flag (``--variants fp32,int8``), its items stripped.
+
+    Raises:
+        UsageError: no item in it.
+    """
+    items = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not items:
+        raise UsageError(f"{flag} {text!r} names nothing, e.g. {example}")
+    return items
 
 
 def apply(decorators: Sequence[Decorator]) -> Decorator:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ...options import DEFAULT_MAXERR, FLOAT16_MAXERR, DiffOptions
-from . import FILE, apply, given
+from . import apply, given, path_option
 from .data import data_from, data_options
 from .verify import io_dump_budget
 
@@ -30,14 +30,7 @@ diff_options_flags = apply(
             help="Execution provider for the runs (default CPU).",
         ),  # fmt: skip
         io_dump_budget("MiB of tensors one run may expose.", DiffOptions),
-        click.option(
-            "--report-json",
-            "report_json",
-            metavar="FILE",
-            type=FILE,
-            default=None,
-            help="Write the comparison as JSON.",
-        ),
+        path_option("--report-json", "report_json", "Write the comparison as JSON."),
     ]
 )
 

@@ -16,7 +16,7 @@ import click
 
 from ...base.errors import UsageError
 from ...options import CALIBRATE_METHODS, FLOAT16_MARGIN, INT8_WEIGHTS, OptimizeOptions
-from . import apply, given, stating
+from . import apply, choice_option, comma_list, given, stating
 
 QUANTIZE_TYPES = ("int8",)  # --quantize
 QUANTIZE_MODES = {"static": "int8", "dynamic": "int8-dynamic"}  # --quantize-mode: the precision mode of each
@@ -146,23 +146,21 @@ optimize_options = apply(
             "dynamic (int8 MatMul weights, activations quantized at run time: for transformers).  [default: "
             "static]",
         ),
-        click.option(
+        choice_option(
             "--calibrate-method",
             "calibrate_method",
-            type=click.Choice(CALIBRATE_METHODS),
-            default=None,
-            help=stating(
+            CALIBRATE_METHODS,
+            stating(
                 "With --quantize int8 (static): how activation ranges are calibrated.",
                 OptimizeOptions,
                 "calibrate_method",
             ),
         ),  # fmt: skip
-        click.option(
+        choice_option(
             "--int8-weights",
             "int8_weights",
-            type=click.Choice(INT8_WEIGHTS),
-            default=None,
-            help=stating(
+            INT8_WEIGHTS,
+            stating(
                 "With --quantize: one scale per output channel (from opset 13) or per weight tensor.",
                 OptimizeOptions,
                 "int8_weights",
@@ -178,10 +176,7 @@ def parse_patterns(value: str) -> tuple[str, ...]:
     Raises:
         UsageError: no pattern in it.
     """
-    patterns = tuple(p.strip() for p in value.split(",") if p.strip())
-    if not patterns:
-        raise UsageError(f"--fp32-nodes {value!r} names no node pattern (e.g. 'Softmax,*/ln/*')")
-    return patterns
+    return comma_list("--fp32-nodes", value, "'Softmax,*/ln/*'")
 
 
 def optimize_from(values: dict[str, Any]) -> OptimizeOptions:

@@ -9,26 +9,27 @@ import click
 
 from ...base.errors import UsageError
 from ...options import ERROR_STATS, PackOptions, check_maxerr
-from . import FILE, apply, given, stating
+from . import FILE, Decorator, apply, comma_list, given, path_option, stating, switch
 from .data import data_from, data_options
 from .optimize import optimize_from, optimize_options
 
 NAMES = ("no_assert", "silent", "model_out", "embed_io_dump", "target_runtime")
 
+
+def maxerr_option(help: str) -> Decorator:
+    """``--maxerr X`` and ``--maxerr OUTPUT:X``, repeatable (:func:`parse_maxerr`)."""
+    return click.option("--maxerr", "maxerr", metavar="[OUTPUT:]X", multiple=True, default=None, help=help)
+
+
 pack_options_flags = apply(
     [
         data_options,
-        click.option(
-            "--maxerr",
-            "maxerr",
-            metavar="[OUTPUT:]X",
-            multiple=True,
-            default=None,
-            help=stating(
+        maxerr_option(
+            stating(
                 "AssertEqual threshold recorded in the bundle; OUTPUT:X for one output (repeatable).",
                 PackOptions,
                 "maxerr",
-            ),
+            )
         ),
         click.option(
             "--error-stat",
@@ -48,13 +49,7 @@ pack_options_flags = apply(
             "int8, int8-dynamic, or auto (every one this model can have). One that misses --maxerr is left out with "
             "its reason; mgerun --fitting picks the fastest on the target (docs/fitting.md).",
         ),
-        click.option(
-            "--no-assert",
-            "no_assert",
-            is_flag=True,
-            default=None,
-            help="Store no expected outputs: mgerun only runs and times.",
-        ),  # fmt: skip
+        switch("--no-assert", "no_assert", "Store no expected outputs: mgerun only runs and times."),
         click.option("--silent", "silent", is_flag=True, default=None, help="Record that mgerun prints failures only."),
         optimize_options,
         click.option(
@@ -67,20 +62,15 @@ pack_options_flags = apply(
             help="With --quantize int8 (static): calibrate the activation ranges on this data (repeatable; the -d "
             "grammar: files, images, @lists, generators) instead of the test cases.",
         ),
-        click.option(
+        switch(
             "--output-strip-info",
             "strip_info",
-            is_flag=True,
-            default=None,
-            help="Also write OUT.json (operators, dtypes) and onnxruntime's reduced-build config.",
+            "Also write OUT.json (operators, dtypes) and onnxruntime's reduced-build config.",
         ),
-        click.option(
+        path_option(
             "--output-model",
             "model_out",
-            metavar="FILE",
-            type=FILE,
-            default=None,
-            help="Also write the bundled model (optimised, converted or quantized) as a plain ONNX file; its "
+            "Also write the bundled model (optimised, converted or quantized) as a plain ONNX file; its "
             "external data, if any, beside it as model.onnx.data.",
         ),
         click.option(
@@ -157,10 +147,7 @@ def parse_variants(text: str) -> tuple[str, ...]:
     Raises:
         UsageError: no name in it.
     """
-    names = tuple(part.strip() for part in text.split(",") if part.strip())
-    if not names:
-        raise UsageError(f"--variants {text!r} names no variant, e.g. fp32,ioc16,int8 or auto")
-    return names
+    return comma_list("--variants", text, "fp32,ioc16,int8 or auto")
 
 
 def pack_options(values: dict[str, Any], output: str) -> PackOptions:

@@ -8,9 +8,9 @@ import click
 
 from ...base.errors import UsageError
 from ...options import EXECUTION_MODES, GRAPH_OPT_LEVELS, VerifyOptions
-from . import DIR, FILE, apply, given, stating
+from . import apply, choice_option, given, path_option, stating, switch, value_option
 from .data import data_from, data_options
-from .pack import parse_maxerr
+from .pack import maxerr_option, parse_maxerr
 
 NAMES = (
     "silent",
@@ -53,13 +53,8 @@ def io_dump_budget(help: str, cls: type) -> Any:
 verify_options_flags = apply(
     [
         data_options,
-        click.option(
-            "--maxerr",
-            "maxerr",
-            metavar="[OUTPUT:]X",
-            multiple=True,
-            default=None,
-            help="Override the bundle's AssertEqual thresholds (every output's); OUTPUT:X for one output (repeatable).",
+        maxerr_option(
+            "Override the bundle's AssertEqual thresholds (every output's); OUTPUT:X for one output (repeatable)."
         ),
         click.option("--silent", "silent", is_flag=True, default=None, help="Print failures only."),
         click.option("--no-assert", "no_assert", is_flag=True, default=None, help="Run and time only; check nothing."),
@@ -100,35 +95,18 @@ verify_options_flags = apply(
             default=None,
             help="onnxruntime intra-op threads (default: onnxruntime's choice).",
         ),
-        click.option(
-            "--provider",
-            "provider",
-            metavar="NAME",
-            default=None,
-            help="Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU).",
+        value_option(
+            "--provider", "provider", "NAME", "Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU)."
         ),
-        click.option(
+        choice_option(
             "--graph-opt",
             "graph_opt",
-            type=click.Choice(GRAPH_OPT_LEVELS),
-            default=None,
-            help="onnxruntime graph optimisation level (default: onnxruntime's, all).",
+            GRAPH_OPT_LEVELS,
+            "onnxruntime graph optimisation level (default: onnxruntime's, all).",
         ),
-        click.option(
-            "--profile",
-            "profile",
-            metavar="FILE",
-            type=FILE,
-            default=None,
-            help="Write onnxruntime's profile (JSON) to FILE.",
-        ),  # fmt: skip
-        click.option(
-            "--bin-out-dump",
-            "bin_out_dump",
-            metavar="DIR",
-            type=DIR,
-            default=None,
-            help="Write every output as DIR/test_data_set_N/NAME.npy.",
+        path_option("--profile", "profile", "Write onnxruntime's profile (JSON) to FILE."),
+        path_option(
+            "--bin-out-dump", "bin_out_dump", "Write every output as DIR/test_data_set_N/NAME.npy.", metavar="DIR"
         ),
         click.option(
             "--repeat-sweep",
@@ -137,69 +115,39 @@ verify_options_flags = apply(
             default=None,
             help="Also time each test case with its inputs repeated N times along axis 0.",
         ),
-        click.option(
-            "--report-json",
-            "report_json",
-            metavar="FILE",
-            type=FILE,
-            default=None,
-            help="Write a machine-readable report (docs/reports.md).",
-        ),
-        click.option(
-            "--junit-xml",
-            "junit_xml",
-            metavar="FILE",
-            type=FILE,
-            default=None,
-            help="Write a JUnit XML report (for CI test reporters).",
-        ),
-        click.option(
+        path_option("--report-json", "report_json", "Write a machine-readable report (docs/reports.md)."),
+        path_option("--junit-xml", "junit_xml", "Write a JUnit XML report (for CI test reporters)."),
+        path_option(
             "--report-html",
             "report_html",
-            metavar="FILE",
-            type=FILE,
-            default=None,
-            help="Write a self-contained HTML report with plots (no network needed to view it).",
+            "Write a self-contained HTML report with plots (no network needed to view it).",
         ),
-        click.option(
-            "--io-dump",
-            "io_dump",
-            metavar="DIR",
-            type=DIR,
-            default=None,
-            help="Write every tensor of every test case into DIR (an io dump).",
+        path_option(
+            "--io-dump", "io_dump", "Write every tensor of every test case into DIR (an io dump).", metavar="DIR"
         ),
         io_dump_budget("MiB of tensors one run may expose; beyond it a test case runs in parts.", VerifyOptions),
-        click.option(
+        value_option(
             "--variant",
             "variant",
-            metavar="NAME",
-            default=None,
-            help="Of a bundle of several variants (mgedump --variants), run and time this one (default: every "
-            "variant).",
+            "NAME",
+            "Of a bundle of several variants (mgedump --variants), run and time this one (default: every variant).",
         ),
-        click.option(
+        choice_option(
             "--execution-mode",
             "execution_mode",
-            type=click.Choice(EXECUTION_MODES),
-            default=None,
-            help="onnxruntime's execution of the graph: sequential (its default) or parallel branches.",
+            EXECUTION_MODES,
+            "onnxruntime's execution of the graph: sequential (its default) or parallel branches.",
         ),
-        click.option(
+        switch(
             "--fitting",
             "fitting",
-            is_flag=True,
-            default=None,
-            help="Verify every variant, time the passing ones under the settings this machine offers (providers, "
+            "Verify every variant, time the passing ones under the settings this machine offers (providers, "
             "threads, graph optimisation, execution mode) and run the fastest proven one (docs/fitting.md).",
         ),
-        click.option(
+        path_option(
             "--fitting-out",
             "fitting_out",
-            metavar="FILE",
-            type=FILE,
-            default=None,
-            help="With --fitting: write the choice (variant and session settings, JSON) to FILE, for --config.",
+            "With --fitting: write the choice (variant and session settings, JSON) to FILE, for --config.",
         ),
         click.option(
             "--fitting-budget",
@@ -209,13 +157,8 @@ verify_options_flags = apply(
             default=None,
             help=stating("With --fitting: the seconds the whole search may take.", VerifyOptions, "fitting_budget_s"),
         ),
-        click.option(
-            "--config",
-            "config",
-            metavar="FILE",
-            type=FILE,
-            default=None,
-            help="Run exactly the choice --fitting-out wrote: its variant with its session settings.",
+        path_option(
+            "--config", "config", "Run exactly the choice --fitting-out wrote: its variant with its session settings."
         ),
     ]
 )
