@@ -33,6 +33,7 @@ ORDER = (
     "float16",
     "int8",
     "needs",
+    "fitting",
 )
 SHARED = ("models",)  # modules with workers that are no section
 
