@@ -96,6 +96,11 @@ PACKS = {
         ["-d", "#rand(0,1)", "--optimize-for-inference", "--enable-fuse-conv-bias-nonlinearity", "--discard-var-name"],
     ),
     "embedded": ("cnn.onnx", ["-d", "#rand(0,1)", "-d", "#rand(0,2)", "--embed-io-dump", "2"]),
+    "variants": (
+        "cnn.onnx",
+        ["-d", "#rand(0,1)", "-d", "#rand(0,2)", "--variants", "fp32,ioc16,io16xc32", "--maxerr", "1e-6"]
+        + ["--error-stat", "p99", "--error-stat", "prob:mean"],
+    ),
     "external": ("external/mlp.onnx", ["-d", "#rand(0,1)"]),
     "names": (
         "multi_input.onnx",
@@ -149,6 +154,8 @@ def reports(work, bundles) -> dict[str, tuple[int, dict]]:
         + ["--repeat-sweep", "1,2", "--concurrency", "2", "--thread", "1"],
         # a model that fails to run on its data at verify time
         "run_fails": [SAMPLES / "bad" / "gather_index.onnx", "-d", "#rand(0,100)", "--iter", "1"],
+        # a bundle of variants fitted on this machine
+        "fitting": [bundles["variants"], "--fitting", "--fitting-budget", "1", "--iter", "1"],
         # an optimised bundle held to a maxerr float16 cannot meet, without warm-up runs
         "tight": [bundles["io16xc32"], "--maxerr", "0", "--iter", "1", "--warmup-iter", "0", "--graph-opt", "basic"],
     }
@@ -229,6 +236,10 @@ def test_manifests_match_the_schema(bundles):
     assert manifests["fused"]["requirements"] == ["onnxruntime"]
     assert "discard-var-name" in manifests["fused"]["optimizations"]
     assert manifests["embedded"]["io_dump"]["test_cases"] == [0, 1]
+    variants = manifests["variants"]
+    assert variants["format_version"] == 2 and [v["name"] for v in variants["variants"]][0] == "fp32"
+    assert "io16xc32" in {e["name"] for e in variants["left_out"]}  # its float16 outputs alone miss 1e-6
+    assert variants["assertion"]["error_stat"] == "p99" and variants["assertion"]["output_error_stat"] == {"prob": "mean"}
     assert manifests["external"]["model"]["external_data"] == "model.onnx.data"
     assert manifests["external"]["model"]["sha256"] != manifests["external"]["model"]["source_sha256"]
     assert [case["origin"].rsplit(":", 1)[1] for case in manifests["list"]["test_cases"]] == ["1", "2", "3", "4"]
