@@ -219,7 +219,7 @@ def read_config(path: str) -> dict[str, Any]:
         "execution_mode": lambda v: v in EXECUTION_MODES,
     }
     if not isinstance(choice, dict) or choice.get("format") != CONFIG_FORMAT:
-        raise UsageError(f"{what}: not a fitting choice (mgerun --fitting-out writes one)")
+        raise UsageError(f"{what}: not a fitting choice ({option_name('fitting_out')} writes one)")
     if choice.get("version") != CONFIG_VERSION:
         raise UsageError(
             f"{what}: fitting choice version {choice.get('version')!r}, this mgerun reads {CONFIG_VERSION}"

@@ -216,7 +216,9 @@ def verify(
         for index, case in enumerate(prepared.cases):
             result = _run_case(prepared, index, case, bounds, options, progress, label, max_runs)
             if max_runs is not None and len(result.timing.latencies_ms) >= max_runs:
-                warn_once(f"test case {index}: --duration stopped after {max_runs} runs, as many as memory holds")
+                warn_once(
+                    f"test case {index}: {option_name('duration_s')} stopped after {max_runs} runs, as many as memory holds"
+                )
             report.cases.append(result)
             if options.bin_out_dump and result.error is None:
                 dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs, protected)
@@ -243,7 +245,7 @@ def _bounds(prepared: Prepared, options: VerifyOptions) -> dict[str, float]:
     for name, _ in options.output_maxerr:
         if name not in names:
             raise UsageError(
-                f"--maxerr {name}:...: the model has no output {name!r} (outputs: {', '.join(map(repr, names))})"
+                f"{option_name('output_maxerr', name)}...: the model has no output {name!r} (outputs: {', '.join(map(repr, names))})"
             )
     if options.maxerr is not None:
         bounds = dict.fromkeys(names, options.maxerr)
@@ -258,7 +260,9 @@ def _check_budget(prepared: Prepared, options: VerifyOptions) -> int | None:
     # every timed run's latency is kept (a float, and its text in the report)
     timings = len(prepared.cases) * (1 + len(options.repeat_sweep))
     require_memory(
-        64 * timings * options.iters, f"--iter {options.iters} on {len(prepared.cases)} test case(s)", UsageError
+        64 * timings * options.iters,
+        f"{option_name('iters')} {options.iters} on {len(prepared.cases)} test case(s)",
+        UsageError,
     )
     if options.repeat_sweep:
         _check_sweep(prepared, options.repeat_sweep)
@@ -348,7 +352,9 @@ def _run_case(
     except (RunError, ModelError) as exc:
         error = exc.one_line()
         if case.defaulted:
-            error += f"; dims defaulted to 1: {', '.join(case.defaulted)} (give them with --input-shape)"
+            error += (
+                f"; dims defaulted to 1: {', '.join(case.defaulted)} (give them with {option_name('input_shapes')})"
+            )
         report = CaseReport(
             index=index, spec=case.spec, origin=case.origin, checks=[], timing=Timing(batch, []), error=error
         )
@@ -374,7 +380,7 @@ def _check_sweep(prepared: Prepared, sizes: Sequence[int]) -> None:
         return
     largest = max(sum(value_bytes(a) for a in case.feeds.values()) for case in prepared.cases)
     # the repeated inputs, and about as much again for what the model makes of them
-    require_memory(2 * largest * max(sizes), f"--repeat-sweep {max(sizes)}", UsageError)
+    require_memory(2 * largest * max(sizes), f"{option_name('repeat_sweep')} {max(sizes)}", UsageError)
     for info in prepared.inputs:
         if not info.is_tensor:
             raise UsageError(
@@ -383,7 +389,7 @@ def _check_sweep(prepared: Prepared, sizes: Sequence[int]) -> None:
             )
         if info.shape and isinstance(info.shape[0], int):
             raise UsageError(
-                f"--repeat-sweep needs a batch dim the model leaves free, but input {info.name!r} fixes dim 0 to "
+                f"{option_name('repeat_sweep')} needs a batch dim the model leaves free, but input {info.name!r} fixes dim 0 to "
                 f"{info.shape[0]} (shape {info.shape_text()})",
                 hint="export the model with a symbolic batch dim",
             )

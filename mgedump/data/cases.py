@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..base.errors import SpecError, UsageError
+from ..base.naming import option_name
 from ..model.runtime import TensorInfo
 from ..options import DataOptions
 from .casts import cast_to
@@ -158,7 +159,7 @@ def build_cases(
     names = [info.name for info in inputs]
     transform = None
     if options.input_transform is not None:  # DataOptions checked that it compiles
-        transform = compile(options.input_transform, "<--input-transform>", "eval")
+        transform = compile(options.input_transform, "<input_transform>", "eval")
     cases = []
     saw_file = saw_image = False
     for case_index, spec in enumerate(case_specs):
@@ -185,11 +186,13 @@ def build_cases(
         cases.append(case)
     if options.resize_input and not saw_image:
         raise UsageError(
-            "--resize-input applies to image files, and no test case has one (it cannot apply to generators)"
+            f"{option_name('resize_input')} applies to image files, and no test case has one (it cannot apply to "
+            "generators)"
         )
     if options.input_transform is not None and not saw_file:
         raise UsageError(
-            "--input-transform applies to file data, and no test case has any (it cannot apply to generators)"
+            f"{option_name('input_transform')} applies to file data, and no test case has any (it cannot apply to "
+            "generators)"
         )
     return cases
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..base.errors import DataError, SpecError, UsageError
 from ..base.limits import require_memory
+from ..base.naming import option_name
 from ..model.runtime import TensorInfo
 from ..options import DataOptions
 from .casts import cast_to
@@ -50,7 +51,7 @@ def _transform(array: np.ndarray, code: CodeType, options: DataOptions, info: Te
         result = eval(code, {"__builtins__": {}}, {"data": array, "np": np})  # noqa: S307 - the user's own CLI code
     except Exception as exc:
         raise SpecError(
-            f"--input-transform {options.input_transform!r} failed on {what} for input {info.name!r}: "
+            f"{option_name('input_transform')} {options.input_transform!r} failed on {what} for input {info.name!r}: "
             f"{type(exc).__name__}: {exc}"
         ) from None
     try:
@@ -62,7 +63,7 @@ def _transform(array: np.ndarray, code: CodeType, options: DataOptions, info: Te
         held = "nothing usable" if result is None else f"{result.dtype}"
         wanted = "an array of strings" if info.dtype == "str" else "a numeric array"
         raise SpecError(
-            f"--input-transform {options.input_transform!r} gave {held}, not {wanted}, for input {info.name!r}"
+            f"{option_name('input_transform')} {options.input_transform!r} gave {held}, not {wanted}, for input {info.name!r}"
         )
     return result
 
@@ -77,8 +78,10 @@ def file_data(
     what = f"{source.path!r}"
     if options.repeat > 1:
         if array.ndim == 0:
-            raise DataError(f"--repeat cannot repeat the scalar in {what} for input {info.name!r}")
-        require_memory(array.nbytes * (options.repeat + 1), f"--repeat {options.repeat} of {what}", UsageError)
+            raise DataError(f"{option_name('repeat')} cannot repeat the scalar in {what} for input {info.name!r}")
+        require_memory(
+            array.nbytes * (options.repeat + 1), f"{option_name('repeat')} {options.repeat} of {what}", UsageError
+        )
         array = np.repeat(array, options.repeat, axis=0)
     if transform is not None:
         array = _transform(array, transform, options, info, what)

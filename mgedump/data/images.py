@@ -7,6 +7,7 @@ import numpy as np
 from ..base.deps import require
 from ..base.errors import DataError, UsageError
 from ..base.limits import require_memory
+from ..base.naming import option_name
 from ..model.runtime import TensorInfo
 from .readers import decode_image
 
@@ -51,7 +52,7 @@ def load_image(path: str, info: TensorInfo, resize: bool) -> np.ndarray:
             raise DataError(
                 f"{path}: image is {got_w}x{got_h} (WxH), but input {info.name!r} takes "
                 f"{width}x{height} ({info.shape_text()})",
-                hint="pass --resize-input",
+                hint=f"pass {option_name('resize_input')}",
             )
     if image.ndim == 2:
         image = image[:, :, None]
@@ -68,10 +69,12 @@ def _resized(
     """The image resized to the H and W the input fixes (``--resize-input``)."""
     if not (isinstance(height, int) and isinstance(width, int)):
         raise DataError(
-            f"--resize-input needs input {info.name!r} to fix H and W, but its shape is {info.shape_text()}"
+            f"{option_name('resize_input')} needs input {info.name!r} to fix H and W, but its shape is {info.shape_text()}"
         )
     # the resized image, its copy laid out for the input, and that cast to a 4-byte input dtype
-    require_memory(6 * width * height * channels, f"--resize-input to {width}x{height} for {path}", UsageError)
+    require_memory(
+        6 * width * height * channels, f"{option_name('resize_input')} to {width}x{height} for {path}", UsageError
+    )
     cv2 = require("cv2", purpose="reading images")
 
     try:

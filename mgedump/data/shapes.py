@@ -11,6 +11,7 @@ import numpy as np
 from ..base.errors import DataError, SpecError, UsageError
 from ..base.limits import require_memory
 from ..base.log import warn_once
+from ..base.naming import option_name
 from ..model.runtime import TensorInfo
 from .spec import Generator
 
@@ -70,7 +71,7 @@ def _with_model_dims(gen: Generator, info: TensorInfo, defaulted: list[str] | No
         placeholders = [str(d) if isinstance(d, int) else f"<{d or '?'}>" for d in model]
         warn_once(
             f"input {info.name!r} dim {axis} ({label}) is symbolic: using 1; give the dims the model leaves "
-            f"free with --input-shape {info.name}:{','.join(placeholders)} or in the spec, e.g. "
+            f"free with {option_name('input_shapes')} {info.name}:{','.join(placeholders)} or in the spec, e.g. "
             f"{info.name}:#{gen.kind}({','.join(str(p) for p in gen.params)},{','.join(placeholders)})"
         )
         if defaulted is not None:
@@ -98,7 +99,7 @@ def check_shape(array: np.ndarray, info: TensorInfo, what: str, repeat: int = 1)
             continue
         if axis == 0 and repeat > 1:
             warn_once(
-                f"input {info.name!r}: batch dim is {got} after --repeat {repeat}, but the model fixes it to {want}"
+                f"input {info.name!r}: batch dim is {got} after {option_name('repeat')} {repeat}, but the model fixes it to {want}"
             )
             continue
         raise DataError(
@@ -121,27 +122,27 @@ def with_input_shapes(
         if name is None:
             if len(inputs) != 1:
                 raise UsageError(
-                    f"--input-shape without a name needs a one-input model; give NAME:d0,d1,... for one of "
+                    f"{option_name('input_shapes')} without a name needs a one-input model; give NAME:d0,d1,... for one of "
                     f"{', '.join(repr(i.name) for i in inputs)}"
                 )
             name = inputs[0].name
         info = by_name.get(name)
         if info is None:
             raise UsageError(
-                f"--input-shape names {name!r}; the model's inputs are {', '.join(repr(i.name) for i in inputs)}"
+                f"{option_name('input_shapes')} names {name!r}; the model's inputs are {', '.join(repr(i.name) for i in inputs)}"
             )
         if name in seen:
-            raise UsageError(f"--input-shape gives input {name!r} twice")
+            raise UsageError(f"{option_name('input_shapes')} gives input {name!r} twice")
         seen.add(name)
         if info.shape is not None:
             if len(info.shape) != len(dims):
                 raise UsageError(
-                    f"--input-shape gives {name!r} {len(dims)} dims, but it has rank {len(info.shape)} ({info.shape_text()})"
+                    f"{option_name('input_shapes')} gives {name!r} {len(dims)} dims, but it has rank {len(info.shape)} ({info.shape_text()})"
                 )
             for axis, (model_dim, dim) in enumerate(zip(info.shape, dims, strict=True)):
                 if isinstance(model_dim, int) and model_dim >= 0 and model_dim != dim:
                     raise UsageError(
-                        f"--input-shape gives {name!r} dim {axis} = {dim}, but the model fixes it to {model_dim} "
+                        f"{option_name('input_shapes')} gives {name!r} dim {axis} = {dim}, but the model fixes it to {model_dim} "
                         f"({info.shape_text()})"
                     )
         by_name[name] = TensorInfo(info.name, info.dtype, tuple(dims))

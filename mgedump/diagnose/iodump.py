@@ -62,6 +62,7 @@ from ..base import text
 from ..base.errors import DataError, OutputError
 from ..base.fileio import make_folder
 from ..base.jsontypes import has_fields, is_int, is_number, is_str_list
+from ..base.naming import option_name
 from ..bundle.format import case_folder
 from ..bundle.tensorproto import decode, encode_parts
 from ..bundle.valueproto import decode_value
@@ -217,7 +218,7 @@ def write_case(
     """
     _check_same_model(folder, model_sha256)
     target = case_dir(folder, index)
-    make_folder(folder, "--io-dump")
+    make_folder(folder, option_name("io_dump"))
     try:
         staging = tempfile.mkdtemp(prefix=f".{case_folder(index)}.", dir=folder)
     except OSError as exc:

@@ -17,6 +17,7 @@ import numpy as np
 from ..base.deps import require
 from ..base.errors import ModelError, RunError, UsageError
 from ..base.log import program
+from ..base.naming import option_name
 from .valuetype import ORT_DTYPES, ValueType, is_structured, normalize, parse, tensor_type
 
 _ORT_DTYPES = ORT_DTYPES  # onnxruntime's type strings for tensors, and the numpy dtype of each
@@ -278,7 +279,7 @@ def run_error(exc: BaseException, feeds: dict[str, np.ndarray]) -> RunError:
     if images and re.search(r"mismatch(ed)? dim|dimension mismatch|incompatible dim|broadcast", message, re.IGNORECASE):
         hint = (  # a free H/W the model needs in multiples of its stride (32): an image of any size does not fit
             f"the model may need another H and W (often multiples of 32; given {', '.join(images)}): fix them with "
-            "--input-shape NAME:N,C,H,W and --resize-input"
+            f"{option_name('input_shapes')} NAME:N,C,H,W and {option_name('resize_input')}"
         )
     return RunError(f"the model failed to run: {message}", hint=hint)
 

@@ -241,7 +241,7 @@ def _bundle_section(k: int, bundle: BundleRecord) -> list[str]:
         out += _fitting_section(bundle)
     if bundle.op_profile:
         rows = [row.to_json() for row in bundle.op_profile]
-        out.append("<h3>Where the time goes (--profile)</h3>")
+        out.append("<h3>Where the time goes (profiled)</h3>")
         out.append(f'<div class="plots">{svg.op_bars(rows[:10])}</div>')
         cells = "".join(
             f'<tr><td class="text">{esc(r.op_type)}</td><td>{r.calls}</td><td>{r.total_ms:.3f}</td>'
@@ -260,7 +260,10 @@ def _fitting_section(bundle: BundleRecord) -> list[str]:
     """``--fitting``: each variant verified, the candidates plotted and ranked, the choice."""
     fitting = bundle.fitting
     assert fitting is not None
-    out = ["<h3>Fitting (--fitting)</h3>", f'<p class="meta fitting-choice">{esc(fitting.choice_line())}</p>']
+    out = [
+        "<h3>Fitting: the variant to ship on this machine</h3>",
+        f'<p class="meta fitting-choice">{esc(fitting.choice_line())}</p>',
+    ]
     verified = "; ".join(f"{v['name']} {'passed' if v['passed'] else 'FAILED'}" for v in fitting.variants)
     out.append(f'<p class="meta">Variants verified: {esc(verified)}</p>')
     chosen = fitting.chosen or {}

@@ -12,9 +12,9 @@ from tests.data.support import F32, build
 
 
 def test_resize_and_transform_need_file_data():
-    with pytest.raises(UsageError, match="--resize-input"):
+    with pytest.raises(UsageError, match="resize_input"):
         build(["#rand(0,1)"], [F32], resize_input=True)
-    with pytest.raises(UsageError, match="--input-transform"):
+    with pytest.raises(UsageError, match="input_transform"):
         build(["#rand(0,1)"], [F32], input_transform="data")
 
 

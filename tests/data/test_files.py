@@ -39,7 +39,7 @@ def test_repeat_batch_dim_is_a_warning(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="mgedump"):
         (case,) = build([str(tmp_path / "a.npy")], [TensorInfo("x", "float32", (1, 4))], repeat=3)
     assert case["x"].shape == (3, 4)
-    assert any("--repeat 3" in r.getMessage() for r in caplog.records)
+    assert any("repeat 3" in r.getMessage() for r in caplog.records)
 
 
 def test_transform_has_no_builtins(tmp_path):

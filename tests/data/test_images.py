@@ -45,7 +45,7 @@ def test_image_fills_symbolic_hw_and_repeat_then_transform(samples):
 
 
 def test_image_size_mismatch_says_resize(samples):
-    with pytest.raises(DataError, match="--resize-input"):
+    with pytest.raises(DataError, match="resize_input"):
         build([str(samples / "images" / "dog.jpg")], [TensorInfo("x", "float32", (1, 3, 32, 32))])
 
 
