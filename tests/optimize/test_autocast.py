@@ -174,7 +174,10 @@ def test_a_candidate_that_crashes_onnxruntime_is_a_refusal(mode, tmp_path, mgedu
     monkeypatch.setattr(isolate, "_CHILD", crash)
     result, out = _pack(mgedump, tmp_path, "cnn.onnx", mode)
     assert result.code == 2 and not out.exists()
-    assert f"--enable-{mode}: onnxruntime crashes (SIGSEGV) creating a session" in result.err
+    assert (
+        f"--enable-{mode}, candidate 1 (" in result.err
+        and "onnxruntime crashes (SIGSEGV) creating a session" in result.err
+    )
     assert "never bundled" in result.err and "Traceback" not in result.err
 
 
