@@ -53,7 +53,7 @@ from ..base.naming import option_name
 from ..diagnose.exposed import RunSettings
 from ..measure.assertion import maxerr_hint
 from ..options import CALIBRATE_METHODS
-from .isolate import Opener, say_progress
+from .isolate import CandidateFailed, Opener, say_progress
 from .nodes import matching_nodes, name_nodes
 from .quantize_blame import diagnose, first_divergence, rank, touched_nodes
 from .quantize_macs import HEAVY_OPS, MAX_FLOAT_SHARE, float_share
@@ -240,6 +240,10 @@ def quantize_int8(
     searcher = Searcher(probe, maxerr, proof.bounds, budget or Budget())
     try:
         path = _search(searcher, proof, result, base, named, matching_nodes(base, fp32_nodes))
+    except OptimizeError as exc:  # the candidates skipped on the way are part of why
+        if not searcher.skipped:
+            raise
+        raise type(exc)("; ".join([exc.message, *searcher.skipped]), hint=exc.hint, **_cause_of(exc)) from None
     finally:
         if own:
             opener.close()
@@ -247,6 +251,11 @@ def quantize_int8(
     result.rounds = quantizer.count
     _move(path, dst, external)
     return result
+
+
+def _cause_of(exc: OptimizeError) -> dict[str, str]:
+    """The keyword a :class:`CandidateFailed` is made with, to raise it again with more said."""
+    return {"cause": exc.cause} if isinstance(exc, CandidateFailed) else {}
 
 
 def _what(mode: str) -> str:

@@ -197,9 +197,9 @@ def benefit_ranking(
         if searcher.budget.left() <= reserve:
             break
         outcome = searcher.run({**kept, node.name: ""})
-        measured.append(node.name)
-        if outcome is None:
+        if outcome is None:  # skipped (it failed in the child): ranked as if not measured
             continue
+        measured.append(node.name)
         over = outcome.over(maxerr, bounds)
         drop = (base_over - over) / base_over if base_over > 0 else 0.0
         mean_drop = (base_mean - outcome.mean_abs) / base_mean if base_mean > 0 else 0.0
