@@ -124,10 +124,7 @@ def choose_precision(
     stats = {name: stat for name, stat in (error_stats or {}).items() if stat != "max"}
     floor = Floor.of(ref, outputs, stats) if not keep_io else Floor()  # float32 outputs have no rounding of their own
     if maxerr >= floor.err > aim:
-        notes.append(
-            f"{mode}: the outputs' own float16 rounding ({floor.err:.3g}) leaves no room below "
-            f"{option_name('maxerr')} {maxerr:g}: the search aims at {option_name('maxerr')} itself"
-        )
+        notes.append(_no_room(mode, floor.err, maxerr))
         aim = maxerr
     op_types = {node.name: node.op_type for node in all_nodes(base.graph)}
     kept = dict(matching_nodes(base, fp32_nodes))
@@ -159,6 +156,13 @@ def choose_precision(
         found.conversion.casts,
         notes,
         found.path,
+    )
+
+
+def _no_room(mode: str, floor: float, maxerr: float) -> str:
+    return (
+        f"{mode}: the outputs' own float16 rounding ({floor:.3g}) leaves no room below {option_name('maxerr')} "
+        f"{maxerr:g}: the search aims at {option_name('maxerr')} itself"
     )
 
 

@@ -169,26 +169,19 @@ def quantize_int8(
     """Quantize the float model at ``base_path`` to int8 and prove it on the test cases; write it to ``dst``.
 
     Args:
-        base_path: the float model to quantize (already optimised); its nodes are named here.
-        dst: where the int8 model goes.
-        test_inputs: the test cases' inputs.
-        expected: the outputs of the model as given on each test case, in the model's output order.
-        maxerr: what every output must meet on every test case (AssertEqual).
-        output_maxerr: outputs held to their own bound instead (``maxerr NAME:X``).
-        error_stat: the statistic of an output's element errors the bound applies to (``max``, ``p99``, ``mean``,
-            ``median``); ``output_error_stat``: outputs with their own.
-        calibration: the cases the static ranges are calibrated on (none: the test cases).
-        calibration_specs: where the calibration cases came from, for the record.
-        mode: ``"static"`` (QDQ, calibrated) or ``"dynamic"`` (MatMul weights, activations at run time).
-        method: ``"minmax"``, ``"entropy"`` or ``"percentile"`` (static only).
-        per_channel: weights per output channel where the opset allows it.
+        base_path, dst: the float model to quantize (already optimised), and where the int8 model goes.
+        test_inputs, expected: the test cases' inputs, and the outputs of the model as given on each.
+        maxerr, output_maxerr: what every output must meet on every test case, and outputs with their own bound.
+        error_stat, output_error_stat: the statistic of an output's element errors the bounds apply to (``max``,
+            ``p99``, ``mean``, ``median``), and outputs with their own.
+        calibration, calibration_specs: the cases the static ranges are calibrated on (none: the test cases), and
+            where they came from.
+        mode, method, per_channel: ``"static"`` or ``"dynamic"``; ``"minmax"``, ``"entropy"`` or
+            ``"percentile"``; weights per output channel where the opset allows it.
         fp32_nodes: glob patterns of node names or op types to keep float.
-        scratch: a folder for the candidates and dumps.
-        external: save with external data (models beyond protobuf's 2 GiB).
-        settings: onnxruntime settings for the exposed runs.
-        budget: what the search may spend (default: :data:`~.quantize_search.MAX_RUNS` runs and
-            :data:`~.quantize_search.MAX_SECONDS` seconds).
-        opener: the child that opens and runs the candidates (default: one of this search's own).
+        scratch, external, settings: a folder for the candidates, external data, settings for the exposed runs.
+        budget, opener: what the search may spend (default :class:`~.quantize_search.Budget`), and the child
+            that opens and runs the candidates (default: one of this search's own).
 
     Raises:
         UsageError: an unknown mode or method; calibration or proof on empty data.
@@ -200,44 +193,22 @@ def quantize_int8(
     what = _what(mode)
     _check_not_empty(test_inputs, expected, calibration or test_inputs, mode, what)
     base, named = _named_base(base_path, scratch, external)
-    notes = []
-    opset = opset_of(base)
+    opset, notes = opset_of(base), []
     if per_channel and opset < PER_CHANNEL_OPSET:
         per_channel = False
-        notes.append(f"weights per tensor: per-channel scales need opset {PER_CHANNEL_OPSET}, the model has {opset}")
+        notes = [f"weights per tensor: per-channel scales need opset {PER_CHANNEL_OPSET}, the model has {opset}"]
     calibration_record = _calibration_record(mode, calibration, calibration_specs, len(test_inputs))
     quantizer = Quantizer(named, mode, method, per_channel, calibration or test_inputs, scratch, external)
     names = [v.name for v in base.graph.output]
     stats = {name: dict(output_error_stat or {}).get(name, error_stat) for name in names}
     proof = _Proof(names, expected, test_inputs, maxerr, dict(output_maxerr or {}), stats, what, scratch, settings)
-    result = Int8Result(
-        dst,
-        mode,
-        method if mode == STATIC else None,
-        per_channel,
-        opset,
-        op_types={node.name: node.op_type for node in base.graph.node},
-        calibration=calibration_record,
-        notes=notes,
-    )
+    op_types = {node.name: node.op_type for node in base.graph.node}
+    used_method = method if mode == STATIC else None
+    result = Int8Result(dst, mode, used_method, per_channel, opset, op_types=op_types, calibration=calibration_record)
+    result.notes = notes
     own = opener is None
     opener = opener or Opener()  # every candidate is opened and run in a child: a crash there is no crash of ours
-
-    def probe(keep: Mapping[str, str]) -> Outcome:
-        path = quantizer.quantize(keep)
-        label = f"{what}, candidate {quantizer.count} ({len(keep)} node(s) kept float)"
-        runs = opener.run(path, test_inputs, scratch, label)
-        got = [[case[name] for name in names] for case in runs]
-        result.runs += 1
-        outcome = Outcome(dict(keep), path, measure(names, expected, got, stats), got, _mean_abs(expected, got))
-        err, output, case = outcome.measure.worst
-        say_progress(
-            f"int8 search run {quantizer.count}: {len(keep)} node(s) kept float; worst err {err:.3g} (output "
-            f"{output!r}, test case {case}), mean abs err {outcome.mean_abs:.3g}"
-        )
-        return outcome
-
-    searcher = Searcher(probe, maxerr, proof.bounds, budget or Budget())
+    searcher = Searcher(_prober(quantizer, opener, proof, result), maxerr, proof.bounds, budget or Budget())
     try:
         path = _search(searcher, proof, result, base, named, matching_nodes(base, fp32_nodes))
     except OptimizeError as exc:  # the candidates skipped on the way are part of why
@@ -251,6 +222,27 @@ def quantize_int8(
     result.rounds = quantizer.count
     _move(path, dst, external)
     return result
+
+
+def _prober(quantizer: Quantizer, opener: Opener, proof: _Proof, result: Int8Result) -> Any:
+    """The search's probe: quantize with these nodes kept float, run the candidate in the child, measure it."""
+    names, expected = proof.names, proof.expected
+
+    def probe(keep: Mapping[str, str]) -> Outcome:
+        path = quantizer.quantize(keep)
+        label = f"{proof.what}, candidate {quantizer.count} ({len(keep)} node(s) kept float)"
+        runs = opener.run(path, proof.test_inputs, proof.scratch, label)
+        got = [[case[name] for name in names] for case in runs]
+        result.runs += 1
+        outcome = Outcome(dict(keep), path, measure(names, expected, got, proof.stats), got, _mean_abs(expected, got))
+        err, output, case = outcome.measure.worst
+        say_progress(
+            f"int8 search run {quantizer.count}: {len(keep)} node(s) kept float; worst err {err:.3g} (output "
+            f"{output!r}, test case {case}), mean abs err {outcome.mean_abs:.3g}"
+        )
+        return outcome
+
+    return probe
 
 
 def _cause_of(exc: OptimizeError) -> dict[str, str]:
