@@ -256,6 +256,8 @@ def _optimize(name: str, optimize: OptimizeOptions, given: Given, target: str) -
             f"{option_name('calibrate')} {c}" if isinstance(c, str) else f"{option_name('calibrate')} (arrays)"
             for c in options.calibrate
         ],
+        error_stat=options.error_stat,
+        output_error_stat=dict(options.output_error_stat),
     )
     session = open_session(result.path, label="the optimised model")
     return Variant(name, Opened(result.path, session, *model_io(session)), result, notes=list(result.notes))

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..base.jsontypes import is_number
+from ..base.naming import option_name
 from ..options import ERROR_STATS
 
 FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504: float16's largest finite value, the one definition
@@ -360,7 +361,7 @@ def maxerr_hint(err: float | None, scale: float = 1.0) -> str | None:
             absolute below 1, so the scale counts from 1).
 
     Returns:
-        ``"--maxerr X would pass"``, or None for an error that means the
+        ``"maxerr X would pass"`` (``--maxerr X`` on the command line), or None for an error that means the
         outputs are destroyed (non-finite, at or above :data:`HINT_LIMIT`, or
         over a tenth of the outputs' scale).
     """
@@ -369,4 +370,4 @@ def maxerr_hint(err: float | None, scale: float = 1.0) -> str | None:
     suggested = suggest_maxerr(err)
     if suggested >= HINT_LIMIT or err > 0.1 * max(scale, 1.0):
         return None
-    return f"--maxerr {suggested:g} would pass"
+    return f"{option_name('maxerr')} {suggested:g} would pass"

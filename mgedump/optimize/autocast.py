@@ -5,7 +5,7 @@ Given the float32 model and the test cases:
 
 1. Run the float32 model on the test cases (inputs rounded through float16, as
    the float16 model will get them) with every tensor exposed: the reference.
-2. Keep float32 the nodes ``--fp32-nodes`` names, and every node whose float32
+2. Keep float32 the nodes ``fp32_nodes`` names, and every node whose float32
    values on the test cases go beyond what float16 holds (65504).
 3. Convert (:func:`mgedump.optimize.float16.convert`) and run the candidate
    plainly, on the session the child process opened it with
@@ -21,7 +21,7 @@ Given the float32 model and the test cases:
    at the inputs and outputs) is tried: if that passes, the rest of the model
    joins the ranking; if not, the floor is float16 storage at the model's own
    inputs and outputs, and the refusal says so, measures what
-   ``--keep-io-types`` would give, and names a wide reduction whose float16
+   ``keep_io_types`` would give, and names a wide reduction whose float16
    inputs alone miss the bound, or an output whose ranking flips.
 
 A search makes at most :data:`MAX_RUNS` candidate runs; when they are spent it
@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.naming import option_name
 from ..diagnose.exposed import RunSettings, reference_dump
 from .autocast_culprits import ALL_WHY, Origins, Regions, find_culprits, range_rule
 from .autocast_refusal import Floor, flips, floor_refusal, refusal, reordering_between
@@ -88,6 +89,7 @@ def choose_precision(
     settings: RunSettings | None = None,
     keep_io: bool = False,
     margin: float = 0.0,
+    error_stats: Mapping[str, str] | None = None,
 ) -> Autocast:
     """Find which nodes must stay float32 for the float16 model to meet ``maxerr`` on the test cases.
 
@@ -99,9 +101,11 @@ def choose_precision(
         fp32_nodes: glob patterns of node names or op types to keep float32.
         scratch: a folder for the dumps and candidate models.
         settings: onnxruntime settings for the runs.
-        keep_io: the model's float inputs and outputs stay float32 (``--keep-io-types``).
+        keep_io: the model's float inputs and outputs stay float32 (``keep_io_types``).
         margin: the search aims at ``maxerr * (1 - margin)``, so data it has not seen has room; where no model
             reaches that aim, it takes one that meets ``maxerr`` and says so.
+        error_stats: outputs whose bound applies to another statistic of their element errors than the largest
+            (``p99``, ``mean``, ``median``).
 
     Returns:
         The converted model and the decisions.
@@ -117,12 +121,10 @@ def choose_precision(
     outputs = [v.name for v in base.graph.output]
     notes: list[str] = []
     aim = maxerr * (1.0 - margin)
-    floor = Floor.of(ref, outputs) if not keep_io else Floor()  # float32 outputs have no rounding of their own
+    stats = {name: stat for name, stat in (error_stats or {}).items() if stat != "max"}
+    floor = Floor.of(ref, outputs, stats) if not keep_io else Floor()  # float32 outputs have no rounding of their own
     if maxerr >= floor.err > aim:
-        notes.append(
-            f"{mode}: the outputs' own float16 rounding ({floor.err:.3g}) leaves no room below --maxerr {maxerr:g}: "
-            "the search aims at --maxerr itself"
-        )
+        notes.append(_no_room(mode, floor.err, maxerr))
         aim = maxerr
     op_types = {node.name: node.op_type for node in all_nodes(base.graph)}
     kept = dict(matching_nodes(base, fp32_nodes))
@@ -130,7 +132,7 @@ def choose_precision(
         kept.setdefault(name, why)
     with Opener() as opener:  # every candidate is opened in a child: a crash there is a refusal
         raw = [dict(feeds) for feeds in test_inputs]
-        search = Search(base, mode, cases, ref, keep_io, scratch, opener, settings, raw)
+        search = Search(base, mode, cases, ref, keep_io, scratch, opener, settings, raw, stats)
         if floor.err > maxerr:
             raise floor_refusal(search, floor, maxerr)
         found, aim = _run_search(search, kept, aim, maxerr, notes)
@@ -138,8 +140,9 @@ def choose_precision(
     if aim < maxerr:
         notes.insert(
             0,
-            f"{mode}: aimed at {aim:.3g} (--maxerr {maxerr:g} less the {margin:.0%} --float16-margin: room for data "
-            f"the search has not seen); worst err on the test cases {worst:.3g}",
+            f"{mode}: aimed at {aim:.3g} ({option_name('maxerr')} {maxerr:g} less the {margin:.0%} "
+            f"{option_name('float16_margin')}: room for data the search has not seen); worst err on the test cases "
+            f"{worst:.3g}",
         )
     return Autocast(
         found.model,
@@ -153,6 +156,13 @@ def choose_precision(
         found.conversion.casts,
         notes,
         found.path,
+    )
+
+
+def _no_room(mode: str, floor: float, maxerr: float) -> str:
+    return (
+        f"{mode}: the outputs' own float16 rounding ({floor:.3g}) leaves no room below {option_name('maxerr')} "
+        f"{maxerr:g}: the search aims at {option_name('maxerr')} itself"
     )
 
 
@@ -232,7 +242,7 @@ def _run_search(
             raise refusal(search, whole, diffs, origins, maxerr)
         notes.append(
             f"{search.mode}: even with every node float32 the worst err is {whole.worst()[0]:.3g}: the search aims "
-            f"at --maxerr {maxerr:g} itself, with no margin"
+            f"at {option_name('maxerr')} {maxerr:g} itself, with no margin"
         )
         aim = maxerr
     return whole, aim

@@ -1,16 +1,17 @@
 """Why no float16 model meets ``maxerr``, said so that the user can act: the output that misses and by how much,
 the floor (the outputs' own float16 rounding, a wide reduction's float16 inputs), a ranking that flips, the
-first divergence, and what ``--keep-io-types`` would give, measured."""
+first divergence, and what ``keep_io_types`` would give, measured."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..base.errors import OptimizeError
+from ..base.naming import option_name
 from ..diagnose.divergence import CaseDiff, tensor_err
 from ..diagnose.iodump import IoDump, MemoryDump
 from ..measure.assertion import maxerr_hint
@@ -33,14 +34,16 @@ class Floor:
     scale: float = 0.0  # the largest value of any output
 
     @classmethod
-    def of(cls, ref: IoDump | MemoryDump, outputs: Sequence[str]) -> Floor:
+    def of(cls, ref: IoDump | MemoryDump, outputs: Sequence[str], stats: Mapping[str, str] | None = None) -> Floor:
+        """The floor on the reference's outputs, each under its error statistic (``stats``: the largest if none)."""
         found = cls()
         for number, case in ref.cases.items():
             for name in outputs:
                 if name not in case.by_name or case.by_name[name]["dtype"] != "float32":
                     continue
                 value = case.tensor(name)
-                err = tensor_err(name, value, value.astype(np.float16).astype(np.float32)).err
+                stat = (stats or {}).get(name, "max")
+                err = tensor_err(name, value, value.astype(np.float16).astype(np.float32), stat).err
                 top = float(np.abs(value[np.isfinite(value)]).max(initial=0.0))
                 if err > found.err:
                     found.err, found.output, found.case, found.largest = err, name, number, top
@@ -52,24 +55,25 @@ def floor_refusal(search: Search, floor: Floor, maxerr: float) -> OptimizeError:
     """Rounding the float32 outputs to float16 alone misses maxerr: the model's outputs are float16 in both modes, so
     no search can do better. The floor is the output's own float16 rounding at its largest value (float16 holds 11
     significant bits: 34.7 is stored to within 2**-6, 0.0156), and a wide reduction's float16-stored inputs add to
-    it; ``--keep-io-types`` keeps the outputs float32 and removes the first: what it gives is measured."""
+    it; ``keep_io_types`` keeps the outputs float32 and removes the first: what it gives is measured."""
     mode = search.mode
+    maxerr_flag, keep_flag = option_name("maxerr"), option_name("keep_io_types")
     step = float(np.spacing(np.float16(floor.largest))) if floor.largest else 0.0
     message = (
-        f"the optimised model misses --maxerr {maxerr:g}: err={floor.err:.3g} (name={floor.output}, test case "
-        f"{floor.case}): --enable-{mode} makes the model's outputs float16, and rounding them to float16 alone gives "
+        f"the optimised model misses {maxerr_flag} {maxerr:g}: err={floor.err:.3g} (name={floor.output}, test case "
+        f"{floor.case}): {option_name('precision', mode)} makes the model's outputs float16, and rounding them to float16 alone gives "
         f"that error (the output reaches {floor.largest:.4g}, where float16 values are {step:g} apart)"
     )
     reduction = _reduction_floor(search, floor.case, floor.output, maxerr)
     if reduction:
         message += f"; and its {reduction}"
     every = {node.name: ALL_WHY for node in all_nodes(search.base.graph)}
-    trial = search.evaluate(every, keep_io=True, label="every node float32, --keep-io-types")
+    trial = search.evaluate(every, keep_io=True, label=f"every node float32, {keep_flag}")
     err = trial.worst()[0]
     keep = (
-        f"--keep-io-types would pass (err {err:.3g} with every node float32): the inputs and outputs stay float32"
+        f"{keep_flag} would pass (err {err:.3g} with every node float32): the inputs and outputs stay float32"
         if trial.passes(maxerr)
-        else f"--keep-io-types would not pass either (err {err:.3g} with every node float32)"
+        else f"{keep_flag} would not pass either (err {err:.3g} with every node float32)"
     )
     hint = maxerr_hint(floor.err, floor.scale)
     return OptimizeError(message, hint=f"{hint}, or {keep}" if hint else keep)
@@ -175,10 +179,10 @@ def refusal(
 ) -> OptimizeError:
     """No candidate met maxerr: which output misses it and by how much, why the search stopped, what it kept, the
     floor, and the choices that would pass."""
-    flag = f"--enable-{search.mode}"
+    flag, keep_flag = option_name("precision", search.mode), option_name("keep_io_types")
     err, name, case = trial.worst()
     number = search.cases[case][0]
-    parts = [f"{flag}: output {name!r} misses --maxerr {maxerr:g} (err {err:.3g}, test case {number})"]
+    parts = [f"{flag}: output {name!r} misses {option_name('maxerr')} {maxerr:g} (err {err:.3g}, test case {number})"]
     failing = next((d for d in diffs if d.test_case == number and d.first_divergence is not None), None)
     failing = failing or next((d for d in diffs if d.first_divergence is not None), None)
     first = failing.first_divergence if failing is not None else None
@@ -210,19 +214,19 @@ def refusal(
     reduction = _reduction_floor(search, case, name, maxerr) if not search.keep_io else ""
     if reduction:
         parts.append(reduction)
-    hint = f"keep more of the model float32 with --fp32-nodes, or leave {flag} out"
+    hint = f"keep more of the model float32 with {option_name('fp32_nodes')}, or leave {flag} out"
     if floor and not search.keep_io:
-        io_trial = search.evaluate(trial.kept, keep_io=True, label="every node float32, --keep-io-types")
+        io_trial = search.evaluate(trial.kept, keep_io=True, label=f"every node float32, {keep_flag}")
         io_err = io_trial.worst()[0]
         if io_trial.passes(maxerr):
-            hint = f"--keep-io-types would pass (err {io_err:.3g}): the inputs and outputs stay float32"
+            hint = f"{keep_flag} would pass (err {io_err:.3g}): the inputs and outputs stay float32"
         else:
-            hint = f"--keep-io-types would not pass either (err {io_err:.3g}); leave {flag} out"
+            hint = f"{keep_flag} would not pass either (err {io_err:.3g}); leave {flag} out"
         suggested = maxerr_hint(err, 1.0)
         if suggested and not io_trial.passes(maxerr):
             hint = f"{suggested}; {hint}"
     elif not search.keep_io and floor:
-        hint = f"try --keep-io-types, or leave {flag} out"
+        hint = f"try {keep_flag}, or leave {flag} out"
     if trial.passes(FLOAT16_MAXERR) and maxerr < FLOAT16_MAXERR and not floor:
-        hint += f" (--maxerr {FLOAT16_MAXERR:g} suits float16 on most models)"
+        hint += f" ({option_name('maxerr')} {FLOAT16_MAXERR:g} suits float16 on most models)"
     return OptimizeError("; ".join(parts), hint=hint)

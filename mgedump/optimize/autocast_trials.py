@@ -6,23 +6,21 @@ with every tensor exposed and diffed against the reference, tensor by tensor."""
 from __future__ import annotations
 
 import copy
-import logging
 import math
 import os
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..base.log import logger
+from ..base.naming import option_name
 from ..diagnose.divergence import CaseDiff, diff_stream, tensor_err
 from ..diagnose.exposed import ModelDumper, RunSettings
 from ..diagnose.iodump import IoDump, MemoryDump
 from .float16 import Conversion, convert
-from .isolate import Opener, worst_output
+from .isolate import Opener, say_progress, worst_output
 
 
 def save(model: Any, path: str) -> None:
@@ -99,6 +97,7 @@ class Search:
     Attributes:
         cases: (number, inputs) of each test case, as the float16 model gets them (rounded unless keep_io).
         raw_cases: the inputs as given (for the candidates that keep the model's float inputs float32).
+        stats: each output's error statistic, where it is not the largest error (``error_stat``).
         runs: candidates run so far; diagnoses: runs with every tensor exposed.
         nodes: the last diagnosed candidate's nodes, in execution order.
     """
@@ -112,6 +111,7 @@ class Search:
     opener: Opener
     settings: RunSettings | None
     raw_cases: list[dict[str, np.ndarray]] = field(default_factory=list)
+    stats: Mapping[str, str] = field(default_factory=dict)
     runs: int = 0
     diagnoses: int = 0
     nodes: Sequence[Any] = ()
@@ -148,7 +148,8 @@ class Search:
         save(candidate, path)
         feeds = self.cases if keep_io == self.keep_io else list(enumerate(self.raw_cases))
         inputs = [as_inputs_of(candidate, f) for _, f in feeds]
-        got = self.opener.run(path, inputs, self.scratch, f"--enable-{self.mode}")
+        what = f"{option_name('precision', self.mode)}, candidate {self.runs} ({len(kept)} node(s) kept float32)"
+        got = self.opener.run(path, inputs, self.scratch, what)
         expected = self.expected(keep_io)
         errs: list[dict[str, float]] = []
         shown: list[dict[str, np.ndarray]] = []
@@ -160,7 +161,7 @@ class Search:
                 reference = want[name]
                 if reference.dtype != value.dtype and value.dtype == np.float16:
                     reference = reference.astype(np.float16)  # stored as the bundle stores it
-                measured = tensor_err(name, reference, value)
+                measured = tensor_err(name, reference, value, self.stats.get(name, "max"))
                 errs[-1][name] = math.inf if measured.exact and measured.err else measured.err
                 shown[-1][name] = reference
         trial = Trial(dict(kept), keep_io, candidate, path, conversion, errs, got, shown, self.runs)
@@ -192,10 +193,3 @@ def _say_run(mode: str, trial: Trial, label: str) -> None:
         f"(output {name!r}, test case {case})"
     )
     say_progress(line)
-
-
-def say_progress(line: str) -> None:
-    """A line of the search's progress: logged at -v, and printed on a terminal otherwise (unless -q)."""
-    logger.debug(line)
-    if sys.stderr.isatty() and not logger.isEnabledFor(logging.DEBUG) and logger.isEnabledFor(logging.WARNING):
-        print(f"mgedump: {line}", file=sys.stderr, flush=True)

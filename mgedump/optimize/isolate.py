@@ -1,12 +1,20 @@
-"""Open candidate models where a crash is survivable: in a child process.
+"""Open and run candidate models where a crash, or a hang, is survivable: in a child process.
 
 onnxruntime can take the process down (SIGSEGV, SIGABRT) while it optimises a
 rewritten model at session creation, a float16 candidate at its highest level
-for one. The searches open each candidate in a child first (one child per
-search, which imports onnxruntime once and opens the candidates it is given);
-a child that dies is a refusal naming the cause, never a crash of ``mgedump``,
-and a model that crashes onnxruntime is never bundled (``mgerun`` would crash
-on it).
+for one, or while it runs one (a QDQ candidate of a public EEG detector
+segfaults onnxruntime in its first run). The searches open *and run* each
+candidate in a child (one child per search, which imports onnxruntime once and
+takes the candidates it is given one after the other); a child that dies is a
+refusal, or a candidate skipped, that names the candidate and the signal, never
+a crash of ``mgedump``, and a model that crashes onnxruntime is never bundled
+(``mgerun`` would crash on it).
+
+The child starts in Python's isolated mode (``-I``) with the parent's import
+path less the current folder, so a ``json.py`` in the folder ``mgedump`` runs
+from is never imported. Each candidate has :data:`CANDIDATE_SECONDS` to answer
+(its session and every test case): a child that stops (SIGSTOP, a deadlock in a
+provider) is killed, and the candidate named as abandoned.
 
 The session the child opens is the one a plain ``mgerun`` would run (CPU,
 default optimisation level), so :meth:`Opener.run` also runs the test cases on
@@ -17,17 +25,34 @@ and measures it.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import selectors
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
-from typing import IO
+from contextlib import AbstractContextManager, suppress
 
 import numpy as np
 
 from ..base.errors import OptimizeError
+from ..base.log import logger
+from ..base.naming import option_name
+
+CANDIDATE_SECONDS = 600.0  # the time one candidate may take in the child: its session and every test case
+
+
+class CandidateFailed(OptimizeError):
+    """The child died on a candidate (a signal), or gave no answer in time (stopped, deadlocked): a refusal, or,
+    to a search that can go on without it, a candidate skipped. ``cause`` says which (``SIGSEGV``, ``no answer
+    within 600 s``)."""
+
+    def __init__(self, message: str, *, cause: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.cause = cause
+
 
 _CHILD = """
 import json
@@ -74,14 +99,38 @@ def worst_output(errs: Sequence[Mapping[str, float]]) -> tuple[float, str, int]:
     return found
 
 
-class Opener(AbstractContextManager["Opener"]):
-    """A child process that creates an onnxruntime session (CPU, default optimisation level) on each model given.
+def _child_path() -> list[str]:
+    """The import path the child gets: the parent's, less the current folder (and the empty entry that stands for
+    it), so that no module of the folder ``mgedump`` runs from shadows one the child imports."""
+    here = os.path.realpath(os.getcwd())
+    kept = []
+    for entry in sys.path:
+        if entry in ("", ".") or not os.path.isabs(entry):
+            continue
+        if os.path.realpath(entry) == here:
+            continue
+        kept.append(entry)
+    return kept
 
-    Use as a context manager; :meth:`check` and :meth:`run` raise when the child dies on a model.
+
+def child_command(code: str) -> list[str]:
+    """The command that runs ``code`` in a child: isolated mode (no current folder, no ``PYTHON*`` variables, no
+    user site), with the parent's import path (less the current folder) set before anything is imported."""
+    prelude = f"import sys\nsys.path[:] = {_child_path()!r}\n"
+    return [sys.executable, "-I", "-c", prelude + code]
+
+
+class Opener(AbstractContextManager["Opener"]):
+    """A child process that creates an onnxruntime session (CPU, default optimisation level) on each model given,
+    and runs the test cases on it.
+
+    Use as a context manager; :meth:`check` and :meth:`run` raise :class:`CandidateFailed` when the child dies on a
+    candidate or gives no answer within ``timeout`` seconds.
     """
 
-    def __init__(self) -> None:
-        self._child: subprocess.Popen[str] | None = None
+    def __init__(self, timeout: float = CANDIDATE_SECONDS) -> None:
+        self._child: subprocess.Popen[bytes] | None = None
+        self.timeout = timeout
         self.sessions = 0  # sessions the child created
 
     def __exit__(self, *exc: object) -> None:
@@ -91,52 +140,83 @@ class Opener(AbstractContextManager["Opener"]):
         child, self._child = self._child, None
         if child is not None:
             if child.stdin is not None:
-                child.stdin.close()
+                with suppress(OSError):
+                    child.stdin.close()
             try:
                 child.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+            if child.stdout is not None:
+                child.stdout.close()
 
-    def _ask(self, job: Mapping[str, object], what: str) -> dict[str, object]:
+    def _start(self) -> subprocess.Popen[bytes]:
         if self._child is None or self._child.poll() is not None:
             self._child = subprocess.Popen(
-                [sys.executable, "-c", _CHILD],
+                child_command(_CHILD),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                text=True,
             )
-        child = self._child
-        stdin: IO[str] | None = child.stdin
-        stdout: IO[str] | None = child.stdout
-        assert stdin is not None and stdout is not None
+        return self._child
+
+    def _answer(self, child: subprocess.Popen[bytes]) -> bytes | None:
+        """The child's next line, or None when it gave none within the time limit."""
+        assert child.stdout is not None
+        fd = child.stdout.fileno()
+        deadline = time.monotonic() + self.timeout
+        chunks: list[bytes] = []
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    return None
+                chunk = os.read(fd, 1 << 16)
+                chunks.append(chunk)
+                if not chunk or chunk.endswith(b"\n"):
+                    return b"".join(chunks)
+
+    def _ask(self, job: Mapping[str, object], what: str) -> dict[str, object]:
+        child = self._start()
+        assert child.stdin is not None
         try:
-            stdin.write(json.dumps(job) + "\n")
-            stdin.flush()
-            answer = stdout.readline()
+            child.stdin.write(json.dumps(job).encode() + b"\n")
+            child.stdin.flush()
+            answer = self._answer(child)
         except (BrokenPipeError, OSError):
-            answer = ""
+            answer = b""
         self.sessions += 1
         if answer:
             try:
                 reply = json.loads(answer)
             except ValueError:
-                reply = {"ok": False, "error": answer.strip()[:300]}
+                reply = {"ok": False, "error": answer.decode("utf-8", "replace").strip()[:300]}
             return reply if isinstance(reply, dict) else {"ok": False, "error": ""}
-        code = child.wait()
         self._child = None
-        raise OptimizeError(
-            f"{what}: onnxruntime crashes ({_signal_name(code)}) creating a session on the model at its default "
-            "optimisation level; such a model is never bundled, since mgerun would crash on it",
-            hint="keep more of the model float with --fp32-nodes, or leave the flag out",
+        hint = f"keep more of the model float with {option_name('fp32_nodes')}"
+        if answer is None:  # stopped or deadlocked: abandoned
+            child.kill()
+            child.wait()
+            cause = f"no answer within {self.timeout:g} s"
+            raise CandidateFailed(
+                f"{what}: onnxruntime gave {cause} on the candidate (stopped, or deadlocked): it was abandoned",
+                cause=cause,
+                hint=hint,
+            )
+        cause = _signal_name(child.wait())
+        raise CandidateFailed(
+            f"{what}: onnxruntime crashes ({cause}) creating a session on the candidate, or running it, at its "
+            "default optimisation level; such a model is never bundled, since mgerun would crash on it",
+            cause=cause,
+            hint=hint,
         )
 
     def check(self, path: str, what: str) -> None:
         """Open ``path`` in the child.
 
         Raises:
-            OptimizeError: the child died by a signal while opening it.
+            CandidateFailed: the child died by a signal while opening it, or gave no answer in time.
         """
         self._ask({"model": path}, what)
 
@@ -146,7 +226,8 @@ class Opener(AbstractContextManager["Opener"]):
         """Open ``path`` in the child and run every test case on that session: each case's outputs by name.
 
         Raises:
-            OptimizeError: the child died opening or running it, or the model fails to load or run.
+            CandidateFailed: the child died opening or running it, or gave no answer in time.
+            OptimizeError: the model fails to load or run.
         """
         names: list[str] = []
         for feeds in cases:
@@ -185,3 +266,16 @@ def _signal_name(code: int) -> str:
         return signal.Signals(-code).name
     except ValueError:
         return f"signal {-code}"
+
+
+def say_progress(line: str) -> None:
+    """A line of a search's progress: logged at -v, and printed on a terminal otherwise (unless -q)."""
+    logger.debug(line)
+    if sys.stderr is None:
+        return
+    try:
+        tty = sys.stderr.isatty()
+    except (OSError, ValueError):
+        return
+    if tty and not logger.isEnabledFor(logging.DEBUG) and logger.isEnabledFor(logging.WARNING):
+        print(f"mgedump: {line}", file=sys.stderr, flush=True)

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..base.errors import UsageError
+from ..base.naming import option_name
 
 
 def subgraphs(node: Any) -> list[Any]:
@@ -74,13 +75,13 @@ def matching_nodes(model: Any, patterns: Iterable[str]) -> dict[str, str]:
     for node in nodes:
         for pattern in patterns:
             if fnmatch.fnmatchcase(node.name, pattern) or fnmatch.fnmatchcase(node.op_type, pattern):
-                found.setdefault(node.name, f"--fp32-nodes {pattern}")
+                found.setdefault(node.name, f"{option_name('fp32_nodes')} {pattern}")
                 used.add(pattern)
     unused = [p for p in patterns if p not in used]
     if unused:
         examples = ", ".join(repr(n.name) for n in nodes[:3] if n.name)
         raise UsageError(
-            f"--fp32-nodes {', '.join(repr(p) for p in unused)} matches no node of the model to optimise "
+            f"{option_name('fp32_nodes')} {', '.join(repr(p) for p in unused)} matches no node of the model to optimise "
             "(node names and op types, subgraphs included; the portable rewrites may have removed the node)",
             hint=f"name nodes as the model has them, e.g. {examples}" if examples else None,
         )

@@ -98,6 +98,8 @@ def optimize_file(
     output_maxerr: Mapping[str, float] | None = None,
     calibration: Sequence[Mapping[str, Any]] = (),
     calibration_specs: Sequence[str] = (),
+    error_stat: str = "max",
+    output_error_stat: Mapping[str, str] | None = None,
 ) -> OptimizeResult:
     """Write src, optimised as options say, to dst (with dst's external data beside it if the model needs it).
 
@@ -110,6 +112,8 @@ def optimize_file(
         output_maxerr: outputs held to their own bound (``maxerr NAME:X``).
         calibration: the cases a calibrated mode calibrates on (none: the test cases).
         calibration_specs: where the calibration cases came from, for the manifest.
+        error_stat: the statistic of an output's element errors ``maxerr`` bounds; ``output_error_stat``: outputs
+            with their own.
 
     Raises:
         UsageError: options that do not go together; a mode proved on data without test data.
@@ -130,7 +134,7 @@ def optimize_file(
             bound = DEFAULT_MAXERR if maxerr is None else maxerr
             job = Job(
                 src, model, options, test_inputs, bound, dict(output_maxerr or {}), calibration, calibration_specs,
-                tmp, external,
+                tmp, external, error_stat, dict(output_error_stat or {}),
             )  # fmt: skip
             made = mode.make(job)
             model = made.model

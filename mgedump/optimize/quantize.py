@@ -1,9 +1,10 @@
-"""int8 for inference: onnxruntime's quantizer, proved on the test data (``--quantize int8``).
+"""int8 for inference: onnxruntime's quantizer, proved on the test data (docs/int8.md).
 
 The quantization itself is onnxruntime's (:mod:`onnxruntime.quantization`,
 called in :mod:`.quantize_ort`); this module decides what it may quantize and
 proves the result (the outputs measured in :mod:`.quantize_stats`, the nodes that
-introduce error found in :mod:`.quantize_blame`):
+introduce error found in :mod:`.quantize_blame`, the search in
+:mod:`.quantize_search`, the share of the model kept float in :mod:`.quantize_macs`):
 
 - static (the default): QDQ format, int8 weights and uint8 activations
   (U8S8: onnxruntime's choice for x86 CPUs; int8 activations measured 1.5-3x
@@ -16,26 +17,26 @@ introduce error found in :mod:`.quantize_blame`):
   ``DynamicQuantizeLinear``), activations quantized at run time: for
   MatMul-heavy models (transformers) where static ranges do not suit.
 
-The proof, on the test cases, against the outputs of the model as given:
+The proof, on the test cases, against the outputs of the model as given, each output held to its bound under its
+error statistic (``error_stat``: the largest element error, or its 99th percentile, mean or median):
 
-1. Quantize everything but the nodes ``--fp32-nodes`` names; run it. If every
-   output meets ``maxerr``, done.
-2. Otherwise run the float model and the candidate with every tensor exposed,
-   and measure, for each node int8 touched, the error it *introduces*: its
-   outputs' error beyond what its inputs carry in. The first node that
-   introduces error above ``maxerr`` is the first divergence.
-3. If the candidate destroys the outputs (a non-finite error, 0.5 or more, or
-   beyond a tenth of the outputs' scale: as :func:`mgedump.measure.assertion.maxerr_hint`
-   judges), refuse, naming the first divergence; a model int8 destroys is only
-   packed when the user names the nodes to keep float (``--fp32-nodes``). The
-   refusal says which nodes would do, when the search finds them.
-4. Otherwise keep float the fewest nodes, most error first, that bring every
-   output within ``maxerr``: grow the set 1, 2, 4, ... then bisect, each step
-   one quantization (no calibration) and one plain run of the test cases.
+1. Quantize everything but the nodes ``fp32_nodes`` names; run it in the child. If every output meets its bound,
+   done.
+2. Otherwise search for the fewest nodes to keep float (:mod:`.quantize_search`): first by the error each node
+   introduces, then by what keeping each float buys on the outputs, within a budget of runs and seconds. The
+   search is complete: its last candidate keeps every node float, which meets any bound the float model meets.
+   A model int8 destroys is searched like any other; nothing is refused before the search.
+3. When the nodes kept float carry more than half of the model's multiply-accumulates
+   (:data:`~mgedump.optimize.quantize_macs.MAX_FLOAT_SHARE`), int8 has too little left to speed up: refused,
+   with the figure and what would have been kept.
 
-The result records, per output, what a user needs to pick ``--maxerr``
-knowingly: the largest, 99th percentile and mean absolute error, the
-AssertEqual error, and top-1 agreement for a score vector.
+Calibration and proof on empty data (a float input that holds no element in every calibration case, a test case
+whose outputs hold none) are refused: ranges calibrated on nothing are onnxruntime's defaults, and a proof on no
+element proves nothing.
+
+The result records, per output, what a user needs to pick ``maxerr`` knowingly: the largest, 99th percentile and
+mean absolute error, the AssertEqual error (and under the output's statistic), and top-1 agreement for a score
+vector.
 """
 
 from __future__ import annotations
@@ -47,22 +48,31 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import OptimizeError
+from ..base.errors import OptimizeError, UsageError
+from ..base.naming import option_name
 from ..diagnose.exposed import RunSettings
 from ..measure.assertion import maxerr_hint
 from ..options import CALIBRATE_METHODS
-from .isolate import Opener
+from .isolate import CandidateFailed, Opener, say_progress
 from .nodes import matching_nodes, name_nodes
-from .quantize_blame import NodeErr, diagnose, first_divergence, rank, touched_nodes
+from .quantize_blame import diagnose, first_divergence, rank, touched_nodes
+from .quantize_macs import HEAVY_OPS, MAX_FLOAT_SHARE, float_share
 from .quantize_ort import DYNAMIC, DYNAMIC_OPS, STATIC, Quantizer, opset_of
-from .quantize_stats import Measure, OutputStats, measure, output_stats, run_all
+from .quantize_search import (
+    Budget,
+    Outcome,
+    Searcher,
+    benefit_ranking,
+    keep_introducing,
+    shortest_prefix,
+)
+from .quantize_stats import measure, output_stats
 
 MODES = (STATIC, DYNAMIC)
 METHODS = CALIBRATE_METHODS
-DEFAULT_METHOD = CALIBRATE_METHODS[0]  # MinMax: measured as accurate as Entropy and faster, Percentile worse (README)
+DEFAULT_METHOD = CALIBRATE_METHODS[0]  # MinMax: as accurate as Entropy and faster, Percentile worse (docs/int8.md)
 PER_CHANNEL_OPSET = 13  # DequantizeLinear's axis (per-channel scales) came with opset 13
-MAX_HINT_NODES = 8  # a refusal names at most this many nodes to keep float
-HEAVY_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm", "Attention", "LSTM", "GRU")  # where int8 saves time
+__all__ = ["HEAVY_OPS", "METHODS", "MODES", "Int8Result", "quantize_int8"]
 
 
 @dataclass
@@ -78,6 +88,7 @@ class Int8Result:
         outputs: the error statistics per output.
         calibration: how many cases calibrated the ranges and where they came from.
         rounds: quantizations tried; runs: whole-model runs of the test cases (exposed runs included).
+        search: how the search ranked by benefit, when it had to (its budget, the share kept float); else None.
         notes: remarks for the user.
     """
 
@@ -89,14 +100,15 @@ class Int8Result:
     kept: dict[str, str] = field(default_factory=dict)
     op_types: dict[str, str] = field(default_factory=dict)
     quantized: list[str] = field(default_factory=list)
-    outputs: list[OutputStats] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
     calibration: dict[str, Any] | None = None
     rounds: int = 0
     runs: int = 0
+    search: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        found = {
             "mode": self.mode,
             "format": "QDQ" if self.mode == STATIC else "integer-ops",
             "opset": self.opset,
@@ -112,6 +124,24 @@ class Int8Result:
             "search_rounds": self.rounds,
             "outputs": [s.to_json() for s in self.outputs],
         }
+        if self.search is not None:
+            found["search"] = self.search
+        return found
+
+
+@dataclass
+class _Proof:
+    """What every candidate is proved on, and against."""
+
+    names: list[str]
+    expected: Sequence[Sequence[np.ndarray]]
+    test_inputs: Sequence[Mapping[str, np.ndarray]]
+    maxerr: float
+    bounds: dict[str, float]
+    stats: dict[str, str]
+    what: str
+    scratch: str
+    settings: RunSettings | None
 
 
 def quantize_int8(
@@ -122,6 +152,8 @@ def quantize_int8(
     expected: Sequence[Sequence[np.ndarray]],
     maxerr: float,
     output_maxerr: Mapping[str, float] | None = None,
+    error_stat: str = "max",
+    output_error_stat: Mapping[str, str] | None = None,
     calibration: Sequence[Mapping[str, np.ndarray]] = (),
     calibration_specs: Sequence[str] = (),
     mode: str = STATIC,
@@ -131,75 +163,151 @@ def quantize_int8(
     scratch: str,
     external: bool = False,
     settings: RunSettings | None = None,
+    budget: Budget | None = None,
+    opener: Opener | None = None,
 ) -> Int8Result:
     """Quantize the float model at ``base_path`` to int8 and prove it on the test cases; write it to ``dst``.
 
     Args:
-        base_path: the float model to quantize (already optimised); its nodes are named here.
-        dst: where the int8 model goes.
-        test_inputs: the test cases' inputs.
-        expected: the outputs of the model as given on each test case, in the model's output order.
-        maxerr: what every output must meet on every test case (AssertEqual).
-        output_maxerr: outputs held to their own bound instead (``--maxerr NAME:X``).
-        calibration: the cases the static ranges are calibrated on (none: the test cases).
-        calibration_specs: where the calibration cases came from, for the record.
-        mode: ``"static"`` (QDQ, calibrated) or ``"dynamic"`` (MatMul weights, activations at run time).
-        method: ``"minmax"``, ``"entropy"`` or ``"percentile"`` (static only).
-        per_channel: weights per output channel where the opset allows it.
+        base_path, dst: the float model to quantize (already optimised), and where the int8 model goes.
+        test_inputs, expected: the test cases' inputs, and the outputs of the model as given on each.
+        maxerr, output_maxerr: what every output must meet on every test case, and outputs with their own bound.
+        error_stat, output_error_stat: the statistic of an output's element errors the bounds apply to (``max``,
+            ``p99``, ``mean``, ``median``), and outputs with their own.
+        calibration, calibration_specs: the cases the static ranges are calibrated on (none: the test cases), and
+            where they came from.
+        mode, method, per_channel: ``"static"`` or ``"dynamic"``; ``"minmax"``, ``"entropy"`` or
+            ``"percentile"``; weights per output channel where the opset allows it.
         fp32_nodes: glob patterns of node names or op types to keep float.
-        scratch: a folder for the candidates and dumps.
-        external: save with external data (models beyond protobuf's 2 GiB).
-        settings: onnxruntime settings for the exposed runs.
+        scratch, external, settings: a folder for the candidates, external data, settings for the exposed runs.
+        budget, opener: what the search may spend (default :class:`~.quantize_search.Budget`), and the child
+            that opens and runs the candidates (default: one of this search's own).
 
     Raises:
-        UsageError: an unknown mode or method.
+        UsageError: an unknown mode or method; calibration or proof on empty data.
         ModelError: the quantizer fails on the model.
-        OptimizeError: int8 destroys the outputs (the first divergence named), or no set of float nodes meets maxerr.
+        OptimizeError: the quantizer finds nothing to quantize; int8 meets the bound only with more than half the
+            model's arithmetic kept float; even every node float misses it; the first candidate crashes.
     """
     _check_choices(mode, method)
+    what = _what(mode)
+    _check_not_empty(test_inputs, expected, calibration or test_inputs, mode, what)
     base, named = _named_base(base_path, scratch, external)
-    notes = []
-    opset = opset_of(base)
+    opset, notes = opset_of(base), []
     if per_channel and opset < PER_CHANNEL_OPSET:
         per_channel = False
-        notes.append(f"weights per tensor: per-channel scales need opset {PER_CHANNEL_OPSET}, the model has {opset}")
+        notes = [f"weights per tensor: per-channel scales need opset {PER_CHANNEL_OPSET}, the model has {opset}"]
     calibration_record = _calibration_record(mode, calibration, calibration_specs, len(test_inputs))
     quantizer = Quantizer(named, mode, method, per_channel, calibration or test_inputs, scratch, external)
-    op_types = {node.name: node.op_type for node in base.graph.node}
     names = [v.name for v in base.graph.output]
-    kept = matching_nodes(base, fp32_nodes)
+    stats = {name: dict(output_error_stat or {}).get(name, error_stat) for name in names}
+    proof = _Proof(names, expected, test_inputs, maxerr, dict(output_maxerr or {}), stats, what, scratch, settings)
+    op_types = {node.name: node.op_type for node in base.graph.node}
     used_method = method if mode == STATIC else None
-    result = Int8Result(
-        dst, mode, used_method, per_channel, opset, op_types=op_types, calibration=calibration_record, notes=notes
-    )
-
-    bounds = dict(output_maxerr or {})
-    opener = Opener()  # every candidate is opened in a child first: a crash there is a refusal
-
-    def probe(keep: Mapping[str, str]) -> tuple[str, Measure, list[list[np.ndarray]]]:
-        path = quantizer.quantize(keep)
-        opener.check(path, f"--quantize int8 ({mode})")
-        got = run_all(path, test_inputs, "the int8 model")
-        result.runs += 1
-        return path, measure(names, expected, got), got
-
-    with opener:
-        result, path = _search(
-            probe, result, base, named, kept, names, expected, test_inputs, maxerr, mode, scratch, settings, bounds
-        )
+    result = Int8Result(dst, mode, used_method, per_channel, opset, op_types=op_types, calibration=calibration_record)
+    result.notes = notes
+    own = opener is None
+    opener = opener or Opener()  # every candidate is opened and run in a child: a crash there is no crash of ours
+    searcher = Searcher(_prober(quantizer, opener, proof, result), maxerr, proof.bounds, budget or Budget())
+    try:
+        path = _search(searcher, proof, result, base, named, matching_nodes(base, fp32_nodes))
+    except OptimizeError as exc:  # the candidates skipped on the way are part of why
+        if not searcher.skipped:
+            raise
+        raise type(exc)("; ".join([exc.message, *searcher.skipped]), hint=exc.hint, **_cause_of(exc)) from None
+    finally:
+        if own:
+            opener.close()
+    result.notes += searcher.skipped
     result.rounds = quantizer.count
     _move(path, dst, external)
     return result
 
 
+def _prober(quantizer: Quantizer, opener: Opener, proof: _Proof, result: Int8Result) -> Any:
+    """The search's probe: quantize with these nodes kept float, run the candidate in the child, measure it."""
+    names, expected = proof.names, proof.expected
+
+    def probe(keep: Mapping[str, str]) -> Outcome:
+        path = quantizer.quantize(keep)
+        label = f"{proof.what}, candidate {quantizer.count} ({len(keep)} node(s) kept float)"
+        runs = opener.run(path, proof.test_inputs, proof.scratch, label)
+        got = [[case[name] for name in names] for case in runs]
+        result.runs += 1
+        outcome = Outcome(dict(keep), path, measure(names, expected, got, proof.stats), got, _mean_abs(expected, got))
+        err, output, case = outcome.measure.worst
+        say_progress(
+            f"int8 search run {quantizer.count}: {len(keep)} node(s) kept float; worst err {err:.3g} (output "
+            f"{output!r}, test case {case}), mean abs err {outcome.mean_abs:.3g}"
+        )
+        return outcome
+
+    return probe
+
+
+def _cause_of(exc: OptimizeError) -> dict[str, str]:
+    """The keyword a :class:`CandidateFailed` is made with, to raise it again with more said."""
+    return {"cause": exc.cause} if isinstance(exc, CandidateFailed) else {}
+
+
+def _what(mode: str) -> str:
+    """How messages name the mode: ``--quantize int8 (static)`` on the command line."""
+    if mode == STATIC:
+        return f"{option_name('precision', 'int8')} (static)"
+    return option_name("precision", "int8-dynamic")
+
+
 def _check_choices(mode: str, method: str) -> None:
     """Raises UsageError for an unknown mode or calibration method."""
-    from ..base.errors import UsageError
-
     if mode not in MODES:
         raise UsageError(f"the int8 mode must be one of {', '.join(MODES)}, got {mode!r}")
     if method not in METHODS:
         raise UsageError(f"the calibration method must be one of {', '.join(METHODS)}, got {method!r}")
+
+
+def _check_not_empty(
+    test_inputs: Sequence[Mapping[str, np.ndarray]],
+    expected: Sequence[Sequence[np.ndarray]],
+    calibration: Sequence[Mapping[str, np.ndarray]],
+    mode: str,
+    what: str,
+) -> None:
+    """Calibration or proof on empty data is refused: a float input that holds no element in every calibration case
+    (its range would be onnxruntime's default), or a test case whose outputs hold none (it proves nothing).
+
+    Raises:
+        UsageError: either.
+    """
+    for k, outputs in enumerate(expected):
+        if outputs and all(np.size(value) == 0 for value in outputs):
+            raise UsageError(
+                f"{what}: test case {k} gives outputs that hold no element: a proof on no element proves nothing",
+                hint="give test data of the size the model will see",
+            )
+    if mode != STATIC or not calibration:
+        return
+    for name in calibration[0]:
+        values = [np.asarray(case[name]) for case in calibration if name in case]
+        floats = [v for v in values if v.dtype.kind == "f"]
+        if floats and all(v.size == 0 for v in floats):
+            raise UsageError(
+                f"{what}: input {name!r} holds no element in any of the {len(calibration)} calibration case(s) "
+                f"(shape {list(floats[0].shape)}): its range cannot be calibrated on empty data",
+                hint=f"give {option_name('calibrate')} data, or test data, of the size the model will see",
+            )
+
+
+def _mean_abs(expected: Sequence[Sequence[np.ndarray]], got: Sequence[Sequence[np.ndarray]]) -> float:
+    """The mean absolute error over every float output (of the expected shape) and test case."""
+    means = []
+    for want_case, got_case in zip(expected, got, strict=True):
+        for want, have in zip(want_case, got_case, strict=True):
+            want, have = np.asarray(want), np.asarray(have)
+            if want.dtype.kind == "f" and want.shape == have.shape and want.size:
+                with np.errstate(all="ignore"):
+                    diff = np.abs(want.astype(np.float64) - have.astype(np.float64))
+                means.append(float(np.nan_to_num(diff, nan=0.0, posinf=1e30).mean()))
+    return float(np.mean(means)) if means else 0.0
 
 
 def _named_base(base_path: str, scratch: str, external: bool) -> tuple[Any, str]:
@@ -222,140 +330,117 @@ def _calibration_record(
     return {"cases": len(calibration) or test_cases, "from": list(specs) if calibration else ["the test cases"]}
 
 
-def _search(
-    probe: Any,
+def _search(searcher: Searcher, proof: _Proof, result: Int8Result, base: Any, named: str, kept: dict[str, str]) -> str:
+    """Quantize, prove, and keep nodes float when the proof fails (the module's docstring); the chosen candidate's
+    path, its decisions in ``result``."""
+    import onnx
+
+    first = searcher.run(kept, last=True)  # a crash of the first candidate is a refusal
+    assert first is not None
+    touched = touched_nodes(base, onnx.load(first.path, load_external_data=False))
+    if not touched:
+        raise OptimizeError(
+            f"{proof.what}: onnxruntime's quantizer found nothing to quantize in the model"
+            + (f" (its {result.mode} mode quantizes {', '.join(DYNAMIC_OPS)})" if result.mode == DYNAMIC else "")
+        )
+    chosen, outcome = kept, first
+    if not first.passes(proof.maxerr, proof.bounds):
+        chosen, outcome = _keep_float(searcher, proof, result, base, named, kept, touched, first)
+    result.kept = dict(chosen)
+    final = onnx.load(outcome.path, load_external_data=False)
+    result.quantized = [t for t in touched_nodes(base, final) if t not in chosen]
+    _judge_share(proof, result, base, kept, touched, first)
+    result.outputs = output_stats(proof.names, proof.expected, outcome.got, proof.stats)
+    return outcome.path
+
+
+def _keep_float(
+    searcher: Searcher,
+    proof: _Proof,
     result: Int8Result,
     base: Any,
     named: str,
     kept: dict[str, str],
-    names: Sequence[str],
-    expected: Sequence[Sequence[np.ndarray]],
-    test_inputs: Sequence[Mapping[str, np.ndarray]],
-    maxerr: float,
-    mode: str,
-    scratch: str,
-    settings: RunSettings | None,
-    bounds: Mapping[str, float],
-) -> tuple[Int8Result, str]:
-    """Quantize, prove, and keep nodes float when the proof fails (the module's docstring); the result and the
-    chosen candidate's path."""
-    import onnx
-
-    op_types = result.op_types
-    path, measure, got = probe(kept)
-    whole = measure
-    candidate = onnx.load(path, load_external_data=False)
-    touched = touched_nodes(base, candidate)
-    if not touched:
-        raise OptimizeError(
-            f"--quantize int8 ({mode}): onnxruntime's quantizer found nothing to quantize in the model"
-            + (f" (its {mode} mode quantizes {', '.join(DYNAMIC_OPS)})" if mode == DYNAMIC else "")
+    touched: Sequence[str],
+    first: Outcome,
+) -> tuple[dict[str, str], Outcome]:
+    """The fewest nodes to keep float for every output to meet its bound: by the error each introduces, then by
+    what each buys on the outputs (:mod:`.quantize_search`); every node float is the last candidate."""
+    maxerr = proof.maxerr
+    diagnosis = diagnose(named, base, first.path, proof.test_inputs, proof.scratch, proof.settings)
+    result.runs += 2
+    free = [t for t in touched if t not in kept]
+    proxy = rank(diagnosis, free)
+    strong = [n for n in proxy if n.introduced >= maxerr / 10]
+    destroyed = any(s.destroyed for s in output_stats(proof.names, proof.expected, first.got))
+    found = None
+    if strong and not destroyed:
+        found = shortest_prefix(
+            searcher, lambda k: keep_introducing(kept, strong[:k], maxerr), len(strong), complete=False
         )
-    if not measure.passes(maxerr, bounds):
-        diagnosis = diagnose(named, base, path, test_inputs, scratch, settings)
-        result.runs += 2
-        # the nodes that introduce a tenth of maxerr or more, most first; for a model int8 destroys, only as many as
-        # a hint may name (the search then only finds what to suggest, and stays short)
-        ranking = [n for n in rank(diagnosis, [t for t in touched if t not in kept]) if n.introduced >= maxerr / 10]
-        destroyed = any(s.destroyed for s in output_stats(names, expected, got))
-        if destroyed:  # one more quantization only: does keeping the worst few float pass? (the hint)
-            hint_keep = _keep_ranked(kept, ranking[:MAX_HINT_NODES], maxerr)
-            outcome = probe(hint_keep) if ranking else None
-            found = (hint_keep, outcome) if outcome is not None and outcome[1].passes(maxerr, bounds) else None
-        else:
-            found = _bisect(probe, kept, ranking, maxerr, bounds) if ranking else None
-        if destroyed or found is None:
-            raise _refusal(measure, diagnosis, maxerr, mode, destroyed, found, kept)
-        kept, (path, measure, got) = found
-    result.kept = dict(kept)
-    result.quantized = [t for t in touched_nodes(base, onnx.load(path, load_external_data=False)) if t not in kept]
-    heavy = [name for name in result.quantized if op_types.get(name) in HEAVY_OPS]
-    if not heavy and any(op_types.get(name) in HEAVY_OPS for name in touched):
-        raise OptimizeError(
-            f"--quantize int8 ({mode}) meets --maxerr {maxerr:g} only with every "
-            f"{'/'.join(sorted({op_types[n] for n in touched if op_types.get(n) in HEAVY_OPS}))} kept float: "
-            f"nothing would be left for int8 to speed up; with every other node int8: err={whole.worst[0]:.3g} "
-            f"(name={whole.worst[1]}, test case {whole.worst[2]})",
-            hint=maxerr_hint(whole.worst[0], whole.scale) or "leave --quantize out",
-        )
-    result.outputs = output_stats(names, expected, got)
-    return result, path
+    if found is not None:
+        return found
+    order, measured, alone = benefit_ranking(searcher, kept, proxy, free, first)
+    found = alone or shortest_prefix(searcher, lambda k: {**kept, **dict(order[:k])}, len(order), complete=True)
+    result.search = {"ranked_by": "benefit", "measured_alone": measured, "budget": searcher.budget.to_json()}
+    if found is None:
+        raise _every_float_misses(searcher, proof, first, diagnosis, kept, free)
+    return found
 
 
-def _keep_ranked(kept: Mapping[str, str], nodes: Sequence[NodeErr], maxerr: float) -> dict[str, str]:
-    """The nodes kept float already, and these, each with why."""
-    chosen = dict(kept)
-    for node in nodes:
-        chosen[node.name] = (
-            f"int8 err {node.err:.3g} at its output against {node.carried:.3g} at its inputs on test case "
-            f"{node.case} (maxerr {maxerr:g})"
-        )
-    return chosen
-
-
-def _bisect(
-    probe: Any, kept: Mapping[str, str], ranking: Sequence[NodeErr], maxerr: float, bounds: Mapping[str, float]
-) -> Any:
-    """The fewest of the ranked nodes (a prefix of the ranking) to keep float for every output to meet maxerr:
-    doubling, then bisecting. Returns (kept, probe's result), or None when even all of them do not do."""
-
-    def keep(k: int) -> dict[str, str]:
-        return _keep_ranked(kept, ranking[:k], maxerr)
-
-    low, high, best = 0, 1, None
-    while True:
-        high = min(high, len(ranking))
-        outcome = probe(keep(high))
-        if outcome[1].passes(maxerr, bounds):
-            best = (high, outcome)
-            break
-        if high == len(ranking):
-            return None
-        low, high = high, high * 2
-    while best[0] - low > 1:
-        middle = (low + best[0]) // 2
-        outcome = probe(keep(middle))
-        if outcome[1].passes(maxerr, bounds):
-            best = (middle, outcome)
-        else:
-            low = middle
-    return keep(best[0]), best[1]
-
-
-def _refusal(
-    measure: Measure,
-    diagnosis: Sequence[Sequence[NodeErr]],
-    maxerr: float,
-    mode: str,
-    destroyed: bool,
-    found: Any,
-    kept: Mapping[str, str],
+def _every_float_misses(
+    searcher: Searcher, proof: _Proof, first: Outcome, diagnosis: Any, kept: Mapping[str, str], free: Sequence[str]
 ) -> OptimizeError:
-    worst, name, case = measure.worst
-    first = first_divergence(diagnosis[case], maxerr) if case < len(diagnosis) else None
-    where = f"; first divergence on test case {case}: {first.describe()}" if first is not None else ""
-    if destroyed:
-        message = (
-            f"--quantize int8 ({mode}) destroys the outputs: err={worst:.3g} (name={name}, test case {case}) "
-            f"against --maxerr {maxerr:g}{where}"
-        )
-        if found is not None and len(found[0]) - len(kept) <= MAX_HINT_NODES:
-            nodes = [n for n in found[0] if n not in kept]
-            hint = (
-                f"--fp32-nodes {','.join(nodes)} keeps {'it' if len(nodes) == 1 else 'them'} float and passes "
-                f"(err {found[1][1].worst[0]:.3g}): use it if that is what you want, and check that the calibration "
-                "data is like the data the model will see"
-            )
-        else:
-            hint = "keep the nodes that diverge float with --fp32-nodes, or check the calibration data"
-        return OptimizeError(message, hint=hint)
+    """Even every node float misses the bound: what misses is not int8's (the rewrites before it, or a bound below
+    float32's own rounding)."""
+    whole = searcher.run({**kept, **dict.fromkeys(free, "")}, last=True)
+    worst, name, case = (whole or first).measure.worst
+    start, where_name, where_case = first.measure.worst
+    divergence = first_divergence(diagnosis[where_case], proof.maxerr) if where_case < len(diagnosis) else None
+    where = ""
+    if divergence is not None:
+        where = f"; with every node int8 the first divergence on test case {where_case}: {divergence.describe()}"
     return OptimizeError(
-        f"--quantize int8 ({mode}): with every node int8{' but those --fp32-nodes names' if kept else ''} the model "
-        f"misses --maxerr {maxerr:g}: err={worst:.3g} "
-        f"(name={name}, test case {case}), and keeping float the nodes that introduce error does not bring it "
-        f"within{where}",
-        hint=maxerr_hint(worst, measure.scale)
-        or "keep more of the model float with --fp32-nodes, or leave --quantize out",
+        f"{proof.what}: even with every node float the model misses {option_name('maxerr')} {proof.maxerr:g}: "
+        f"err={worst:.3g} (name={name}, test case {case}; with every node int8 err={start:.3g}, name={where_name})"
+        + where,
+        hint=maxerr_hint(worst, first.measure.scale)
+        or f"check the bound against the model as given, or leave {option_name('precision', 'int8')} out",
+    )
+
+
+def _judge_share(
+    proof: _Proof, result: Int8Result, base: Any, user: Mapping[str, str], touched: Sequence[str], first: Outcome
+) -> None:
+    """Refuse an int8 model that keeps too much of the model float to be worth it (:mod:`.quantize_macs`): more
+    than :data:`MAX_FLOAT_SHARE` of its multiply-accumulates once the search kept nodes float, or every heavy node
+    when only ``fp32_nodes`` did. Said in a note otherwise.
+
+    Raises:
+        OptimizeError: int8 would leave too little to speed up.
+    """
+    op_types = result.op_types
+    searched = [name for name in result.kept if name not in user]
+    share = float_share(base, proof.test_inputs[0], result.kept)
+    heavy_touched = any(op_types.get(name) in HEAVY_OPS for name in touched)
+    heavy_left = any(op_types.get(name) in HEAVY_OPS for name in result.quantized)
+    too_much = share.too_much if searched else (heavy_touched and not heavy_left)
+    if result.search is not None:
+        result.search["float_share"] = None if share.share is None else round(share.share, 4)
+    if searched:
+        result.notes.append(
+            f"int8: the {len(result.kept)} node(s) kept float carry {share.text()}; int8 is left out beyond "
+            f"{MAX_FLOAT_SHARE:.0%}"
+        )
+    if not too_much:
+        return
+    worst, name, case = first.measure.worst
+    shown = ", ".join(list(result.kept)[:8]) + (", ..." if len(result.kept) > 8 else "")
+    raise OptimizeError(
+        f"{proof.what} meets {option_name('maxerr')} {proof.maxerr:g} only with {len(result.kept)} node(s) kept "
+        f"float ({shown}), {share.text()}: int8 would have too little left to speed up (it is left out beyond "
+        f"{MAX_FLOAT_SHARE:.0%}); with every node int8: err={worst:.3g} (name={name}, test case {case})",
+        hint=maxerr_hint(worst, first.measure.scale) or f"leave {option_name('precision', 'int8')} out",
     )
 
 

@@ -197,7 +197,7 @@ def test_a_small_self_check_error_gets_a_maxerr_hint():
             lambda k: pytest.fail("no diagnosis is needed"),
         )
     assert (
-        caught.value.hint == "--maxerr 0.0005 would pass" and "err=0.0003 (name=y, test case 0)" in caught.value.message
+        caught.value.hint == "maxerr 0.0005 would pass" and "err=0.0003 (name=y, test case 0)" in caught.value.message
     )
 
 

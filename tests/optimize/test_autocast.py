@@ -174,7 +174,10 @@ def test_a_candidate_that_crashes_onnxruntime_is_a_refusal(mode, tmp_path, mgedu
     monkeypatch.setattr(isolate, "_CHILD", crash)
     result, out = _pack(mgedump, tmp_path, "cnn.onnx", mode)
     assert result.code == 2 and not out.exists()
-    assert f"--enable-{mode}: onnxruntime crashes (SIGSEGV) creating a session" in result.err
+    assert (
+        f"--enable-{mode}, candidate 1 (" in result.err
+        and "onnxruntime crashes (SIGSEGV) creating a session" in result.err
+    )
     assert "never bundled" in result.err and "Traceback" not in result.err
 
 
@@ -285,3 +288,28 @@ def test_on_a_terminal_every_search_run_shows(tmp_path):
     assert code == 0, text
     runs = [line for line in text.splitlines() if "io16xc32 search run" in line]
     assert len(runs) >= 2 and all("node(s) kept float32; worst err" in line for line in runs)
+
+
+def test_the_float16_search_is_complete_every_node_float32_is_its_last_candidate(tmp_path, mgedump, monkeypatch):
+    """With no run left for the culprits (the budget spent by the first candidate), the search still ends on every
+    node float32, which meets any bound float16 storage at the inputs and outputs allows: it packs, never "no set
+    of nodes helps"."""
+    monkeypatch.setattr(autocast, "MAX_RUNS", 1)
+    runs = []
+    real = autocast_trials.Search.evaluate
+
+    def counted(self, kept, keep_io=None, label=""):
+        trial = real(self, kept, keep_io, label)
+        runs.append(label)
+        return trial
+
+    monkeypatch.setattr(autocast_trials.Search, "evaluate", counted)
+    model, out = sample("float16/wide_logits.onnx"), tmp_path / "w16.mgetest"
+    data = [arg for _ in range(4) for arg in ("-d", model.spec)]  # the docs' example: the first candidate misses
+    result = mgedump(model.path, *data, *FLAGS, "--enable-io16xc32", "-o", out)
+    assert result.code == 0, result.err
+    assert len(runs) == 2 and runs[-1] == "every node float32"
+    import onnx
+
+    nodes = {n.name for n in onnx.load(str(model.path)).graph.node}
+    assert set(_kept(out)) >= nodes & {"fc", "act", "embed"} and len(_kept(out)) >= 3

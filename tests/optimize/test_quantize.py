@@ -113,31 +113,35 @@ def test_the_search_keeps_the_node_that_misses_maxerr_float(tmp_path):
     assert result.outputs[0].assert_err <= 0.1 and result.rounds >= 2
 
 
-def test_a_model_int8_destroys_is_refused_with_its_first_divergence(tmp_path):
-    with pytest.raises(OptimizeError) as caught:
-        _quantize(tmp_path, "int8/weight_outlier.onnx", 0.2)
-    error = caught.value
-    assert "destroys the outputs" in error.message
-    assert "first divergence on test case" in error.message and "node 'head' (MatMul)" in error.message
-    assert error.hint is not None and error.hint.startswith("--fp32-nodes head keeps it float and passes")
-    assert "--maxerr" not in error.hint
-    assert not (tmp_path / "int8.onnx").exists()
+def test_a_model_int8_destroys_is_searched_and_its_culprit_kept_float(tmp_path):
+    """int8 destroys the outputs (a weight outlier in the head): the search is not refused before it searches; it
+    ranks the nodes by what keeping each float buys, and keeps the head float."""
+    result, out = _quantize(tmp_path, "int8/weight_outlier.onnx", 0.2)
+    assert list(result.kept) == ["head"] and "kept float alone" in result.kept["head"]
+    assert result.search is not None and result.search["ranked_by"] == "benefit"
+    assert result.search["float_share"] == pytest.approx(256 / (1024 + 256), abs=1e-3)
+    assert result.to_json()["search"]["budget"]["runs"] >= 1
+    assert any("20% of the model's multiply-accumulates" in note for note in result.notes)
+    assert "QuantizeLinear" in _ops(out) and result.outputs[0].assert_err <= 0.2
 
 
 def test_fp32_nodes_naming_the_destroying_node_packs(tmp_path):
     result, out = _quantize(tmp_path, "int8/weight_outlier.onnx", 0.2, fp32_nodes=["head"])
-    assert result.kept == {"head": "--fp32-nodes head"}
+    assert result.kept == {"head": "fp32_nodes head"} and result.search is None
     assert "QuantizeLinear" in _ops(out) and result.outputs[0].top1_agreement == 1.0
 
 
-def test_keeping_every_heavy_node_float_is_refused(tmp_path):
+def test_keeping_most_of_the_model_float_is_refused_with_the_figure(tmp_path):
+    """At a bound only the float model meets, the search is complete (its last candidate keeps every node float)
+    and the result is refused on the share of the model's arithmetic kept float, said plainly."""
     with pytest.raises(OptimizeError) as caught:
         _quantize(tmp_path, "cnn.onnx", 1e-4)
     message = caught.value.message
-    assert "nothing would be left for int8 to speed up" in message or "does not bring it within" in message
-    assert "with every other node int8: err=" in message or "with every node int8 the model misses" in message
+    assert "only with" in message and "of the model's multiply-accumulates" in message
+    assert "int8 would have too little left to speed up (it is left out beyond 50%)" in message
+    assert "with every node int8: err=" in message
     hint = caught.value.hint or ""
-    assert hint.startswith("--maxerr ") and hint.endswith(" would pass")  # int8's error is small against the outputs
+    assert hint.startswith("maxerr ") and hint.endswith(" would pass")  # int8's error is small against the outputs
 
 
 def test_dynamic_int8_quantizes_matmul_weights(tmp_path):

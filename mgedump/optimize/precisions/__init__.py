@@ -38,6 +38,8 @@ class Job:
         calibration: the cases a calibrated mode calibrates on (none: the test cases), and where they came from.
         scratch: a folder for the mode's candidates.
         external: the model keeps its weights in an external data file (beyond protobuf's 2 GiB).
+        error_stat: the statistic of an output's element errors the bounds apply to (``max``, ``p99``, ``mean``,
+            ``median``); ``output_error_stat``: outputs with their own.
     """
 
     source: str
@@ -50,11 +52,17 @@ class Job:
     calibration_specs: Sequence[str]
     scratch: str
     external: bool
+    error_stat: str = "max"
+    output_error_stat: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def tightest(self) -> float:
         """The tightest bound of any output."""
         return min([self.maxerr, *self.output_maxerr.values()])
+
+    def stat_of(self, output: str) -> str:
+        """The error statistic ``output``'s bound applies to."""
+        return self.output_error_stat.get(output, self.error_stat)
 
 
 @dataclass

@@ -49,6 +49,7 @@ def float16_maker(mode: str, after: Callable[[str, Any, Job], list[str]] | None 
             scratch=job.scratch,
             keep_io=options.keep_io_types,
             margin=options.float16_margin,
+            error_stats={output.name: job.stat_of(output.name) for output in model.graph.output},
         )
         notes = [*found.notes, cast_note(found.model, mode), *(after(staged, found, job) if after else [])]
         return Made(found.model, found.to_json(), notes)

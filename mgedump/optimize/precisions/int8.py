@@ -1,8 +1,8 @@
 """``int8``: static int8 in QDQ form, calibrated ahead (``--quantize int8``).
 
 int8 weights (per channel from opset 13) and uint8 activations whose ranges are calibrated on the test cases or
-on the calibration data; nodes whose error breaks maxerr stay float; a model int8 destroys is refused
-(docs/int8.md).
+on the calibration data; the search keeps float the fewest nodes that bring every output within its bound, and
+int8 is left out when they carry more than half of the model's multiply-accumulates (docs/int8.md).
 """
 
 from __future__ import annotations

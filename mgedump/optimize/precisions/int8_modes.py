@@ -39,6 +39,8 @@ def int8_maker(quantize_mode: str) -> Callable[[Job], Made]:
             expected=expected,
             maxerr=job.maxerr,
             output_maxerr=job.output_maxerr,
+            error_stat=job.error_stat,
+            output_error_stat=job.output_error_stat,
             calibration=job.calibration,
             calibration_specs=job.calibration_specs,
             mode=quantize_mode,
@@ -70,12 +72,28 @@ def int8_lines(record: Mapping[str, Any]) -> list[str]:
         f"int8 ({how}): {record['quantized_nodes']} node(s) quantized, {len(kept)} kept float, "
         f"{record['search_rounds']} quantization(s) tried"
     ]
+    search = record.get("search")
+    if search:
+        budget = search["budget"]
+        share = search.get("float_share")
+        lines.append(
+            f"int8 search: ranked by what each node kept float buys on the outputs ({search['measured_alone']} "
+            f"measured alone; budget {budget['runs']} runs, {budget['seconds']:g} s"
+            + (f", spent: {budget['stopped_by']}" if budget.get("stopped_by") else "")
+            + ")"
+            + (
+                f"; the nodes kept float carry {share:.0%} of the model's multiply-accumulates"
+                if share is not None
+                else ""
+            )
+        )
     for out in record.get("outputs", []):
         top1 = ""
         if out.get("top1_agreement") is not None:
             top1 = f", top-1 agreement {out['top1_agreement']:.1%} of {out['top1_rows']}"
+        stat = f", {out['stat']} {out['stat_err']:.3g}" if out.get("stat") not in (None, "max") else ""
         lines.append(
             f"  output {out['name']!r}: max abs err {out['max_abs_err']:.3g}, p99 {out['p99_abs_err']:.3g}, "
-            f"mean {out['mean_abs_err']:.3g} (AssertEqual err {out['assert_err']:.3g}){top1}"
+            f"mean {out['mean_abs_err']:.3g} (AssertEqual err {out['assert_err']:.3g}{stat}){top1}"
         )
     return lines + limited([f"  node {e['node']!r} ({e['op_type']}) kept float: {e['why']}" for e in kept])
