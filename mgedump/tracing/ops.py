@@ -617,6 +617,20 @@ def _index_emit(b, ins, out, attrs, infos, oinfo):
         return
     rank = len(infos[0][0])
     x = _slice_axes(b, ins[0], key, ins, advanced=True)
+    rows, adv_axes, brank = _index_rows(b, x, key, ins, infos)
+    perm = adv_axes + [a for a in range(rank) if a not in adv_axes]
+    if perm != list(range(rank)):
+        moved = b.tmp("transpose")
+        b.node("Transpose", [x], [moved], perm=perm)
+        x = moved
+    gathered = b.tmp("gather")
+    b.node("GatherND", [x, _stacked_indices(b, rows)], [gathered])
+    _finish(b, gathered, out, _index_layout(b, key, brank))
+
+
+def _index_rows(b, x, key, ins, infos) -> tuple[list[str], list[int], int]:
+    """Each advanced index as a row of int64 coordinates (negative ones wrapped), the axes they index, and the
+    rank of their broadcast shape."""
     shape = b.tmp("shape")
     b.node("Shape", [x], [shape])
     adv_axes: list[int] = []
@@ -658,11 +672,11 @@ def _index_emit(b, ins, out, attrs, infos, oinfo):
             axis += item[2]
         else:
             axis += 1
-    perm = adv_axes + [a for a in range(rank) if a not in adv_axes]
-    if perm != list(range(rank)):
-        moved = b.tmp("transpose")
-        b.node("Transpose", [x], [moved], perm=perm)
-        x = moved
+    return rows, adv_axes, brank
+
+
+def _stacked_indices(b, rows: list[str]) -> str:
+    """The rows broadcast to one shape and stacked on a last axis: GatherND's indices."""
     if len(rows) > 1:  # broadcast the index arrays to one shape
         zero = b.const(np.array(0, np.int64), "zero")
         acc = None
@@ -686,19 +700,21 @@ def _index_emit(b, ins, out, attrs, infos, oinfo):
         c = b.tmp("index")
         b.node("Unsqueeze", [row, last], [c])
         columns.append(c)
-    if len(columns) > 1:
-        stacked = b.tmp("indices")
-        b.node("Concat", columns, [stacked], axis=-1)
-    else:
-        stacked = columns[0]
-    gathered = b.tmp("gather")
-    b.node("GatherND", [x, stacked], [gathered])
-    x = gathered
+    if len(columns) == 1:
+        return columns[0]
+    stacked = b.tmp("indices")
+    b.node("Concat", columns, [stacked], axis=-1)
+    return stacked
+
+
+def _index_layout(b, key, brank: int) -> list[tuple[str, Any, dict[str, Any]]]:
+    """The steps that put GatherND's result in numpy's layout: the broadcast dims where the first advanced index
+    stood (if the advanced indices are adjacent), and the new axes."""
     tags = [item[0] for item in key]
     adv_pos = [i for i, t in enumerate(tags) if t in ("int", "adv", "mask")]
     adjacent = adv_pos == list(range(adv_pos[0], adv_pos[-1] + 1))
     n_slices = tags.count("slice")
-    steps = []
+    steps: list[tuple[str, Any, dict[str, Any]]] = []
     if adjacent:
         before = tags[: adv_pos[0]].count("slice")
         if before:
@@ -718,7 +734,7 @@ def _index_emit(b, ins, out, attrs, infos, oinfo):
             pos += brank
     if news:
         steps.append(("Unsqueeze", b.const(np.array(news, np.int64), "axes"), {}))
-    _finish(b, x, out, steps)
+    return steps
 
 
 def _index_dynamic(attrs: dict[str, Any]) -> Sequence[int]:
