@@ -239,7 +239,9 @@ def test_manifests_match_the_schema(bundles):
     variants = manifests["variants"]
     assert variants["format_version"] == 2 and [v["name"] for v in variants["variants"]][0] == "fp32"
     assert "io16xc32" in {e["name"] for e in variants["left_out"]}  # its float16 outputs alone miss 1e-6
-    assert variants["assertion"]["error_stat"] == "p99" and variants["assertion"]["output_error_stat"] == {"prob": "mean"}
+    assert variants["assertion"]["error_stat"] == "p99" and variants["assertion"]["output_error_stat"] == {
+        "prob": "mean"
+    }
     assert manifests["external"]["model"]["external_data"] == "model.onnx.data"
     assert manifests["external"]["model"]["sha256"] != manifests["external"]["model"]["source_sha256"]
     assert [case["origin"].rsplit(":", 1)[1] for case in manifests["list"]["test_cases"]] == ["1", "2", "3", "4"]

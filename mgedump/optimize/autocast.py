@@ -4,7 +4,9 @@ auto mixed precision do.
 Given the float32 model and the test cases:
 
 1. Run the float32 model on the test cases (inputs rounded through float16, as
-   the float16 model will get them) with every tensor exposed: the reference.
+   the float16 model will get them) with every tensor exposed: the reference,
+   dumped by the child process of step 3 into the scratch folder (a crash or a
+   hang there is a refusal: there is nothing to search against).
 2. Keep float32 the nodes ``fp32_nodes`` names, and every node whose float32
    values on the test cases go beyond what float16 holds (65504).
 3. Convert (:func:`mgedump.optimize.float16.convert`) and run the candidate
@@ -12,7 +14,9 @@ Given the float32 model and the test cases:
    (:class:`~mgedump.optimize.isolate.Opener`). If every output meets the aim
    (``maxerr`` less the margin), done: one run.
 4. Otherwise run that candidate once with every tensor exposed and diff it
-   against the reference (:mod:`mgedump.diagnose.divergence`). Rank the nodes
+   against the reference (:mod:`mgedump.diagnose.divergence`), both in the child
+   (:meth:`~mgedump.optimize.autocast_trials.Search.diagnose`); when that run is
+   lost (a crash, a hang), the search goes on without it, to step 5. Rank the nodes
    that introduce error, most against what their inputs carry first, then the
    regions above them, level by level: the nodes that feed them, whose float16
    storage they amplify. Keep float32 the shortest prefix of that ranking that
@@ -32,6 +36,7 @@ passes: a float16 model that destroys the outputs is never written.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,11 +44,13 @@ from typing import Any
 import numpy as np
 
 from ..base.naming import option_name
-from ..diagnose.exposed import RunSettings, reference_dump
+from ..diagnose.exposed import RunSettings
+from ..diagnose.iodump import IoDump
 from .autocast_culprits import ALL_WHY, Origins, Regions, find_culprits, range_rule
 from .autocast_refusal import Floor, flips, floor_refusal, refusal, reordering_between
 from .autocast_trials import Search, Trial, rounded, save
 from .isolate import Opener
+from .isolate_call import settings_json
 from .nodes import all_nodes, matching_nodes, name_nodes
 
 MAX_RUNS = 10  # candidate runs one search may make (the reference and the diagnosis apart)
@@ -116,27 +123,26 @@ def choose_precision(
     """
     base, named = _named_base(base_path, scratch)
     cases = [(k, dict(feeds) if keep_io else rounded(feeds)) for k, feeds in enumerate(test_inputs)]
-    # the reference is read once per diagnosis: in memory when it fits the budget, on disk otherwise
-    ref = reference_dump(named, "reference", cases, settings, scratch, label="the float32 model")
     outputs = [v.name for v in base.graph.output]
     notes: list[str] = []
     aim = maxerr * (1.0 - margin)
     stats = {name: stat for name, stat in (error_stats or {}).items() if stat != "max"}
-    floor = Floor.of(ref, outputs, stats) if not keep_io else Floor()  # float32 outputs have no rounding of their own
-    if maxerr >= floor.err > aim:
-        notes.append(_no_room(mode, floor.err, maxerr))
-        aim = maxerr
-    op_types = {node.name: node.op_type for node in all_nodes(base.graph)}
-    kept = dict(matching_nodes(base, fp32_nodes))
-    for name, why in range_rule(ref, base).items():
-        kept.setdefault(name, why)
-    with Opener() as opener:  # every candidate is opened in a child: a crash there is a refusal
+    with Opener() as opener:  # every run of a model is made in a child: a crash there is a refusal
+        ref = _reference(opener, mode, named, cases, scratch, settings)
+        floor = Floor.of(ref, outputs, stats) if not keep_io else Floor()  # float32 outputs: no rounding of their own
+        if maxerr >= floor.err > aim:
+            notes.append(_no_room(mode, floor.err, maxerr))
+            aim = maxerr
+        kept = dict(matching_nodes(base, fp32_nodes))
+        for name, why in range_rule(ref, base).items():
+            kept.setdefault(name, why)
         raw = [dict(feeds) for feeds in test_inputs]
         search = Search(base, mode, cases, ref, keep_io, scratch, opener, settings, raw, stats)
         if floor.err > maxerr:
             raise floor_refusal(search, floor, maxerr)
         found, aim = _run_search(search, kept, aim, maxerr, notes)
     worst = found.worst()[0]
+    op_types = {node.name: node.op_type for node in all_nodes(base.graph)}
     if aim < maxerr:
         notes.insert(
             0,
@@ -166,6 +172,39 @@ def _no_room(mode: str, floor: float, maxerr: float) -> str:
     )
 
 
+def _reference(
+    opener: Opener,
+    mode: str,
+    named: str,
+    cases: Sequence[tuple[int, Mapping[str, np.ndarray]]],
+    scratch: str,
+    settings: RunSettings | None,
+) -> IoDump:
+    """The float32 model's every tensor on the test cases, what the candidates are compared with: run in the child
+    and dumped into a folder of ``scratch`` (the io dump format), which the child's diagnoses read too.
+
+    Raises:
+        CandidateFailed: the child died in that run, or gave no answer in time: the search cannot start.
+    """
+    flag = option_name("precision", mode)
+    folder = tempfile.mkdtemp(prefix="reference-", dir=scratch)
+    opener.call(
+        "mgedump.optimize.isolate_call:dump_exposed",
+        [feeds for _, feeds in cases],
+        scratch,
+        f"{flag}: the search's reference (the float32 model)",
+        (),
+        hint=f"leave {flag} out",
+        numbers=[k for k, _ in cases],
+        path=named,
+        sha256="reference",
+        folder=folder,
+        settings=settings_json(settings),
+        label="the float32 model",
+    )
+    return IoDump(folder)
+
+
 def _named_base(base_path: str, scratch: str) -> tuple[Any, str]:
     """The float32 model with every node named (what the search keeps float32, by name), and its copy in ``scratch``
     (the candidates' expected outputs come from a plain run of it)."""
@@ -186,6 +225,9 @@ def _run_search(
     if first.passes(aim):
         return first, aim
     diffs = search.diagnose(first, aim)
+    if diffs is None:  # lost in the child: nothing is blamed, and every node float32 is next
+        notes.append(f"{search.mode}: {search.lost}; the search went on without it")
+        diffs = []
     origins = Origins(search.base)
     origins.learn(search.nodes)
     for k, errs in enumerate(first.errs):
@@ -235,7 +277,8 @@ def _run_search(
                 low = mid
         return best, aim
     # the culprits did not do (or the runs ran out): every node float32, float16 only at the inputs and outputs
-    every = {node.name: ALL_WHY for node in all_nodes(search.base.graph)}
+    why = f"kept with the rest of the model: {search.lost}" if search.lost else ALL_WHY
+    every = {node.name: why for node in all_nodes(search.base.graph)}
     whole = search.evaluate({**every, **keep(len(names), DEEP)}, label="every node float32")
     if not whole.passes(aim):
         if not whole.passes(maxerr):

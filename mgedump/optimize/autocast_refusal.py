@@ -214,6 +214,8 @@ def refusal(
     reduction = _reduction_floor(search, case, name, maxerr) if not search.keep_io else ""
     if reduction:
         parts.append(reduction)
+    if search.lost:
+        parts.append(search.lost)
     hint = f"keep more of the model float32 with {option_name('fp32_nodes')}, or leave {flag} out"
     if floor and not search.keep_io:
         io_trial = search.evaluate(trial.kept, keep_io=True, label=f"every node float32, {keep_flag}")

@@ -1,7 +1,9 @@
 """The float16 search's candidates: converted with some nodes kept float32, run plainly on the session a plain
 ``mgerun`` would use (in the child that proves it loads, :class:`~mgedump.optimize.isolate.Opener`), each output
 measured against the float32 model's; and, when the search needs to know where the error comes from, run again
-with every tensor exposed and diffed against the reference, tensor by tensor."""
+with every tensor exposed and diffed against the reference, tensor by tensor: in the same child
+(:func:`exposed_diffs`), which reads the reference from its io dump and hands the diffs back on disk, so that a
+crash or a hang there loses the diagnosis, not the pack."""
 
 from __future__ import annotations
 
@@ -15,20 +17,21 @@ from typing import Any
 
 import numpy as np
 
+from ..base.errors import MgeError
 from ..base.naming import option_name
-from ..diagnose.divergence import CaseDiff, diff_stream, tensor_err
+from ..diagnose.divergence import CaseDiff, NodeDiff, TensorErr, diff_stream, tensor_err
 from ..diagnose.exposed import ModelDumper, RunSettings
-from ..diagnose.iodump import IoDump, MemoryDump
+from ..diagnose.iodump import IoDump, MemoryDump, NodeInfo
 from .float16 import Conversion, convert
-from .isolate import Opener, say_progress, worst_output
+from .isolate import CandidateFailed, Opener, say_progress, worst_output
+from .isolate_call import run_settings, settings_json
+from .offline import PROTOBUF_LIMIT
+from .offline import save as save_model
 
 
 def save(model: Any, path: str) -> None:
     """Save a model, with its weights as external data beside it when protobuf's 2 GiB would not hold them."""
-    import onnx
-
-    large = model.ByteSize() > (1 << 31) - (64 << 20)
-    onnx.save_model(model, path, save_as_external_data=large, location=os.path.basename(path) + ".data")
+    save_model(model, path, model.ByteSize() > PROTOBUF_LIMIT)
 
 
 def rounded(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -96,16 +99,18 @@ class Search:
 
     Attributes:
         cases: (number, inputs) of each test case, as the float16 model gets them (rounded unless keep_io).
+        ref: the float32 model's every tensor on them, dumped by the child.
         raw_cases: the inputs as given (for the candidates that keep the model's float inputs float32).
         stats: each output's error statistic, where it is not the largest error (``error_stat``).
         runs: candidates run so far; diagnoses: runs with every tensor exposed.
         nodes: the last diagnosed candidate's nodes, in execution order.
+        lost: why a diagnosis was lost (a crash, a hang, a failure in the child), if one was.
     """
 
     base: Any
     mode: str
     cases: list[tuple[int, dict[str, np.ndarray]]]
-    ref: IoDump | MemoryDump
+    ref: IoDump
     keep_io: bool
     scratch: str
     opener: Opener
@@ -115,6 +120,7 @@ class Search:
     runs: int = 0
     diagnoses: int = 0
     nodes: Sequence[Any] = ()
+    lost: str = ""
     _trials: dict[tuple[frozenset[str], bool], Trial] = field(default_factory=dict)
     _expected: dict[bool, list[dict[str, np.ndarray]]] = field(default_factory=dict)
 
@@ -169,19 +175,55 @@ class Search:
         _say_run(self.mode, trial, label)
         return trial
 
-    def diagnose(self, trial: Trial, aim: float) -> list[CaseDiff]:
-        """Run a candidate with every tensor exposed and compare it with the reference, tensor by tensor."""
+    def diagnose(self, trial: Trial, aim: float) -> list[CaseDiff] | None:
+        """Run a candidate with every tensor exposed, in the child, and compare it with the reference, tensor by
+        tensor (:func:`exposed_diffs`); None when the child died there, hung or failed (:attr:`lost` says so)."""
         self.diagnoses += 1
-        diffs = []
-        with ModelDumper(trial.path, f"diagnosis-{trial.run}", self.settings, label="the float16 model") as dumper:
-            dumper.runner.hint(_size_hints(self.ref, dumper.runner.plan.tensors))
-            nodes = dumper.runner.plan.nodes
-            for k, feeds in self.cases:  # each candidate tensor is compared as it comes, never stored
-                tensors = dumper.runner.tensors(as_inputs_of(trial.model, feeds))
-                reference: Any = self.ref.cases[k]
-                diffs.append(diff_stream(k, reference, nodes, tensors, aim))
-            self.nodes = nodes
-        return diffs
+        what = (
+            f"{option_name('precision', self.mode)}, candidate {trial.run} ({len(trial.kept)} node(s) kept float32) "
+            "with every tensor exposed"
+        )
+        try:
+            diffs, self.nodes = self.opener.call(
+                f"{__name__}:exposed_diffs",
+                [as_inputs_of(trial.model, feeds) for _, feeds in self.cases],
+                self.scratch,
+                what,
+                (CaseDiff, NodeDiff, TensorErr, NodeInfo),
+                numbers=[k for k, _ in self.cases],
+                path=trial.path,
+                sha256=f"diagnosis-{trial.run}",
+                reference=self.ref.folder,
+                aim=aim,
+                settings=settings_json(self.settings),
+            )
+        except MgeError as exc:
+            cause = exc.cause if isinstance(exc, CandidateFailed) else exc.message
+            self.lost = f"the diagnosis of candidate {trial.run} (its run with every tensor exposed) was lost: {cause}"
+            return None
+        return diffs  # type: ignore[no-any-return]
+
+
+def exposed_diffs(
+    cases: Sequence[Mapping[str, np.ndarray]],
+    numbers: Sequence[int],
+    path: str,
+    sha256: str,
+    reference: str,
+    aim: float,
+    settings: Mapping[str, Any] | None,
+) -> tuple[list[CaseDiff], list[NodeInfo]]:
+    """What :meth:`Search.diagnose` has the child do: the candidate at ``path`` run with every tensor exposed on each
+    test case (numbered ``numbers``) and compared with the reference dump, tensor by tensor; and its nodes, in
+    execution order."""
+    ref = IoDump(reference)
+    diffs = []
+    with ModelDumper(path, sha256, run_settings(settings), label="the float16 model") as dumper:
+        dumper.runner.hint(_size_hints(ref, dumper.runner.plan.tensors))
+        nodes = dumper.runner.plan.nodes
+        for k, feeds in zip(numbers, cases, strict=True):  # each candidate tensor is compared as it comes, never stored
+            diffs.append(diff_stream(k, ref.cases[k], nodes, dumper.runner.tensors(feeds), aim))
+    return diffs, list(nodes)
 
 
 def _say_run(mode: str, trial: Trial, label: str) -> None:

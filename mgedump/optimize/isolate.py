@@ -20,6 +20,13 @@ The session the child opens is the one a plain ``mgerun`` would run (CPU,
 default optimisation level), so :meth:`Opener.run` also runs the test cases on
 it and hands the outputs back: one session per candidate both proves it loads
 and measures it.
+
+The runs with every tensor exposed (the float16 search's reference, a
+candidate's diagnosis) are made in the same child, under the same time limit:
+:meth:`Opener.call` has it call a function of ``mgedump`` on the test cases,
+the reference and the result crossing on disk (:mod:`.isolate_call`). A crash
+or a hang there is named as a candidate's is; the searches go on without the
+diagnosis.
 """
 
 from __future__ import annotations
@@ -34,12 +41,14 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
+from typing import Any
 
 import numpy as np
 
 from ..base.errors import OptimizeError
 from ..base.log import logger
 from ..base.naming import option_name
+from .isolate_call import load_result, reply_error, save_cases
 
 CANDIDATE_SECONDS = 600.0  # the time one candidate may take in the child: its session and every test case
 
@@ -63,6 +72,10 @@ options = ort.SessionOptions()
 options.log_severity_level = 4
 for line in sys.stdin:
     job = json.loads(line)
+    if "call" in job:  # a run with every tensor exposed: mgedump is imported only for those
+        from mgedump.optimize.isolate_call import answer
+        print(json.dumps(answer(job)), flush=True)
+        continue
     try:
         session = ort.InferenceSession(job["model"], options, providers=["CPUExecutionProvider"])
     except Exception:  # a load error: the caller's own session reports it
@@ -124,13 +137,13 @@ class Opener(AbstractContextManager["Opener"]):
     """A child process that creates an onnxruntime session (CPU, default optimisation level) on each model given,
     and runs the test cases on it.
 
-    Use as a context manager; :meth:`check` and :meth:`run` raise :class:`CandidateFailed` when the child dies on a
-    candidate or gives no answer within ``timeout`` seconds.
+    Use as a context manager; :meth:`check`, :meth:`run` and :meth:`call` raise :class:`CandidateFailed` when the
+    child dies on a candidate or gives no answer within ``timeout`` seconds (default :data:`CANDIDATE_SECONDS`).
     """
 
-    def __init__(self, timeout: float = CANDIDATE_SECONDS) -> None:
+    def __init__(self, timeout: float | None = None) -> None:
         self._child: subprocess.Popen[bytes] | None = None
-        self.timeout = timeout
+        self.timeout = CANDIDATE_SECONDS if timeout is None else timeout
         self.sessions = 0  # sessions the child created
 
     def __exit__(self, *exc: object) -> None:
@@ -177,7 +190,11 @@ class Opener(AbstractContextManager["Opener"]):
                 if not chunk or chunk.endswith(b"\n"):
                     return b"".join(chunks)
 
-    def _ask(self, job: Mapping[str, object], what: str) -> dict[str, object]:
+    def _ask(
+        self, job: Mapping[str, object], what: str, exposed: bool = False, hint: str | None = None
+    ) -> dict[str, object]:
+        """The child's reply to a job. ``exposed``: the job runs the model with every tensor exposed (a reference, a
+        diagnosis), which the messages of a crash or a hang say; ``hint`` replaces theirs."""
         child = self._start()
         assert child.stdin is not None
         try:
@@ -194,23 +211,25 @@ class Opener(AbstractContextManager["Opener"]):
                 reply = {"ok": False, "error": answer.decode("utf-8", "replace").strip()[:300]}
             return reply if isinstance(reply, dict) else {"ok": False, "error": ""}
         self._child = None
-        hint = f"keep more of the model float with {option_name('fp32_nodes')}"
+        hint = hint or f"keep more of the model float with {option_name('fp32_nodes')}"
         if answer is None:  # stopped or deadlocked: abandoned
             child.kill()
             child.wait()
             cause = f"no answer within {self.timeout:g} s"
+            on = "running it with every tensor exposed" if exposed else "on the candidate"
             raise CandidateFailed(
-                f"{what}: onnxruntime gave {cause} on the candidate (stopped, or deadlocked): it was abandoned",
+                f"{what}: onnxruntime gave {cause} {on} (stopped, or deadlocked): it was abandoned",
                 cause=cause,
                 hint=hint,
             )
         cause = _signal_name(child.wait())
-        raise CandidateFailed(
-            f"{what}: onnxruntime crashes ({cause}) creating a session on the candidate, or running it, at its "
-            "default optimisation level; such a model is never bundled, since mgerun would crash on it",
-            cause=cause,
-            hint=hint,
+        doing = (
+            "running it with every tensor exposed"
+            if exposed
+            else "creating a session on the candidate, or running it, at its default optimisation level; such a "
+            "model is never bundled, since mgerun would crash on it"
         )
+        raise CandidateFailed(f"{what}: onnxruntime crashes ({cause}) {doing}", cause=cause, hint=hint)
 
     def check(self, path: str, what: str) -> None:
         """Open ``path`` in the child.
@@ -229,24 +248,12 @@ class Opener(AbstractContextManager["Opener"]):
             CandidateFailed: the child died opening or running it, or gave no answer in time.
             OptimizeError: the model fails to load or run.
         """
-        names: list[str] = []
-        for feeds in cases:
-            names += [n for n in feeds if n not in names]
-        arrays = {}
-        counts = []
-        for k, feeds in enumerate(cases):
-            order = [n for n in names if n in feeds]
-            if order != names[: len(order)]:  # every case gives the same inputs, in one order
-                raise ValueError("test cases give different inputs")
-            counts.append(len(order))
-            arrays.update({f"c{k}_i{j}": np.asarray(feeds[n]) for j, n in enumerate(order)})
         inputs = os.path.join(scratch, "child-inputs.npz")
         outputs = os.path.join(scratch, "child-outputs.npz")
-        np.savez(inputs, **arrays)  # type: ignore[arg-type]
+        saved = save_cases(cases, inputs)
         try:
-            reply = self._ask(
-                {"model": path, "inputs": inputs, "outputs": outputs, "names": names, "cases": counts}, what
-            )
+            job = {"model": path, "inputs": inputs, "outputs": outputs, "names": saved["names"]}
+            reply = self._ask({**job, "cases": saved["counts"]}, what)
             if not reply.get("ok"):
                 detail = str(reply.get("error") or "it does not load")
                 raise OptimizeError(f"{what}: onnxruntime fails on the candidate model: {detail}")
@@ -254,9 +261,42 @@ class Opener(AbstractContextManager["Opener"]):
             with np.load(outputs) as data:
                 return [{name: data[f"c{k}_o{j}"] for j, name in enumerate(out_names)} for k in range(len(cases))]
         finally:
-            for path_ in (inputs, outputs):
-                if os.path.exists(path_):
-                    os.remove(path_)
+            _remove(inputs, outputs)
+
+    def call(
+        self,
+        function: str,
+        cases: Sequence[Mapping[str, np.ndarray]],
+        scratch: str,
+        what: str,
+        allowed: Sequence[type],
+        hint: str | None = None,
+        **args: Any,
+    ) -> Any:
+        """Have the child call ``function`` (``module:function``, of mgedump) with the test cases (``cases=``) and
+        ``args`` (JSON values), and return what it returned: pickled into ``scratch`` and read back allowing the
+        classes ``allowed`` and no other (:mod:`.isolate_call`).
+
+        Raises:
+            CandidateFailed: the child died in the call, or gave no answer in time (``hint`` says what to do).
+            MgeError: the call raised one (of the kind raised), or failed otherwise (an OptimizeError naming ``what``).
+        """
+        inputs = os.path.join(scratch, "child-call-inputs.npz")
+        result = os.path.join(scratch, "child-call-result.pickle")
+        job = {"call": function, "args": args, "cases": save_cases(cases, inputs), "result": result}
+        try:
+            reply = self._ask(job, what, exposed=True, hint=hint)
+            if not reply.get("ok"):
+                raise reply_error(reply, what)
+            return load_result(result, allowed, what)
+        finally:
+            _remove(inputs, result)
+
+
+def _remove(*paths: str) -> None:
+    for path in paths:
+        if os.path.exists(path):
+            os.remove(path)
 
 
 def _signal_name(code: int) -> str:

@@ -48,13 +48,14 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import OptimizeError, UsageError
+from ..base.errors import MgeError, OptimizeError, UsageError
 from ..base.naming import option_name
 from ..diagnose.exposed import RunSettings
 from ..measure.assertion import maxerr_hint
 from ..options import CALIBRATE_METHODS
 from .isolate import CandidateFailed, Opener, say_progress
 from .nodes import matching_nodes, name_nodes
+from .offline import save
 from .quantize_blame import diagnose, first_divergence, rank, touched_nodes
 from .quantize_macs import HEAVY_OPS, MAX_FLOAT_SHARE, float_share
 from .quantize_ort import DYNAMIC, DYNAMIC_OPS, STATIC, Quantizer, opset_of
@@ -142,6 +143,7 @@ class _Proof:
     what: str
     scratch: str
     settings: RunSettings | None
+    opener: Opener
 
 
 def quantize_int8(
@@ -201,13 +203,14 @@ def quantize_int8(
     quantizer = Quantizer(named, mode, method, per_channel, calibration or test_inputs, scratch, external)
     names = [v.name for v in base.graph.output]
     stats = {name: dict(output_error_stat or {}).get(name, error_stat) for name in names}
-    proof = _Proof(names, expected, test_inputs, maxerr, dict(output_maxerr or {}), stats, what, scratch, settings)
+    own = opener is None
+    opener = opener or Opener()  # every candidate is opened and run in a child: a crash there is no crash of ours
+    bounds = dict(output_maxerr or {})
+    proof = _Proof(names, expected, test_inputs, maxerr, bounds, stats, what, scratch, settings, opener)
     op_types = {node.name: node.op_type for node in base.graph.node}
     used_method = method if mode == STATIC else None
     result = Int8Result(dst, mode, used_method, per_channel, opset, op_types=op_types, calibration=calibration_record)
     result.notes = notes
-    own = opener is None
-    opener = opener or Opener()  # every candidate is opened and run in a child: a crash there is no crash of ours
     searcher = Searcher(_prober(quantizer, opener, proof, result), maxerr, proof.bounds, budget or Budget())
     try:
         path = _search(searcher, proof, result, base, named, matching_nodes(base, fp32_nodes))
@@ -317,7 +320,7 @@ def _named_base(base_path: str, scratch: str, external: bool) -> tuple[Any, str]
     base = onnx.load(base_path)
     name_nodes(base)
     named = os.path.join(scratch, "int8-base.onnx")
-    onnx.save_model(base, named, save_as_external_data=external, location="int8-base.onnx.data")
+    save(base, named, external)
     return base, named
 
 
@@ -345,7 +348,7 @@ def _search(searcher: Searcher, proof: _Proof, result: Int8Result, base: Any, na
         )
     chosen, outcome = kept, first
     if not first.passes(proof.maxerr, proof.bounds):
-        chosen, outcome = _keep_float(searcher, proof, result, base, named, kept, touched, first)
+        chosen, outcome = _keep_float(searcher, proof, result, named, kept, touched, first)
     result.kept = dict(chosen)
     final = onnx.load(outcome.path, load_external_data=False)
     result.quantized = [t for t in touched_nodes(base, final) if t not in chosen]
@@ -358,7 +361,6 @@ def _keep_float(
     searcher: Searcher,
     proof: _Proof,
     result: Int8Result,
-    base: Any,
     named: str,
     kept: dict[str, str],
     touched: Sequence[str],
@@ -367,8 +369,7 @@ def _keep_float(
     """The fewest nodes to keep float for every output to meet its bound: by the error each introduces, then by
     what each buys on the outputs (:mod:`.quantize_search`); every node float is the last candidate."""
     maxerr = proof.maxerr
-    diagnosis = diagnose(named, base, first.path, proof.test_inputs, proof.scratch, proof.settings)
-    result.runs += 2
+    diagnosis = _diagnosis(searcher, proof, result, named, first)
     free = [t for t in touched if t not in kept]
     proxy = rank(diagnosis, free)
     strong = [n for n in proxy if n.introduced >= maxerr / 10]
@@ -386,6 +387,24 @@ def _keep_float(
     if found is None:
         raise _every_float_misses(searcher, proof, first, diagnosis, kept, free)
     return found
+
+
+def _diagnosis(searcher: Searcher, proof: _Proof, result: Int8Result, named: str, first: Outcome) -> list[Any]:
+    """Where the first candidate's error comes from (:mod:`.quantize_blame`), run in the child; a crash, a hang or a
+    failure there loses the diagnosis, not the pack: said with the candidates skipped, and the search goes on
+    without it (nothing ranked by the error each node introduces)."""
+    what = f"{proof.what}, candidate 1 ({len(first.kept)} node(s) kept float) with every tensor exposed"
+    try:
+        diagnosis = diagnose(proof.opener, named, first.path, proof.test_inputs, proof.scratch, proof.settings, what)
+    except MgeError as exc:
+        cause = exc.cause if isinstance(exc, CandidateFailed) else exc.message
+        searcher.skipped.append(
+            f"int8: the diagnosis of candidate 1 (its run with every tensor exposed, beside the float model's) was "
+            f"lost: {cause}; the search went on without it"
+        )
+        return []
+    result.runs += 2
+    return diagnosis
 
 
 def _every_float_misses(
@@ -451,12 +470,4 @@ def _move(path: str, dst: str, external: bool) -> None:
     if not external:
         os.replace(path, dst)
         return
-    model = onnx.load(path)
-    onnx.save_model(
-        model,
-        dst,
-        save_as_external_data=True,
-        all_tensors_to_one_file=True,
-        location=os.path.basename(dst) + ".data",
-        size_threshold=1024,
-    )
+    save(onnx.load(path), dst, external)

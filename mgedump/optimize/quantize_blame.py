@@ -1,5 +1,9 @@
 """Where an int8 candidate's error comes from: the float model and the candidate run with every tensor exposed,
-and, for each node int8 touched, the error it *introduces* (its outputs' error beyond what its inputs carry in)."""
+and, for each node int8 touched, the error it *introduces* (its outputs' error beyond what its inputs carry in).
+
+Both runs are made in the search's child (:meth:`~mgedump.optimize.isolate.Opener.call` calls :func:`blame`
+there), where a crash of onnxruntime or a hang costs the diagnosis, not the pack.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import numpy as np
 
 from ..diagnose.divergence import INTRODUCES_FACTOR, TensorErr, tensor_err
 from ..diagnose.exposed import ModelDumper, RunSettings, reference_dump
+from .isolate import Opener
+from .isolate_call import run_settings, settings_json
 
 
 @dataclass
@@ -77,26 +83,56 @@ def visible_tensors(base: Any, candidate: Any) -> dict[str, str]:
 
 
 def diagnose(
+    opener: Opener,
     base_path: str,
-    base: Any,
     candidate_path: str,
     cases: Sequence[Mapping[str, np.ndarray]],
     scratch: str,
     settings: RunSettings | None,
+    what: str,
 ) -> list[list[NodeErr]]:
-    """Per test case, the error each node of the base model shows in the candidate, in execution order.
+    """Per test case, the error each node of the base model shows in the candidate, in execution order: both run
+    with every tensor exposed in the child (:func:`blame`).
+
+    Raises:
+        CandidateFailed: the child died in those runs, or gave no answer in time.
+        MgeError: they failed otherwise.
+    """
+    return opener.call(  # type: ignore[no-any-return]
+        f"{__name__}:blame",
+        cases,
+        scratch,
+        what,
+        (NodeErr, TensorErr),
+        base_path=base_path,
+        candidate_path=candidate_path,
+        dumps=scratch,
+        settings=settings_json(settings),
+    )
+
+
+def blame(
+    cases: Sequence[Mapping[str, np.ndarray]],
+    base_path: str,
+    candidate_path: str,
+    dumps: str,
+    settings: Mapping[str, Any] | None,
+) -> list[list[NodeErr]]:
+    """What :func:`diagnose` has the child do: per test case, the error each node of the base model shows in the
+    candidate, in execution order (a reference too large for memory is dumped into ``dumps``).
 
     A candidate tensor that several base tensors become (a Conv and the Relu folded into it) is compared with the
     last of them, and each of their nodes is measured on it: the Relu then introduces nothing, the Conv what both do.
     """
     import onnx
 
+    base = onnx.load(base_path, load_external_data=False)
     numbered = list(enumerate(cases))
-    ref = reference_dump(base_path, "float", numbered, settings, scratch, label="the float model")
+    ref = reference_dump(base_path, "float", numbered, run_settings(settings), dumps, label="the float model")
     visible = visible_tensors(base, onnx.load(candidate_path, load_external_data=False))
     compared_with = {seen: name for name, seen in visible.items()}  # the last base tensor wins
     found = []
-    with ModelDumper(candidate_path, "int8", settings, label="the int8 model") as dumper:
+    with ModelDumper(candidate_path, "int8", run_settings(settings), label="the int8 model") as dumper:
         for k, feeds in numbered:
             ref_case = ref.cases[k]
             known = set(ref_case.names)

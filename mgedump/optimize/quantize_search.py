@@ -16,6 +16,9 @@ skipped and named, unless it is the first (everything int8) or the last (every n
    node float, meets any bound the float model meets. The shortest prefix that passes is kept: 1, 2, 4, ...,
    then bisected; when the budget is spent before any passes, every node float is the last candidate.
 
+The run with every tensor exposed is made in the child too; when it is lost (a crash, a hang), step 1 has nothing
+to rank and step 2 measures the nodes alone in graph order.
+
 How much of the model may stay float is judged by the caller (:mod:`.quantize_macs`).
 """
 
@@ -105,9 +108,9 @@ class Searcher:
 
     def run(self, keep: Mapping[str, str], *, last: bool = False) -> Outcome | None:
         """The candidate keeping these nodes float (cached), or None when the budget is spent (unless ``last``) or
-        the child failed on it."""
+        the child failed on it. A ``last`` candidate skipped before is run again: its failure is a refusal."""
         key = frozenset(keep)
-        if key in self._seen:
+        if key in self._seen and (self._seen[key] is not None or not last):
             return self._seen[key]
         if not last and not self.budget.left():
             return None
@@ -184,7 +187,8 @@ def benefit_ranking(
     docstring), each with why; how many were measured alone; and a single node that passes alone, if one did.
 
     Args:
-        proxy: the nodes ranked by the error they introduce, most first.
+        proxy: the nodes ranked by the error they introduce, most first (none when the diagnosis was lost: the
+            nodes are then measured alone in graph order).
         others: the nodes the ranking must also hold (every other touched node), in graph order.
         first: the candidate with everything int8.
     """
@@ -193,20 +197,20 @@ def benefit_ranking(
     base_over, base_mean = first.over(maxerr, bounds), first.mean_abs
     gains: dict[str, tuple[float, float, float]] = {}
     measured: list[str] = []
-    for node in proxy:
+    for name in [node.name for node in proxy] or [name for name in others if name not in kept]:
         if searcher.budget.left() <= reserve:
             break
-        outcome = searcher.run({**kept, node.name: ""})
+        outcome = searcher.run({**kept, name: ""})
         if outcome is None:  # skipped (it failed in the child): ranked as if not measured
             continue
-        measured.append(node.name)
+        measured.append(name)
         over = outcome.over(maxerr, bounds)
         drop = (base_over - over) / base_over if base_over > 0 else 0.0
         mean_drop = (base_mean - outcome.mean_abs) / base_mean if base_mean > 0 else 0.0
-        gains[node.name] = (round(drop, 2), mean_drop, over)
+        gains[name] = (round(drop, 2), mean_drop, over)
         if outcome.passes(maxerr, bounds):
             why = f"kept float alone, it brings the worst err to {_of_bound(over)}"
-            return [], len(measured), ({**kept, node.name: why}, outcome)
+            return [], len(measured), ({**kept, name: why}, outcome)
     ranked = sorted((n for n in gains if gains[n][:2] > (0.0, 0.0)), key=lambda n: gains[n][:2], reverse=True)
     order = [(name, _bought(gains[name][2], base_over, k + 1)) for k, name in enumerate(ranked)]
     introducing = {n.name: n for n in proxy}

@@ -15,6 +15,7 @@ from mgedump.base.errors import OptimizeError, UsageError
 from mgedump.optimize import isolate
 from mgedump.optimize.isolate import CandidateFailed, Opener
 from mgedump.optimize.quantize import quantize_int8
+from mgedump.optimize.quantize_search import Budget, Searcher
 from tests.support import sample
 
 REAL_CHILD = isolate._CHILD
@@ -73,12 +74,13 @@ def test_a_child_that_gives_no_answer_is_abandoned_and_named(child, tmp_path, mo
 
 
 def _crashing_on_run(nth: int = 0) -> str:
-    """The real child, which dies by SIGSEGV running the test cases (not opening the model): on every job with
-    inputs, or on its ``nth`` job only (each new child counts from 1)."""
+    """The real child, which dies by SIGSEGV running the test cases (not opening the model): on every plain run
+    of a candidate, or on its ``nth`` one only (each new child counts from 1; the runs with every tensor exposed do
+    not count, and do not crash)."""
     when = "job.get('inputs')" if not nth else f"_count[0] == {nth}"
     return "import os as _os, signal as _signal\n_count = [0]\n" + REAL_CHILD.replace(
         "    job = json.loads(line)\n",
-        f"    job = json.loads(line)\n    _count[0] += 1\n    if {when}:\n"
+        f"    job = json.loads(line)\n    _count[0] += 'call' not in job\n    if 'call' not in job and {when}:\n"
         "        _os.kill(_os.getpid(), _signal.SIGSEGV)\n",
     )
 
@@ -166,3 +168,22 @@ def test_the_child_is_gone_after_a_search(tmp_path):
     assert child.poll() is not None
     with pytest.raises(ProcessLookupError):
         os.kill(child.pid, signal.SIGCONT)
+
+
+def test_a_last_candidate_skipped_on_the_way_runs_again_and_its_crash_is_a_refusal():
+    """Every node float is the search's last candidate, whose crash is a refusal; reached on the way (the gallop's
+    whole ranking) and skipped there, it is run again as the last, not taken as failed from the cache ("even with
+    every node float the model misses" would be false)."""
+    tried = []
+
+    def probe(keep):
+        tried.append(frozenset(keep))
+        raise CandidateFailed("candidate 9: onnxruntime crashes (SIGSEGV)", cause="SIGSEGV")
+
+    searcher = Searcher(probe, 0.1, {}, Budget())
+    every = {"a": "", "b": ""}
+    assert searcher.run(every) is None
+    assert searcher.skipped == ["int8: a candidate with 2 node(s) kept float was skipped: SIGSEGV"]
+    with pytest.raises(CandidateFailed, match="candidate 9"):
+        searcher.run(every, last=True)
+    assert tried == [frozenset(every)] * 2
