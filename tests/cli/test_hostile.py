@@ -1045,7 +1045,7 @@ THIRD_ROUND_CASES = [
         "bundle-data-named-like-model",
         "mgerun",
         lambda t: [bundle_with(t, _data_named_like_model, fix_hashes=True)],
-        "must not have the model member's file name",
+        "manifest is malformed: model.external_data: expected one of",
     ),
     case(
         "bundle-3000-cases-one-member",
