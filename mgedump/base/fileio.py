@@ -68,8 +68,11 @@ def check_target(path: str, inputs: Iterable[str] = ()) -> str:
     """
     target = os.path.realpath(path)
     folder = os.path.dirname(target)
-    if os.path.exists(target):
-        mode = os.stat(target).st_mode
+    try:
+        mode: int | None = os.stat(path).st_mode  # through links: what writing would reach (/dev/stdout: a pipe)
+    except (OSError, ValueError):
+        mode = None
+    if mode is not None:
         if not stat.S_ISREG(mode):
             kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
             suffix = "give a file name" if kind == "a folder" else "give a regular file"

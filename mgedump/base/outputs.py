@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from .errors import OutputError, UsageError
 from .fileio import all_or_nothing, check_folder_target, check_target
 from .naming import option_name
+from .streams import stdout_closed
 
 STDOUT = "-"
 
@@ -110,6 +111,11 @@ class Outputs:
                     "give each its own path"
                 )
             seen[key] = out
+            if out.to_stdout and stdout_closed():
+                raise OutputError(
+                    f"{option_name(out.option)} {out.path}: standard output is closed (the command was started "
+                    "with it closed): give a file"
+                )
             if out.to_stdout:
                 continue
             if out.folder:

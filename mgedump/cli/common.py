@@ -19,6 +19,7 @@ from .. import __version__
 from ..base.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, MgeError, Terminated
 from ..base.log import printable
 from ..base.naming import spoken_as
+from ..base.streams import guard
 from .flags.spelling import speller
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -125,6 +126,7 @@ def invoke(command: click.Command, prog: str, argv: Sequence[str] | None) -> int
     propagates with its traceback.
     """
     _state["verbose"] = 0
+    guard()  # a standard stream closed at start (2>&-) gets the null device: no file the command opens takes its place
     problem = completion_problem(prog)
     if problem is not None:
         hint = f'eval "$(_{prog.upper()}_COMPLETE=bash_source {prog})" installs it (README)'

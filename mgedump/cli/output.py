@@ -316,6 +316,7 @@ def diff_lines(report: Any, verbose: int = 0, top: int = 10) -> list[str]:
     return lines
 
 
-def print_diff(report: Any, verbose: int = 0) -> None:
+def print_diff(report: Any, verbose: int = 0, err: bool = False) -> None:
+    """``mgediff``'s lines: on stdout, or on stderr when the JSON report has stdout to itself (``err``)."""
     for line in diff_lines(report, verbose):
-        say(line)
+        say(line, err=err)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..base.log import logger
+from ..base.streams import is_terminal
 from ..diagnose.divergence import CaseDiff, diff_stream, tensor_err
 from ..diagnose.exposed import ModelDumper, RunSettings
 from ..diagnose.iodump import IoDump, MemoryDump
@@ -197,5 +198,5 @@ def _say_run(mode: str, trial: Trial, label: str) -> None:
 def say_progress(line: str) -> None:
     """A line of the search's progress: logged at -v, and printed on a terminal otherwise (unless -q)."""
     logger.debug(line)
-    if sys.stderr.isatty() and not logger.isEnabledFor(logging.DEBUG) and logger.isEnabledFor(logging.WARNING):
+    if is_terminal(sys.stderr) and not logger.isEnabledFor(logging.DEBUG) and logger.isEnabledFor(logging.WARNING):
         print(f"mgedump: {line}", file=sys.stderr, flush=True)

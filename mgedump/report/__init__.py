@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 
+from ..base.errors import OutputError
 from ..base.outputs import STDOUT, is_stdout
 
 __all__ = ["STDOUT", "bundle_name", "is_stdout", "silence_stdout", "stdout_targets", "unique_names", "write_report"]
@@ -73,6 +74,8 @@ def write_report(target: str, data: bytes, protected: Iterable[str] = ()) -> Non
 
         write_bytes_atomic(target, data, protected)
         return
+    if sys.stdout is None:  # a program with no standard output (pythonw, a service)
+        raise OutputError(f"cannot write the report {target}: there is no standard output")
     try:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
