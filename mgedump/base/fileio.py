@@ -93,12 +93,16 @@ _pending: ContextVar[list[tuple[str, str]] | None] = ContextVar("mgedump_pending
 @contextlib.contextmanager
 def all_or_nothing() -> Iterator[None]:
     """The files :func:`atomic_output` writes inside this block replace their targets together when it ends; if
-    the block fails, none of them does (each is removed), and the files that were there stay as they were.
+    the block fails, none of them does (each is removed), and the files that were there stay as they were. A
+    block inside another joins it: its files wait for the outer block (a command that packs, then writes more).
 
     Raises:
         OutputError: a rename fails (the targets renamed before it stay renamed: the file system offers no
             rename of several files at once).
     """
+    if _pending.get() is not None:
+        yield
+        return
     pending: list[tuple[str, str]] = []
     token = _pending.set(pending)
     try:

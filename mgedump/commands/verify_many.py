@@ -35,6 +35,7 @@ from ..model.runtime import resolve_providers
 from ..options import VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
+from .inputs import files_read
 from .verify import CaseReport, Report, run_outputs, verify
 from .verify_prepare import is_plain_model
 
@@ -185,8 +186,8 @@ def plan_runs(
         options = dataclasses.replace(options, cases=TestData.parse(options.cases))
     resolve_providers(options.provider)
     _check_unique_names(bundles, options, many)
-    list_files = options.cases.list_files if isinstance(options.cases, TestData) else []
-    protected = (*bundles, *list_files)
+    data = options.cases if isinstance(options.cases, TestData) else None
+    protected = tuple(files_read(models=plain, data=[data], others=bundles))
     outputs.check(protected)
     return RunPlan(tuple(bundles), options, protected, _runs(bundles, plain, options.variant))
 

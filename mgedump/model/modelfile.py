@@ -158,6 +158,20 @@ def external_locations(path: str) -> set[str]:
         raise ModelError(f"{path}: not a valid ONNX model ({exc})") from None
 
 
+def data_files(path: str) -> list[str]:
+    """The external data files a model names, as paths beside it (read from the wire format, no weight loaded):
+    files a command reads with the model, that no output may overwrite. A best effort: none for a file that is
+    not a model, or not there."""
+    try:
+        if not os.path.isfile(path):
+            return []
+        locations = external_locations(path)
+    except (ModelError, OSError, ValueError):
+        return []
+    folder = os.path.dirname(os.path.abspath(path))
+    return sorted(os.path.normpath(os.path.join(folder, location)) for location in locations if location)
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """How a model is copied: as its file, or rewritten so all its external data is one file.

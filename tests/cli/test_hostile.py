@@ -1113,6 +1113,182 @@ THIRD_ROUND_CASES = [
 ]
 
 
+# -- fourth round (issue 26): every file a command reads and every file it writes, in one check before any work
+
+
+def ext_model(t: Path, name: str = "mlp.onnx", location: str = "mlp.weights") -> Path:
+    """external/mlp.onnx in the case's folder, keeping its weights in ``location`` beside it."""
+    import onnx
+
+    path = t / name
+    if not path.exists():
+        model = onnx.load(str(SAMPLES / "external" / "mlp.onnx"))
+        onnx.save_model(model, str(path), save_as_external_data=True, location=location, size_threshold=0)
+    return path
+
+
+def _replaced_model_shared(t: Path) -> Path:
+    """m.onnx, a model whose data is model.onnx.data, and o.onnx beside it reading the same file."""
+    ext_model(t, "m.onnx", "model.onnx.data")
+    shutil.copyfile(t / "m.onnx", t / "o.onnx")
+    return t / "m.onnx"
+
+
+def _other_models_data(t: Path) -> list:
+    """A pack whose --output-model would write model.onnx.data where another model keeps its weights."""
+    ext_model(t, "other.onnx", "model.onnx.data")
+    return [ext_model(t), "-d", "#rand(0,1)", "--output-model", t / "n.onnx", "-o", t / "b.mgetest"]
+
+
+def _calibration_list(t: Path) -> Path:
+    path = t / "cal.txt"
+    path.write_text(f"{data(t, 'cal.npy')}\n", encoding="utf-8")
+    return path
+
+
+_Q = ["--quantize", "int8", "--maxerr", "1"]
+FOURTH_ROUND_CASES = [
+    case(
+        "model-out-data-is-bundle",
+        "mgedump",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "--output-model", t / "m.onnx", "-o", t / "model.onnx.data"],
+        "-o and --output-model both write to",
+    ),
+    case("model-out-data-of-another-model", "mgedump", lambda t: _other_models_data(t), "a file is there already"),
+    case(
+        "model-out-data-shared-by-a-sibling",
+        "mgedump",
+        lambda t: [
+            ext_model(t),
+            "-d",
+            "#rand(0,1)",
+            "--output-model",
+            _replaced_model_shared(t),
+            "-o",
+            t / "b.mgetest",
+        ],
+        "a file is there already",
+    ),
+    case(
+        "model-out-data-is-the-models-own",
+        "mgedump",
+        lambda t: [ext_model(t, "x.onnx", "model.onnx.data"), "-d", "#rand(0,1)", "--output-model", t / "n.onnx"],
+        "is the input",
+    ),
+    case(
+        "bundle-is-external-data",
+        "mgedump",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "-o", t / "mlp.weights"],
+        "is the input",
+    ),
+    case(
+        "bundle-links-to-external-data",
+        "mgedump",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "-o", link(t / "o.mgetest", t / "mlp.weights")],
+        "is the input",
+    ),
+    case(
+        "model-out-is-external-data",
+        "mgedump",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "--output-model", t / "mlp.weights"],
+        "is the input",
+    ),
+    case(
+        "strip-info-is-external-data",
+        "mgedump",
+        lambda t: [ext_model(t, location="w.json"), "-d", "#rand(0,1)", "-o", t / "w", "--output-strip-info"],
+        "is the input",
+    ),
+    case(
+        "calibration-list-is-bundle",
+        "mgedump",
+        lambda t: [model(t), "-d", "#rand(0,1)", *_Q, "--calibrate", f"@{listing(t)}", "-o", listing(t)],
+        "is the input",
+    ),
+    case(
+        "calibration-list-is-model-out",
+        "mgedump",
+        lambda t: [model(t), "-d", "#rand(0,1)", *_Q, "--calibrate", f"@{listing(t)}", "--output-model", listing(t)],
+        "is the input",
+    ),
+    case(
+        "calibration-npy-is-bundle",
+        "mgedump",
+        lambda t: [model(t), "-d", "#rand(0,1)", *_Q, "--calibrate", data(t), "-o", data(t)],
+        "is the input",
+    ),
+    case(
+        "calibration-list-data-is-model-out",
+        "mgedump",
+        lambda t: (
+            [model(t), "-d", "#rand(0,1)", *_Q, "--calibrate", f"@{_calibration_list(t)}"]
+            + ["--output-model", t / "cal.npy"]
+        ),
+        "is the input",
+    ),
+    case(
+        "named-data-is-model-out",
+        "mgedump",
+        lambda t: [model(t), "-d", f"data:{data(t)}", "--output-model", data(t)],
+        "is the input",
+    ),
+    case(
+        "strip-info-is-list",
+        "mgedump",
+        lambda t: [model(t), "-d", f"@{listing(t, 'o.mgetest.json')}", "-o", t / "o.mgetest", "--output-strip-info"],
+        "is the input",
+    ),
+    case(
+        "image-is-model-out",
+        "mgedump",
+        lambda t: [model(t), "-d", _copy(_CAT, t / "c.png"), "--resize-input", "--output-model", t / "c.png"],
+        "is the input",
+    ),
+    case(
+        "plain-model-report-is-external-data",
+        "mgerun",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "--report-json", t / "mlp.weights"],
+        "is the input",
+    ),
+    case(
+        "plain-model-profile-is-data",
+        "mgerun",
+        lambda t: [model(t), "-d", data(t), "--profile", data(t)],
+        "is the input",
+    ),
+    case(
+        "plain-model-bin-out-dump-is-external-data",
+        "mgerun",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "--bin-out-dump", t / "mlp.weights"],
+        "is a file",
+    ),
+    case(
+        "diff-report-is-external-data",
+        "mgediff",
+        lambda t: [ext_model(t), ext_model(t), "-d", "#rand(0,1)", "--report-json", t / "mlp.weights"],
+        "is the input",
+    ),
+    case(
+        "diff-report-is-data",
+        "mgediff",
+        lambda t: [model(t), model(t), "-d", data(t), "--report-json", data(t)],
+        "is the input",
+    ),
+    case(
+        "diff-report-links-to-list",
+        "mgediff",
+        lambda t: [model(t), model(t), "-d", f"@{listing(t)}", "--report-json", link(t / "r.json", listing(t))],
+        "is the input",
+    ),
+    case(
+        "model-out-stdout",
+        "mgedump",
+        lambda t: [model(t), "-d", "#rand(0,1)", "--output-model", "-"],
+        "--output-model - : this output is a file of its own",
+    ),
+]
+
+
 CASES = (
     _file_output_cases()
     + _folder_output_cases()
@@ -1126,6 +1302,7 @@ CASES = (
     + BUNDLE_CASES
     + OPTION_CASES
     + THIRD_ROUND_CASES
+    + FOURTH_ROUND_CASES
 )
 
 
