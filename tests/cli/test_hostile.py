@@ -599,11 +599,18 @@ MODEL_CASES = [
 ]
 
 
-def _linked_external(t: Path) -> Path:
-    """external/mlp.onnx whose weight file is a link to the sample's, outside the model's folder."""
+def _linked_external(t: Path, *, relative: bool = False, loop: bool = False) -> Path:
+    """external/mlp.onnx whose weight file is a link to the sample's, outside the model's folder (or a relative
+    link up to a copy beside the folder, or a link to itself)."""
     (t / "m").mkdir()
     shutil.copyfile(SAMPLES / "external" / "mlp.onnx", t / "m" / "mlp.onnx")
-    (t / "m" / "mlp.weights").symlink_to(SAMPLES / "external" / "mlp.weights")
+    if loop:
+        (t / "m" / "mlp.weights").symlink_to("mlp.weights")
+    elif relative:
+        shutil.copyfile(SAMPLES / "external" / "mlp.weights", t / "w")
+        (t / "m" / "mlp.weights").symlink_to("../w")
+    else:
+        (t / "m" / "mlp.weights").symlink_to(SAMPLES / "external" / "mlp.weights")
     return t / "m" / "mlp.onnx"
 
 
@@ -1281,6 +1288,36 @@ FOURTH_ROUND_CASES = [
         "is the input",
     ),
     case(
+        "mgerun-external-data-link-leaves-folder",
+        "mgerun",
+        lambda t: [_linked_external(t), "-d", "#rand(0,1)"],
+        "mlp.onnx: the model keeps weights in 'mlp.weights', a link to ",
+    ),
+    case(
+        "mgediff-external-data-link-leaves-folder",
+        "mgediff",
+        lambda t: [_linked_external(t), model(t), "-d", "#rand(0,1)"],
+        "outside the model's folder: onnxruntime reads weights from the model's folder only (hint: copy the file",
+    ),
+    case(
+        "mgerun-external-data-relative-link-up",
+        "mgerun",
+        lambda t: [_linked_external(t, relative=True), "-d", "#rand(0,1)"],
+        "outside the model's folder",
+    ),
+    case(
+        "mgerun-external-data-link-loop",
+        "mgerun",
+        lambda t: [_linked_external(t, loop=True), "-d", "#rand(0,1)"],
+        "the model keeps weights in 'mlp.weights', which is not a file beside the model",
+    ),
+    case(
+        "mgerun-external-data-missing",
+        "mgerun",
+        lambda t: [_copy(SAMPLES / "external" / "mlp.onnx", t / "mlp.onnx"), "-d", "#rand(0,1)"],
+        "the model keeps weights in 'mlp.weights', which is not a file beside the model",
+    ),
+    case(
         "model-out-stdout",
         "mgedump",
         lambda t: [model(t), "-d", "#rand(0,1)", "--output-model", "-"],
@@ -1333,5 +1370,6 @@ def test_hostile_input_exits_2_with_one_line_and_changes_nothing(c, assets, tmp_
     assert len(lines) == 1, result.err
     assert lines[0].startswith(f"{c.prog}: error: "), lines[0]
     assert c.needle in lines[0], lines[0]
+    assert "External data path" not in lines[0]  # said in mgedump's words, not quoted from onnxruntime
     assert snapshot(tmp_path) == before
     assert snapshot(assets) == assets_before
