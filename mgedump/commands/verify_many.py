@@ -26,6 +26,7 @@ from ..base.fileio import make_folder
 from ..base.limits import peak_rss_mib
 from ..base.log import fresh_warnings
 from ..base.naming import option_name
+from ..base.outputs import all_or_nothing
 from ..bundle.format import BUNDLE_SUFFIX
 from ..bundle.reader import peek_variants
 from ..data import TestData
@@ -312,13 +313,14 @@ def write_reports(summary: Summary, options: VerifyOptions, protected: Sequence[
     if not (options.report_json or options.junit_xml or options.report_html):
         return
     report = summary.record()
-    if options.report_json:
-        write_report(options.report_json, dumps(report.to_json()).encode(), protected)
-    if options.junit_xml:
-        from ..report.junit import render_junit
+    with all_or_nothing():  # the report files replace their targets together, or none does
+        if options.report_json:
+            write_report(options.report_json, dumps(report.to_json()).encode(), protected)
+        if options.junit_xml:
+            from ..report.junit import render_junit
 
-        write_report(options.junit_xml, render_junit(report), protected)
-    if options.report_html:
-        from ..report.html import render_html
+            write_report(options.junit_xml, render_junit(report), protected)
+        if options.report_html:
+            from ..report.html import render_html
 
-        write_report(options.report_html, render_html(report).encode(), protected)
+            write_report(options.report_html, render_html(report).encode(), protected)

@@ -247,3 +247,25 @@ def test_dump_refuses_outputs_on_each_other_as_mgedump_does(traced, tmp_path):
     with pytest.raises(MgeError, match="is a FIFO"):
         traced.dump(str(tmp_path / "k.onnx"), strip_info_file=str(tmp_path / "q.json"))
     assert sorted(os.listdir(tmp_path)) == ["q.json"]
+
+
+def test_mgerun_writes_its_reports_together_or_none(tmp_path, monkeypatch):
+    import mgedump.report.html as html
+    from mgedump import VerifyOptions, verify_all
+
+    bundle = tmp_path / "b.mgetest"
+    pack(str(SAMPLES / "cnn.onnx"), bundle, PackOptions(cases=["#rand(0,1)"]))
+    (tmp_path / "r.json").write_text("an older report\n", encoding="utf-8")
+
+    def refused(report):
+        raise OutputError("refused late")
+
+    monkeypatch.setattr(html, "render_html", refused)
+    before = _files(tmp_path)
+    options = VerifyOptions(
+        iters=1, report_json=str(tmp_path / "r.json"), junit_xml=str(tmp_path / "j.xml"),
+        report_html=str(tmp_path / "r.html"),
+    )  # fmt: skip
+    with pytest.raises(OutputError, match="refused late"):
+        verify_all([str(bundle)], options)
+    assert _files(tmp_path) == before  # the JSON and the JUnit XML were staged, and went with the refusal
