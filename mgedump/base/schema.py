@@ -152,8 +152,16 @@ class _Walk:
 
     def __init__(self, root: Any) -> None:
         self.root = root
+        self.plans: dict[int, list[_Check]] = {}  # by the id of each schema object met: the walk holds them all
+        self.refs: dict[str, Any] = {}
 
     def resolve(self, ref: str) -> Any:
+        found = self.refs.get(ref)
+        if found is None:
+            found = self.refs[ref] = self._resolve(ref)
+        return found
+
+    def _resolve(self, ref: str) -> Any:
         if not ref.startswith("#"):
             raise ValueError(f"only local references are supported, not {ref!r}")
         node = self.root
@@ -207,7 +215,10 @@ class _Walk:
             return None
         if schema is False:
             return Problem(path, "not allowed here")
-        for checker in _plan(schema):
+        plan = self.plans.get(id(schema))
+        if plan is None:
+            plan = self.plans[id(schema)] = _plan(schema)
+        for checker in plan:
             found = checker(self, schema, value, path)
             if found is not None:
                 return found
@@ -247,8 +258,9 @@ def _ref(walk: _Walk, schema: dict[str, Any], value: Any, path: Path) -> Problem
 
 def _type(walk: _Walk, schema: dict[str, Any], value: Any, path: Path) -> Problem | None:
     kinds = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
-    if any(_is(kind, value) for kind in kinds):
-        return None
+    for kind in kinds:
+        if _is(kind, value):
+            return None
     return Problem(path, f"expected {' or '.join(_TYPE_NAMES[k] for k in kinds)}, got {kind_of(value)}")
 
 
@@ -391,21 +403,14 @@ _CHECKS: tuple[tuple[str, _Check], ...] = (
 )
 
 
-def _dedupe(checks: tuple[tuple[str, _Check], ...]) -> Callable[[dict[str, Any]], list[_Check]]:
-    """Each checker once per schema, even when several of its keywords are present."""
-
-    @lru_cache(maxsize=4096)
-    def plan(keys: frozenset[str]) -> list[_Check]:
-        found: list[_Check] = []
-        for keyword, checker in checks:
-            if keyword in keys and checker not in found:
-                found.append(checker)
-        return found
-
-    return lambda schema: plan(frozenset(schema))
-
-
-_plan = _dedupe(_CHECKS)
+def _plan(schema: dict[str, Any]) -> list[_Check]:
+    """The checkers a schema needs, in :data:`_CHECKS` order, each once even when several of its keywords are
+    present."""
+    found: list[_Check] = []
+    for keyword, checker in _CHECKS:
+        if keyword in schema and checker not in found:
+            found.append(checker)
+    return found
 
 
 def first_problem(schema: Any, document: Any) -> Problem | None:
