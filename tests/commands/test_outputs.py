@@ -269,3 +269,17 @@ def test_mgerun_writes_its_reports_together_or_none(tmp_path, monkeypatch):
     with pytest.raises(OutputError, match="refused late"):
         verify_all([str(bundle)], options)
     assert _files(tmp_path) == before  # the JSON and the JUnit XML were staged, and went with the refusal
+
+
+def test_an_output_model_through_a_link_loads_by_the_name_given(tmp_path):
+    """The model is written through the link; its data goes beside the name given, where onnxruntime looks for
+    it when the model is loaded by that name."""
+    given = _external(tmp_path)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "m.onnx").symlink_to(tmp_path / "real" / "m.onnx")  # a link to a file yet to be
+    options = PackOptions(cases=["#rand(0,1)"], model_out=str(tmp_path / "links" / "m.onnx"))
+    pack(str(given), tmp_path / "b.mgetest", options)
+    assert os.listdir(tmp_path / "real") == ["m.onnx"] and (tmp_path / "links" / "m.onnx").is_symlink()
+    np.testing.assert_array_equal(_run(tmp_path / "links" / "m.onnx"), _run(given))
+    pack(str(given), tmp_path / "b.mgetest", options)  # again: its own data, through the link
