@@ -157,8 +157,9 @@ def invoke(command: click.Command, prog: str, argv: Sequence[str] | None) -> int
         click.echo(f"{prog}: interrupted", err=True)
         return EXIT_INTERRUPTED
     except MgeError as exc:
-        if _state["verbose"]:
-            traceback.print_exc()
-        click.echo(f"{prog}: error: {printable(exc.one_line())}", err=True)
+        with contextlib.suppress(OSError, ValueError):  # a stderr that cannot be written keeps the exit code
+            if _state["verbose"]:
+                traceback.print_exc()
+            click.echo(f"{prog}: error: {printable(exc.one_line())}", err=True)
         return exc.exit_code
     return code if isinstance(code, int) else 0

@@ -82,6 +82,9 @@ def write_report(target: str, data: bytes, protected: Iterable[str] = ()) -> Non
         sys.stdout.flush()
     except BrokenPipeError:
         silence_stdout()
+    except OSError as exc:  # a full disk, an I/O error: the report asked for is not there
+        silence_stdout()
+        raise OutputError(f"cannot write the report {target} to standard output: {exc.strerror or exc}") from None
 
 
 def silence_stdout() -> None:

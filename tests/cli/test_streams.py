@@ -3,7 +3,9 @@
 writes the same bytes (no file it opens takes the number of a closed stream, where onnxruntime's native logging
 would write), a report asked for on a closed stdout is refused in one line before anything runs, and no
 traceback ever shows. ``mgediff --report-json -`` writes the report alone on stdout; outputs that are files of
-their own refuse ``-``; the library packs with ``sys.stderr`` None.
+their own refuse ``-``; the library packs with ``sys.stderr`` None. A stream that cannot be written (a full
+device, made inside the test's folder) loses its lines with one warning and keeps the exit code, unless it was
+to carry a report (exit 2, one line).
 """
 
 from __future__ import annotations
@@ -156,3 +158,56 @@ def test_the_library_packs_float16_with_no_stderr(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout == "packed\n", done.stderr
     assert run("mgerun", tmp_path / "b.mgetest", "--iter", "1").returncode == 0
+
+
+@pytest.fixture
+def full(tmp_path) -> Path:
+    """A device node that is always full (the numbers of /dev/full), made inside the test's folder."""
+    import stat
+
+    path = tmp_path / "full"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 7))
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+    return path
+
+
+def _to(path: Path, fd: int, prog: str, *args) -> subprocess.CompletedProcess:
+    with open(path, "wb") as sink:
+        streams = (
+            {"stdout": sink, "stderr": subprocess.PIPE} if fd == 1 else {"stdout": subprocess.PIPE, "stderr": sink}
+        )
+        return subprocess.run([script(prog), *map(str, args)], stdin=subprocess.DEVNULL, timeout=300, **streams)
+
+
+def test_a_full_stdout_loses_the_lines_and_keeps_the_exit_code(bundles, full):
+    done = _to(full, 1, "mgerun", bundles["good"], "--iter", "1")
+    assert done.returncode == 0 and b"Traceback" not in done.stderr
+    assert done.stderr.decode().splitlines() == [
+        "mgerun: warning: cannot write to standard output (No space left on device): its lines are lost"
+    ]
+    assert _to(full, 1, "mgerun", bundles["broken"], "--iter", "1").returncode == 1
+    assert _to(full, 1, "mgediff", bundles["good"], bundles["broken"]).returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("prog", "args"),
+    [("mgerun", ["{good}", "--report-json", "-"]), ("mgerun", ["{good}", "--junit-xml", "-"]),
+     ("mgediff", ["{good}", "{good}", "--report-json", "-"])],
+)  # fmt: skip
+def test_a_report_on_a_full_stdout_is_an_error_in_one_line(bundles, full, prog, args):
+    done = _to(full, 1, prog, *[a.format(**bundles) for a in args])
+    assert done.returncode == 2 and b"Traceback" not in done.stderr
+    assert done.stderr.decode().splitlines()[-1] == (
+        f"{prog}: error: cannot write the report - to standard output: No space left on device"
+    )
+
+
+def test_a_full_stderr_keeps_the_exit_codes(bundles, full, tmp_path):
+    assert _to(full, 2, "mgerun", bundles["good"], "--iter", "1").returncode == 0
+    assert _to(full, 2, "mgerun", bundles["broken"], "--iter", "1").returncode == 1
+    assert _to(full, 2, "mgerun", tmp_path / "missing.mgetest").returncode == 2
+    assert _to(full, 2, "mgerun", tmp_path / "missing.mgetest", "-v").returncode == 2
+    done = _to(full, 2, "mgedump", CNN, "-d", "#rand(0,1)", "-o", tmp_path / "b.mgetest")
+    assert done.returncode == 0 and (tmp_path / "b.mgetest").is_file()
