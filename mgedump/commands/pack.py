@@ -99,6 +99,8 @@ def pack(
             that misses ``maxerr`` (nothing is written).
     """
     output_path = os.fspath(output_path)
+    if not output_path:
+        raise UsageError(f"{option_name('output')} is empty: give the bundle's path")
     stage = on_stage or no_status
     data = TestData.parse(options.cases)
     calibration = TestData.parse(options.calibrate) if options.calibrate else None

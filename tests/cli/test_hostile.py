@@ -1317,6 +1317,22 @@ FOURTH_ROUND_CASES = [
         lambda t: [_copy(SAMPLES / "external" / "mlp.onnx", t / "mlp.onnx"), "-d", "#rand(0,1)"],
         "the model keeps weights in 'mlp.weights', which is not a file beside the model",
     ),
+    case("bundle-path-empty", "mgedump", lambda t: [model(t), "-d", "#rand(0,1)", "-o", ""], "is empty"),
+    case(
+        "bundle-path-ends-in-slash",
+        "mgedump",
+        lambda t: [model(t), "-d", "#rand(0,1)", "-o", f"{t}/new/"],
+        "names a folder",
+    ),
+    case("model-out-empty", "mgedump", lambda t: [model(t), "-d", "#rand(0,1)", "--output-model", ""], "is empty"),
+    case("report-empty", "mgerun", lambda t: [bundle(t), "--report-json", ""], "--report-json': is empty"),
+    case("io-dump-empty", "mgerun", lambda t: [bundle(t), "--io-dump", ""], "--io-dump': is empty"),
+    case(
+        "diff-report-empty", "mgediff", lambda t: [model(t), model(t), "-d", "#rand(0,1)", "--report-json", ""], "empty"
+    ),
+    case(
+        "report-name-too-long", "mgerun", lambda t: [bundle(t), "--report-json", t / ("r" * 300)], "File name too long"
+    ),
     case(
         "model-out-stdout",
         "mgedump",

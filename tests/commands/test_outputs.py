@@ -283,3 +283,31 @@ def test_an_output_model_through_a_link_loads_by_the_name_given(tmp_path):
     assert os.listdir(tmp_path / "real") == ["m.onnx"] and (tmp_path / "links" / "m.onnx").is_symlink()
     np.testing.assert_array_equal(_run(tmp_path / "links" / "m.onnx"), _run(given))
     pack(str(given), tmp_path / "b.mgetest", options)  # again: its own data, through the link
+
+
+@pytest.mark.parametrize(
+    ("output", "model_out", "said"),
+    [
+        ("", None, "output is empty"),
+        ("{t}/new/", None, "names a folder, not a file"),
+        ("{t}/" + "a" * 300, None, "File name too long"),
+        ("{t}/b.mgetest", "{t}/" + "m" * 300 + ".onnx", "File name too long"),
+        ("{t}/loop", None, "Too many levels of symbolic links"),
+        ("{t}/b.mgetest", "{t}/sub/", "names a folder, not a file"),
+    ],
+)
+def test_odd_output_paths_are_refused_before_any_work(tmp_path, monkeypatch, output, model_out, said):
+    import mgedump.commands.pack as pack_module
+
+    monkeypatch.setattr(pack_module, "open_session", lambda *a, **k: pytest.fail("opened the model"))
+    (tmp_path / "loop").symlink_to("loop")
+    options = PackOptions(cases=["#rand(0,1)"], model_out=model_out.format(t=tmp_path) if model_out else None)
+    with pytest.raises(MgeError, match=said):
+        pack(str(SAMPLES / "cnn.onnx"), output.format(t=tmp_path), options)
+    assert os.listdir(tmp_path) == ["loop"]
+
+
+def test_a_name_near_the_longest_allowed_is_written(tmp_path):
+    out = tmp_path / ("b" * 240 + ".mgetest")  # 248 bytes: its temporary name beside it is cut to fit
+    pack(str(SAMPLES / "cnn.onnx"), out, PackOptions(cases=["#rand(0,1)"]))
+    assert os.listdir(tmp_path) == [out.name]

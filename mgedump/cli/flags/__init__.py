@@ -22,7 +22,20 @@ from typing import Any
 import click
 
 FILE = click.Path()  # a path the shell completes; what it may be is the command's own check, with its message
-DIR = click.Path(file_okay=False)
+
+
+class _Output(click.Path):
+    """A path to write, which the shell completes: an empty one names nothing, so what was asked for would be
+    lost; it is refused (what else it may be is the command's own check)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value:
+            self.fail("is empty: give a path to write", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+OUTPUT = _Output()  # a file to write
+DIR = _Output(file_okay=False)  # a folder to write
 
 Decorator = Callable[[Any], Any]
 

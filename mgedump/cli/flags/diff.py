@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ...options import DEFAULT_MAXERR, FLOAT16_MAXERR, DiffOptions
-from . import FILE, apply, given
+from . import OUTPUT, apply, given
 from .data import data_from, data_options
 from .verify import io_dump_budget
 
@@ -34,7 +34,7 @@ diff_options_flags = apply(
             "--report-json",
             "report_json",
             metavar="FILE",
-            type=FILE,
+            type=OUTPUT,
             default=None,
             help="Write the comparison as JSON.",
         ),

@@ -9,7 +9,7 @@ import click
 
 from ...base.errors import UsageError
 from ...options import ERROR_STATS, PackOptions, check_maxerr
-from . import FILE, apply, given, stating
+from . import FILE, OUTPUT, apply, given, stating
 from .data import data_from, data_options
 from .optimize import optimize_from, optimize_options
 
@@ -78,7 +78,7 @@ pack_options_flags = apply(
             "--output-model",
             "model_out",
             metavar="FILE",
-            type=FILE,
+            type=OUTPUT,
             default=None,
             help="Also write the bundled model (optimised, converted or quantized) as a plain ONNX file; its "
             "external data, if any, beside it as model.onnx.data.",

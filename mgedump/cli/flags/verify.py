@@ -8,7 +8,7 @@ import click
 
 from ...base.errors import UsageError
 from ...options import EXECUTION_MODES, GRAPH_OPT_LEVELS, VerifyOptions
-from . import DIR, FILE, apply, given, stating
+from . import DIR, OUTPUT, apply, given, stating
 from .data import data_from, data_options
 from .pack import parse_maxerr
 
@@ -114,7 +114,7 @@ verify_options_flags = apply(
             "--profile",
             "profile",
             metavar="FILE",
-            type=FILE,
+            type=OUTPUT,
             default=None,
             help="Write onnxruntime's profile (JSON) to FILE.",
         ),  # fmt: skip
@@ -137,7 +137,7 @@ verify_options_flags = apply(
             "--report-json",
             "report_json",
             metavar="FILE",
-            type=FILE,
+            type=OUTPUT,
             default=None,
             help="Write a machine-readable report (docs/reports.md).",
         ),
@@ -145,7 +145,7 @@ verify_options_flags = apply(
             "--junit-xml",
             "junit_xml",
             metavar="FILE",
-            type=FILE,
+            type=OUTPUT,
             default=None,
             help="Write a JUnit XML report (for CI test reporters).",
         ),
@@ -153,7 +153,7 @@ verify_options_flags = apply(
             "--report-html",
             "report_html",
             metavar="FILE",
-            type=FILE,
+            type=OUTPUT,
             default=None,
             help="Write a self-contained HTML report with plots (no network needed to view it).",
         ),
