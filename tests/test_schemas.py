@@ -31,8 +31,16 @@ SCHEMAS = DOCS / "schemas"
 SHARED_DEFS = ("tensorErr", "nodeDiff", "index", "finiteOrNot", "element")
 
 
+def schema_path(name: str) -> Path:
+    """The manifest's schema ships inside the package (mgerun checks what it reads against it); the reports' are
+    in docs/schemas."""
+    if name == "manifest":
+        return ROOT / "mgedump" / "bundle" / "manifest.schema.json"
+    return SCHEMAS / f"{name}.schema.json"
+
+
 def schema(name: str) -> dict:
-    return json.loads((SCHEMAS / f"{name}.schema.json").read_text(encoding="utf-8"))
+    return json.loads(schema_path(name).read_text(encoding="utf-8"))
 
 
 @functools.cache
@@ -107,6 +115,11 @@ PACKS = {
         ["-d", "input:0:#rand(0,1);len:#const(7)", "-d", SAMPLES / "data" / "multi_input.npz"],
     ),
     "symbolic": ("dynamic_batch.onnx", ["-d", "x:#rand(0,1,2,...)"]),
+    "several": ("cnn.onnx", ["-d", "#rand(0,1)", "--variants", "fp32,ioc16,int8", "--maxerr", "1e-2"]),
+    "error_stat": (
+        "cnn.onnx",
+        ["-d", "#rand(0,1)", "--error-stat", "p99", "--error-stat", "prob:mean", "--maxerr", "prob:1e-3"],
+    ),
     "transformed": (
         "dynamic_batch.onnx",
         ["-d", SAMPLES / "images" / "cat.png", "--resize-input", "--repeat", "2", "--input-transform", "data/255"],
@@ -148,7 +161,14 @@ def reports(work, bundles) -> dict[str, tuple[int, dict]]:
     junk.write_bytes(b"not a zip archive")
     calls = {
         # every bundle in one call, one of them unreadable: profiled, with the embedded dump's diagnosis
-        "many": [*bundles.values(), junk, "--iter", "2", "--profile", work / "prof.json"],
+        "many": [
+            *bundles.values(),
+            junk,
+            "--iter",
+            "2",
+            "--profile",
+            work / "prof.json",
+        ],
         # a plain model with a free batch: the batch sweep under concurrent load
         "sweep": [SAMPLES / "dynamic_batch.onnx", "-d", "x:#rand(0,1,2,...)", "--iter", "3"]
         + ["--repeat-sweep", "1,2", "--concurrency", "2", "--thread", "1"],
@@ -252,6 +272,11 @@ def test_manifests_match_the_schema(bundles):
         "resize_input": True,
         "input_transform": "data/255",
     }
+    several = manifests["several"]
+    assert several["format_version"] == 2 and [v["name"] for v in several["variants"]][:2] == ["fp32", "ioc16"]
+    assert several["variants"][1]["float16"]["mode"] == "ioc16" and "optimizations" not in several
+    assert manifests["error_stat"]["assertion"]["error_stat"] == "p99"
+    assert manifests["error_stat"]["assertion"]["output_error_stat"] == {"prob": "mean"}
     if "nchw88" in manifests:
         assert set(manifests["nchw88"]["requirements"]) == {"onnxruntime", "onnxruntime-cpu", "x86-avx2"}
 

@@ -66,10 +66,19 @@ def check_target(path: str, inputs: Iterable[str] = ()) -> str:
         OutputError: the folder is missing or not a folder; path is a folder,
             a FIFO, a device or a socket; or path is one of the inputs.
     """
+    if not path:
+        raise OutputError("an output path is empty: give a file name")
+    if path.endswith(("/", os.sep)):
+        raise OutputError(f"output {path!r} names a folder, not a file: give a file name")
     target = os.path.realpath(path)
     folder = os.path.dirname(target)
-    if os.path.exists(target):
-        mode = os.stat(target).st_mode
+    try:
+        mode: int | None = os.stat(path).st_mode  # through links: what writing would reach (/dev/stdout: a pipe)
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        mode = None  # a new file (the folder is checked below)
+    except OSError as exc:  # a name too long, a loop of links, a folder that cannot be searched
+        raise OutputError(f"output {path}: {exc.strerror or exc}") from None
+    if mode is not None:
         if not stat.S_ISREG(mode):
             kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
             suffix = "give a file name" if kind == "a folder" else "give a regular file"
@@ -90,12 +99,16 @@ _pending: ContextVar[list[tuple[str, str]] | None] = ContextVar("mgedump_pending
 @contextlib.contextmanager
 def all_or_nothing() -> Iterator[None]:
     """The files :func:`atomic_output` writes inside this block replace their targets together when it ends; if
-    the block fails, none of them does (each is removed), and the files that were there stay as they were.
+    the block fails, none of them does (each is removed), and the files that were there stay as they were. A
+    block inside another joins it: its files wait for the outer block (a command that packs, then writes more).
 
     Raises:
         OutputError: a rename fails (the targets renamed before it stay renamed: the file system offers no
             rename of several files at once).
     """
+    if _pending.get() is not None:
+        yield
+        return
     pending: list[tuple[str, str]] = []
     token = _pending.set(pending)
     try:
@@ -156,8 +169,8 @@ def _create_beside(folder: str, base: str) -> tuple[str, int]:
     """A new file ``.BASE.XXXXXXXX.tmp`` in folder, open for writing, with the mode a new file gets (0o666 less
     the process's umask, applied by the system: the umask itself is never changed, so threads are safe)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-    for _ in range(100):
-        name = os.path.join(folder or ".", f".{base}.{secrets.token_hex(4)}.tmp")
+    for _ in range(100):  # the target's name, cut: a name near the longest allowed still leaves room for the rest
+        name = os.path.join(folder or ".", f".{base[:120]}.{secrets.token_hex(4)}.tmp")
         try:
             return name, os.open(name, flags, 0o666)
         except FileExistsError:

@@ -8,7 +8,8 @@ outputs on one path, an output that is one of the command's inputs (the
 model, its external data, list files, data files, bundles: compared by device
 and inode after resolving links), an output that cannot be created, and a
 name the tool chose (a model's external data beside ``--output-model``) on a
-file that is there already. The files written inside :func:`all_or_nothing`
+file that is there already, unless that file is the data of the model the
+same call replaces (and of no other model beside it). The files written inside :func:`all_or_nothing`
 (:func:`mgedump.base.fileio.atomic_output`) are renamed into place together
 when it ends, and removed if it fails, so a failing command leaves no output
 behind.
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from .errors import OutputError, UsageError
 from .fileio import all_or_nothing, check_folder_target, check_target
 from .naming import option_name
+from .streams import stdout_closed
 
 STDOUT = "-"
 
@@ -57,7 +59,9 @@ class Output:
         folder: it is a folder of files (``io_dump``), made if absent.
         stdout: ``-`` (standard output) may take it.
         chosen: the tool chose the name (beside another output): a file there already is refused, since it is
-            nobody's output of this call.
+            nobody's output of this call...
+        own: ...unless it is the tool's own: the data file of the model this call replaces (``model.onnx.data``
+            of the model at ``--output-model``, which no other model there reads).
     """
 
     option: str
@@ -65,6 +69,7 @@ class Output:
     folder: bool = False
     stdout: bool = False
     chosen: bool = False
+    own: bool = False
 
     @property
     def to_stdout(self) -> bool:
@@ -110,14 +115,19 @@ class Outputs:
                     "give each its own path"
                 )
             seen[key] = out
+            if out.to_stdout and stdout_closed():
+                raise OutputError(
+                    f"{option_name(out.option)} {out.path}: standard output is closed (the command was started "
+                    "with it closed): give a file"
+                )
             if out.to_stdout:
                 continue
             if out.folder:
                 check_folder_target(out.path, option_name(out.option), inputs)
             else:
                 check_target(out.path, inputs)
-            if out.chosen and os.path.lexists(out.path):
+            if out.chosen and not out.own and os.path.lexists(out.path):
                 raise OutputError(
                     f"{option_name(out.option)} would write {out.path} beside it, and a file is there already "
-                    "(not this command's output): move it or give another path"
+                    "(not the data of a model this command replaces): move it or give another path"
                 )

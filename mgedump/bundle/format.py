@@ -27,11 +27,15 @@ with a member it does not list, a listed member it lacks, or any hash that does
 not match. Timestamps are fixed (1980-01-01 00:00) and no host path or clock
 time is recorded, so the same input gives the same bytes.
 
-Manifest keys (all REQUIRED unless marked):
+Manifest keys (all REQUIRED unless marked). Their types are also the JSON
+Schema this package ships (``manifest.schema.json``, :func:`published_schema`),
+against which a reader MUST check a manifest before using any of it; a reader
+ignores keys it does not know:
 
 ``format``: ``"mgedump-bundle"``.
-``format_version``: ``1``. A reader MUST refuse other versions; this version is
-    independent of the package version.
+``format_version``: ``1`` (one model) or ``2`` (several variants, below). A
+    reader MUST refuse other versions; this version is independent of the
+    package version.
 ``generator``: ``{"name": "mgedump", "version": str}``.
 ``model``: ``{"member": "model.onnx", "sha256": str, "source_sha256": str,
     "external_data": str or null}``: the bundled model, the hash of the model
@@ -69,18 +73,37 @@ Manifest keys (all REQUIRED unless marked):
     the onnxruntime the bundled model was written for, the newest IR and
     opsets it loads (absent when it is at least the packing machine's), and
     what was lowered (empty: nothing needed to be).
+``environment`` (OPTIONAL): where the bundle was packed
+    (:func:`mgedump.model.environment.pack_environment`): versions, OS, CPU and
+    its instruction sets; no host name and no clock time.
+
+Version 2 (several variants): ``model`` holds ``source_sha256`` only;
+``optimizations``, ``requirements`` and the precision records MUST be absent at
+the top and are per variant instead. Its keys besides version 1's:
+
+``variants``: non-empty list of ``{"name": str, "model": {"member":
+    "variants/NAME/model.onnx", "sha256": str, "external_data":
+    "variants/NAME/model.onnx.data" or null}, "optimizations": [str],
+    "requirements": [str], "inputs": [...], "outputs": [...], "certified":
+    {output: float or null}, "options": {str: value}}`` plus the variant's
+    precision record (``float16``, ``int8``) when it has one; names are
+    lower-case letters, digits and ``-``, each once. The test cases are stored
+    once, in the dtypes of the model as given, its outputs the reference.
+``left_out`` (OPTIONAL): list of ``{"name": str, "reason": str}``, the
+    variants asked for that were not made.
 """
 
 from __future__ import annotations
 
-import math
-import re
+import copy
+import functools
+import json
+from importlib import resources
 from typing import Any
 
 from ..base.errors import BundleError
-from ..base.jsontypes import is_number, is_str_list
+from ..base.schema import first_problem
 from ..model.valuetype import is_structured, parse
-from ..options import ERROR_STATS
 
 FORMAT = "mgedump-bundle"
 FORMAT_VERSION = 2  # the newest version this mgedump reads; a bundle of one variant is written as version 1
@@ -92,6 +115,52 @@ BUNDLE_SUFFIX = ".mgetest"  # what a bundle file is called; a folder given to mg
 DATA_MEMBER = "model.onnx.data"
 IO_DUMP_FOLDER = "io_dump"
 MAX_MANIFEST_BYTES = 16 << 20
+SCHEMA = "manifest.schema.json"  # this package's file: the manifest's published JSON Schema (docs/bundle.md links it)
+MALFORMED = "this bundle's manifest is malformed"
+# Where a reader takes more than the schema, which is exact for what this mgedump's built-in modes write. Keys it
+# does not know are ignored at any depth (an optional key added later keeps the format version: docs/bundle.md,
+# Versioning); a precision mode registered at run time (mgedump.optimize.precisions.register) adds its name to
+# `optimizations`; a requirement this mgedump does not know is refused by name when the bundle is run
+# (mgedump.bundle.requirements.check_requirements: "upgrade mgedump"), not as a malformed manifest.
+OPEN_ENDS: dict[str, Any] = {
+    "/properties/optimizations/items": {"type": "string"},
+    "/properties/requirements/items": {"type": "string"},
+}
+
+
+@functools.cache
+def published_schema() -> dict[str, Any]:
+    """The manifest's JSON Schema as published (``mgedump/bundle/manifest.schema.json``)."""
+    text = resources.files(__package__).joinpath(SCHEMA).read_text(encoding="utf-8")
+    return dict(json.loads(text))
+
+
+@functools.cache
+def reader_schema() -> dict[str, Any]:
+    """The schema a manifest read from a bundle must meet: the published one, open where :data:`OPEN_ENDS` says."""
+    schema = _ignoring_unknown_keys(copy.deepcopy(published_schema()))
+    for pointer, replacement in OPEN_ENDS.items():
+        *parents, last = pointer.strip("/").split("/")
+        node = schema
+        for part in parents:
+            node = node[part]
+        if last not in node:
+            raise KeyError(f"{SCHEMA} has no {pointer} to open")
+        node[last] = replacement
+    return schema
+
+
+def _ignoring_unknown_keys(schema: Any) -> Any:
+    """The schema with every ``"additionalProperties": false`` dropped, in place."""
+    if isinstance(schema, dict):
+        if schema.get("additionalProperties") is False:
+            del schema["additionalProperties"]
+        for value in schema.values():
+            _ignoring_unknown_keys(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _ignoring_unknown_keys(value)
+    return schema
 
 
 def case_folder(index: int) -> str:
@@ -115,112 +184,19 @@ def check_member_name(name: str) -> None:
 
 def _require(condition: bool, what: str) -> None:
     if not condition:
-        raise BundleError(f"bundle manifest is malformed: {what}")
-
-
-def _check_model(model: Any, where: str) -> None:
-    _require(
-        isinstance(model, dict) and isinstance(model.get("member"), str) and isinstance(model.get("sha256"), str),
-        f"{where!r} must name a member and its sha256",
-    )
-    _require(
-        model.get("external_data") is None or isinstance(model.get("external_data"), str),
-        f"'{where}.external_data' must be a member name or null",
-    )
-    if model.get("external_data") is not None:
-        _require(
-            model["external_data"].rsplit("/", 1)[-1] != model["member"].rsplit("/", 1)[-1],
-            f"'{where}.external_data' must not have the model member's file name (both are extracted side by side)",
-        )
-
-
-def _check_precision(entry: dict[str, Any], where: str) -> None:
-    """The rewrites of one model: its optimizations, requirements and float16 record."""
-    _require(is_str_list(entry.get("optimizations")), f"'{where}optimizations' must be a list of strings")
-    _require(is_str_list(entry.get("requirements")), f"'{where}requirements' must be a list of strings")
-    float16 = entry.get("float16")
-    _require(
-        float16 is None or (isinstance(float16, dict) and isinstance(float16.get("kept_float32"), list)),
-        f"'{where}float16' must be an object listing 'kept_float32'",
-    )
-
-
-_VARIANT_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
-
-
-def _check_variants(manifest: dict[str, Any]) -> None:
-    """Version 2: the variants, each a model of its own with its proof, and the ones left out."""
-    model = manifest.get("model")
-    _require(isinstance(model, dict) and isinstance(model.get("source_sha256"), str), "'model' must give source_sha256")
-    variants = manifest.get("variants")
-    if not isinstance(variants, list) or not variants:
-        raise BundleError("bundle manifest is malformed: 'variants' must be a non-empty list")
-    names = set()
-    for k, variant in enumerate(variants):
-        where = f"variants[{k}]"
-        _require(isinstance(variant, dict), f"{where!r} must be an object")
-        name = variant.get("name")
-        _require(isinstance(name, str) and bool(_VARIANT_NAME.match(name)), f"'{where}.name' must be a variant name")
-        _require(name not in names, f"variant {name!r} is listed twice")
-        names.add(name)
-        _check_model(variant.get("model"), f"{where}.model")
-        _check_precision(variant, f"{where}.")
-        _check_tensor_infos(variant.get("inputs"), f"{where}.inputs")
-        _check_tensor_infos(variant.get("outputs"), f"{where}.outputs")
-        certified = variant.get("certified")
-        _require(
-            isinstance(certified, dict)
-            and all((is_number(v) and math.isfinite(v)) or v is None for v in certified.values()),
-            f"'{where}.certified' must map output names to numbers",
-        )
-        _require(isinstance(variant.get("options", {}), dict), f"'{where}.options' must be an object")
-    left_out = manifest.get("left_out", [])
-    _require(
-        isinstance(left_out, list)
-        and all(
-            isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("reason"), str)
-            for e in left_out
-        ),
-        "'left_out' must list names and reasons",
-    )
-
-
-def _check_tensor_infos(value: Any, key: str) -> None:
-    _require(isinstance(value, list), f"{key!r} must be a list")
-    for entry in value:
-        _require(
-            isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("dtype"), str),
-            f"bad entry in {key!r}",
-        )
-        if is_structured(entry["dtype"]):
-            try:
-                parse(entry["dtype"])
-            except ValueError as exc:
-                raise BundleError(
-                    f"bundle manifest is malformed: {key!r} names type {entry['dtype']!r} ({exc})"
-                ) from None
-        shape = entry.get("shape")
-        _require(
-            shape is None or (isinstance(shape, list) and all(d is None or isinstance(d, (int, str)) for d in shape)),
-            f"bad shape in {key!r}",
-        )
-
-
-def _check_target_runtime(target: Any) -> None:
-    """``target_runtime`` (``--target-runtime``), when present: an object naming the onnxruntime version."""
-    _require(
-        target is None or (isinstance(target, dict) and isinstance(target.get("onnxruntime"), str)),
-        "'target_runtime' must be an object naming the onnxruntime version",
-    )
+        raise BundleError(f"{MALFORMED}: {what}")
 
 
 def validate_manifest(manifest: Any) -> None:
-    """Check the manifest's version, keys and types (format versions 1 and 2).
+    """Check the manifest's version, then every field's type against the published schema (:func:`reader_schema`),
+    then what a schema cannot say (each member referred to is listed, once; bounds name outputs there are; a test
+    case has a member per input and output).
 
     Raises:
-        BundleError: with what is wrong.
+        BundleError: with what is wrong: a malformed field is named by its path
+            (``this bundle's manifest is malformed: environment.cpu: expected an object, got a list``).
     """
-    _require(isinstance(manifest, dict), "not a JSON object")
+    _require(isinstance(manifest, dict), "expected a JSON object")
     if manifest.get("format") != FORMAT:
         raise BundleError(f"not an mgedump bundle: manifest format is {manifest.get('format')!r}, expected {FORMAT!r}")
     version = manifest.get("format_version")
@@ -233,30 +209,19 @@ def validate_manifest(manifest: Any) -> None:
         )
     if version not in (SINGLE_VERSION, FORMAT_VERSION):
         raise BundleError(f"unknown bundle format version {version} (this mgedump reads versions 1 and 2)")
-    if version == SINGLE_VERSION:
-        _check_model(manifest.get("model"), "model")
-        _check_precision(manifest, "")
-    else:
-        _check_variants(manifest)
-    _check_tensor_infos(manifest.get("inputs"), "inputs")
-    _check_tensor_infos(manifest.get("outputs"), "outputs")
-    _check_assertion(manifest.get("assertion"), {entry["name"] for entry in manifest["outputs"]})
-    seed = manifest.get("seed", 0)
-    _require(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, "'seed' must be a whole number >= 0")
-    _require(isinstance(manifest.get("data_options", {}), dict), "'data_options' must be an object")
-    environment = manifest.get("environment")
-    _require(environment is None or isinstance(environment, dict), "'environment' must be an object")
-    _check_target_runtime(manifest.get("target_runtime"))
-    cases = manifest.get("test_cases")
+    _check_value_types(manifest)  # before the schema: the grammar of a type says more than its pattern
+    problem = first_problem(reader_schema(), manifest)
+    if problem is not None:
+        raise BundleError(f"{MALFORMED}: {problem}")
+    models = [manifest["model"]] if version == SINGLE_VERSION else [v["model"] for v in manifest["variants"]]
+    names = [v["name"] for v in manifest.get("variants", ())]
+    _require(len(set(names)) == len(names), "a variant is listed twice")
+    _check_assertion(manifest["assertion"], {entry["name"] for entry in manifest["outputs"]})
+    cases = manifest["test_cases"]
     _check_cases(cases, len(manifest["inputs"]), len(manifest["outputs"]), manifest["assertion"]["enabled"])
-    listed = _check_members(manifest.get("members"))
+    listed = _check_members(manifest["members"])
     _check_io_dump(manifest.get("io_dump"), len(cases), listed)
-    referenced = [
-        name
-        for entry in ([manifest["model"]] if version == SINGLE_VERSION else [v["model"] for v in manifest["variants"]])
-        for name in (entry["member"], entry.get("external_data"))
-        if name
-    ]
+    referenced = [name for model in models for name in (model["member"], model["external_data"]) if name]
     for case in cases:
         referenced += case["inputs"] + case["outputs"]
     seen: set[str] = set()
@@ -268,74 +233,60 @@ def validate_manifest(manifest: Any) -> None:
         seen.add(name)
 
 
-def _check_assertion(assertion: Any, output_names: set[str]) -> None:
-    _require(isinstance(assertion, dict), "'assertion' must be an object")
-    _require(
-        isinstance(assertion.get("enabled"), bool) and isinstance(assertion.get("verbose"), bool),
-        "'assertion.enabled' and 'assertion.verbose' must be true or false",
-    )
-    maxerr = assertion.get("maxerr")
-    _require(is_number(maxerr) and math.isfinite(maxerr) and maxerr >= 0, "'assertion.maxerr' must be a number >= 0")
-    bounds = assertion.get("output_maxerr", {})
-    _require(
-        isinstance(bounds, dict)
-        and all(name in output_names and is_number(b) and math.isfinite(b) and b >= 0 for name, b in bounds.items()),
-        "'assertion.output_maxerr' must map output names to numbers >= 0",
-    )
-    _require(
-        assertion.get("error_stat", "max") in ERROR_STATS,
-        f"'assertion.error_stat' must be one of {', '.join(ERROR_STATS)}",
-    )
-    stats = assertion.get("output_error_stat", {})
-    _require(
-        isinstance(stats, dict) and all(name in output_names and stat in ERROR_STATS for name, stat in stats.items()),
-        "'assertion.output_error_stat' must map output names to error statistics",
-    )
+def _check_value_types(manifest: dict[str, Any]) -> None:
+    """A sequence's, map's or optional's type (an input's or output's, or a variant's) must be one onnxruntime names:
+    parsed wherever one is written, whatever else the manifest holds (the schema checks its form only)."""
+    variants = manifest.get("variants")
+    places = [("", manifest)] + [
+        (f"variants[{k}].", v) for k, v in enumerate(variants if isinstance(variants, list) else ())
+    ]
+    for where, entry in places:
+        for key in ("inputs", "outputs"):
+            infos = entry.get(key) if isinstance(entry, dict) else None
+            for k, info in enumerate(infos if isinstance(infos, list) else ()):
+                dtype = info.get("dtype") if isinstance(info, dict) else None
+                if not isinstance(dtype, str) or not is_structured(dtype):
+                    continue
+                try:
+                    parse(dtype)
+                except ValueError as exc:
+                    shown, reason = _short(dtype), _short(str(exc), 80)
+                    raise BundleError(
+                        f"{MALFORMED}: {where}{key}[{k}].dtype: {shown!r} is not a type ({reason})"
+                    ) from None
 
 
-def _check_cases(cases: Any, n_in: int, n_out: int, asserted: bool) -> None:
-    _require(isinstance(cases, list) and bool(cases), "'test_cases' must be a non-empty list")
-    for case in cases:
-        _require(isinstance(case, dict) and isinstance(case.get("spec"), str), "each test case needs a 'spec'")
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_assertion(assertion: dict[str, Any], output_names: set[str]) -> None:
+    for key in ("output_maxerr", "output_error_stat"):
+        unknown = [name for name in assertion.get(key, {}) if name not in output_names]
+        _require(not unknown, f"assertion.{key} names {unknown[:1]!r}, which is no output of the model")
+
+
+def _check_cases(cases: list[dict[str, Any]], n_in: int, n_out: int, asserted: bool) -> None:
+    for k, case in enumerate(cases):
+        _require(len(case["inputs"]) == n_in, f"test_cases[{k}].inputs: expected one member per model input")
         _require(
-            is_str_list(case.get("inputs")) and len(case["inputs"]) == n_in,
-            "each test case needs one input member per model input",
-        )
-        outputs = case.get("outputs")
-        _require(
-            is_str_list(outputs) and len(outputs) == (n_out if asserted else 0),
-            "each test case needs one output member per model output when assertions are on, none when off",
+            len(case["outputs"]) == (n_out if asserted else 0),
+            f"test_cases[{k}].outputs: expected one member per model output when assertions are on, none when off",
         )
 
 
-def _check_members(members: Any) -> set[str]:
-    _require(isinstance(members, list), "'members' must be a list")
+def _check_members(members: list[dict[str, Any]]) -> set[str]:
     for entry in members:
-        _require(
-            isinstance(entry, dict)
-            and isinstance(entry.get("name"), str)
-            and isinstance(entry.get("sha256"), str)
-            and isinstance(entry.get("size"), int)
-            and entry["size"] >= 0,
-            "each member needs a name, size and sha256",
-        )
         check_member_name(entry["name"])
     listed = {entry["name"] for entry in members}
     _require(len(listed) == len(members), "a member is listed twice")
     return listed
 
 
-def _check_io_dump(io_dump: Any, cases: int, listed: set[str]) -> None:
+def _check_io_dump(io_dump: dict[str, Any] | None, cases: int, listed: set[str]) -> None:
     if io_dump is None:
         return
-    _require(
-        isinstance(io_dump, dict)
-        and io_dump.get("folder") == IO_DUMP_FOLDER
-        and isinstance(io_dump.get("model_sha256"), str)
-        and isinstance(io_dump.get("test_cases"), list)
-        and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < cases for n in io_dump["test_cases"]),
-        f"'io_dump' must give the folder {IO_DUMP_FOLDER!r}, the model's sha256 and test case numbers",
-    )
+    _require(all(n < cases for n in io_dump["test_cases"]), "io_dump.test_cases: a test case the bundle lacks")
     for n in io_dump["test_cases"]:
         _require(
             f"{IO_DUMP_FOLDER}/{case_folder(n)}/index.json" in listed, f"the io dump of test case {n} is not listed"

@@ -252,9 +252,9 @@ def _check_layout(path: str, names: list[str]) -> None:
 
 
 def peek_variants(path: str) -> list[str]:
-    """The variants a bundle names in its manifest, read without checking anything else (none: a bundle of one
-    model, or one that cannot be read, which verifying it then says). Only a regular file is opened: a FIFO
-    would block."""
+    """The variants a bundle names in its manifest, read with the manifest checked and nothing else (none: a
+    bundle of one model, or one that cannot be read or whose manifest is malformed, which verifying it then says,
+    once). Only a regular file is opened: a FIFO would block."""
     if not os.path.isfile(path):
         return []
     try:
@@ -262,10 +262,8 @@ def peek_variants(path: str) -> list[str]:
             info = zf.getinfo(MANIFEST)
             if info.file_size > MAX_MANIFEST_BYTES:
                 return []
-            variants = json.loads(zf.read(MANIFEST).decode("utf-8")).get("variants")
-    except (*_ZIP_ERRORS, RecursionError, AttributeError):
+            manifest = json.loads(zf.read(MANIFEST).decode("utf-8"))
+        validate_manifest(manifest)
+    except (*_ZIP_ERRORS, RecursionError, AttributeError, BundleError):
         return []
-    if not isinstance(variants, list):
-        return []
-    names = [v.get("name") for v in variants if isinstance(v, dict)]
-    return [n for n in names if isinstance(n, str)]
+    return [variant["name"] for variant in manifest.get("variants", ())]

@@ -8,9 +8,11 @@ import json
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ..base import text
 from ..base.fileio import FileDigest, atomic_output, hash_files
 from .format import MANIFEST, check_member_name
 from .manifest import Manifest
@@ -62,8 +64,9 @@ def write_bundle(path: str, manifest: Manifest, members: Sequence[Member], input
         digests.append(member.hashed())
     listed = [{"name": m.name, "size": d.size, "sha256": d.sha256} for m, d in zip(members, digests, strict=True)]
     manifest = dataclasses.replace(manifest, members=listed)
+    document = _strict(manifest.to_json())  # a spec naming a file whose name is not UTF-8: no lone surrogate
     manifest_bytes = (
-        json.dumps(manifest.to_json(), indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
+        json.dumps(document, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
     ).encode()
     with atomic_output(path, inputs) as f:
         writer = StoredZipWriter(f)
@@ -75,3 +78,15 @@ def write_bundle(path: str, manifest: Manifest, members: Sequence[Member], input
                 writer.add_files(member.name, member.paths, digest.size, digest.crc32)
         writer.close()
     return manifest
+
+
+def _strict(value: Any) -> Any:
+    """A JSON value whose strings strict parsers accept: lone surrogates (bytes of a file name that were not
+    UTF-8, in a spec or an origin) written as visible text (``\\xff``) by :func:`mgedump.base.text.json`."""
+    if isinstance(value, str):
+        return text.json(value)
+    if isinstance(value, dict):
+        return {text.json(k): _strict(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strict(v) for v in value]
+    return value

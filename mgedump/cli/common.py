@@ -7,6 +7,7 @@ messages name options by their flags (:mod:`.flags.spelling`).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -18,6 +19,7 @@ from .. import __version__
 from ..base.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, MgeError, Terminated
 from ..base.log import printable
 from ..base.naming import spoken_as
+from ..base.streams import guard
 from .flags.spelling import speller
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -91,6 +93,31 @@ def _terminate_as_exception() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+# what click's completion reads from the environment, by shell: COMP_WORDS, and COMP_CWORD (a word number for bash
+# and zsh, the word being typed for fish). The shells' completion scripts set them; anything else may not.
+_COMPLETION_NEEDS = {"bash": ("COMP_WORDS", "COMP_CWORD"), "zsh": ("COMP_WORDS", "COMP_CWORD"), "fish": ("COMP_WORDS",)}
+
+
+def completion_problem(prog: str) -> str | None:
+    """Why shell completion, asked for through ``_PROG_COMPLETE``, cannot run here (None: it can, or was not asked
+    for): click would stop on a missing ``COMP_CWORD`` or one that is not a number with a traceback."""
+    instruction = os.environ.get(f"_{prog}_COMPLETE".replace("-", "_").upper(), "")
+    shell, _, action = instruction.partition("_")
+    if action != "complete" or shell not in _COMPLETION_NEEDS:
+        return None  # not completing (a script asked for with *_source, or nothing: click says for an unknown shell)
+    for name in _COMPLETION_NEEDS[shell]:
+        if name not in os.environ:
+            return f"{name} is not set"
+    if shell != "fish":
+        cword = os.environ["COMP_CWORD"]
+        try:
+            int(cword)
+        except ValueError:
+            shown = cword if len(cword) <= 20 else cword[:17] + "..."
+            return f"COMP_CWORD is {shown!r}, not the number of the word being completed"
+    return None
+
+
 def invoke(command: click.Command, prog: str, argv: Sequence[str] | None) -> int:
     """Run a command and turn its outcome into an exit code (docs/exit-codes.md).
 
@@ -99,6 +126,15 @@ def invoke(command: click.Command, prog: str, argv: Sequence[str] | None) -> int
     propagates with its traceback.
     """
     _state["verbose"] = 0
+    guard()  # a standard stream closed at start (2>&-) gets the null device: no file the command opens takes its place
+    problem = completion_problem(prog)
+    if problem is not None:
+        hint = f'eval "$(_{prog.upper()}_COMPLETE=bash_source {prog})" installs it (README)'
+        click.echo(
+            f"{prog}: error: shell completion: {printable(problem)} (hint: the shell's completion script sets it; {hint})",
+            err=True,
+        )
+        return EXIT_USAGE
     try:
         with _terminate_as_exception(), spoken_as(speller(command)):
             code = command.main(args=list(argv) if argv is not None else None, prog_name=prog, standalone_mode=False)
@@ -121,8 +157,9 @@ def invoke(command: click.Command, prog: str, argv: Sequence[str] | None) -> int
         click.echo(f"{prog}: interrupted", err=True)
         return EXIT_INTERRUPTED
     except MgeError as exc:
-        if _state["verbose"]:
-            traceback.print_exc()
-        click.echo(f"{prog}: error: {printable(exc.one_line())}", err=True)
+        with contextlib.suppress(OSError, ValueError):  # a stderr that cannot be written keeps the exit code
+            if _state["verbose"]:
+                traceback.print_exc()
+            click.echo(f"{prog}: error: {printable(exc.one_line())}", err=True)
         return exc.exit_code
     return code if isinstance(code, int) else 0

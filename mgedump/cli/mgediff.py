@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from ..base.deps import require
+from ..report import stdout_targets
 from .common import CONTEXT, common_options, setup
 from .flags.diff import diff_options, diff_options_flags
 from .output import print_diff
@@ -36,6 +37,8 @@ def mgediff_command(a: str, b: str, verbose: int, quiet: bool | None, **values: 
         require(module, purpose="comparing runs")
     from ..commands.diff import diff
 
-    report = diff(a, b, diff_options(values))
-    print_diff(report, verbose)
+    options = diff_options(values)
+    report = diff(a, b, options)
+    # a report on stdout (--report-json -) keeps stdout to itself: the lines people read go to stderr
+    print_diff(report, verbose, err=bool(stdout_targets([options.report_json])))
     return report.exit_code

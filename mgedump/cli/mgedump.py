@@ -8,6 +8,7 @@ import click
 
 from ..base.deps import require
 from .common import CONTEXT, common_options, setup
+from .flags import OUTPUT
 from .flags.pack import pack_options, pack_options_flags
 from .output import print_packed
 from .status import Status
@@ -16,7 +17,7 @@ from .status import Status
 @click.command(context_settings=CONTEXT)
 @click.argument("model", metavar="MODEL", type=click.Path())
 @click.option(
-    "-o", "--output", required=True, metavar="OUT", type=click.Path(), help="The bundle to write (e.g. model.mgetest)."
+    "-o", "--output", required=True, metavar="OUT", type=OUTPUT, help="The bundle to write (e.g. model.mgetest)."
 )
 @pack_options_flags
 @common_options

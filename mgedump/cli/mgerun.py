@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ..base.streams import is_terminal
 from ..report import stdout_targets
 from .common import CONTEXT, common_options, setup
 from .flags.verify import verify_options, verify_options_flags
@@ -40,7 +41,7 @@ def mgerun_command(paths: tuple[str, ...], verbose: int, quiet: bool | None, **v
     # a report on stdout (--report-json -) keeps stdout to itself: the lines people read go to stderr
     to_stdout = bool(stdout_targets((options.report_json, options.junit_xml, options.report_html)))
     printer = RunPrinter(verbose, plan.many, err=to_stdout)
-    progress = ProgressBar() if sys.stderr.isatty() and not quiet else None
+    progress = ProgressBar() if is_terminal(sys.stderr) and not quiet else None
     with Status("mgerun", enabled=not quiet) as status:
         summary = verify_all(
             plan,

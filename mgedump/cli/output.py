@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..base.log import printable
+from ..base.log import printable, warn_once
 from ..model.environment import summary as environment_summary
 from ..report.schema import STATS, BundleRecord, CaseRecord, OpRow, rate_text
 
@@ -18,16 +18,18 @@ STAT_COLUMNS = STATS
 
 def say(line: str = "", err: bool = False) -> None:
     """Print one line (to stdout, or stderr with ``err``), escaped (:func:`mgedump.base.text.terminal`). A reader that
-    closed stdout early (``mgerun ... | head -1``) ends the printing quietly; the command goes on to its own exit
-    code."""
+    closed stdout early (``mgerun ... | head -1``) ends the printing quietly, and so does a stream that cannot be
+    written (a full disk: said once on stderr); the command goes on to its own exit code."""
     try:
         click.echo(printable(line), err=err)
-    except BrokenPipeError:
+    except OSError as exc:
         if err:
             return
         from ..report import silence_stdout
 
         silence_stdout()
+        if not isinstance(exc, BrokenPipeError):
+            warn_once(f"cannot write to standard output ({exc.strerror or exc}): its lines are lost")
 
 
 def print_packed(output: str, result: Any) -> None:
@@ -332,6 +334,7 @@ def diff_lines(report: Any, verbose: int = 0, top: int = 10) -> list[str]:
     return lines
 
 
-def print_diff(report: Any, verbose: int = 0) -> None:
+def print_diff(report: Any, verbose: int = 0, err: bool = False) -> None:
+    """``mgediff``'s lines: on stdout, or on stderr when the JSON report has stdout to itself (``err``)."""
     for line in diff_lines(report, verbose):
-        say(line)
+        say(line, err=err)

@@ -14,6 +14,7 @@ import time
 from typing import IO
 
 from ..base.log import printable
+from ..base.streams import is_terminal
 
 TICK_S = 0.5  # how often the clock on the line moves
 AFTER_S = 1.0  # a step shorter than this never shows: quick commands print nothing extra
@@ -31,7 +32,7 @@ class Status:
     def __init__(self, prog: str, stream: IO[str] | None = None, enabled: bool = True) -> None:
         self.prog = prog
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = enabled and _is_terminal(self.stream)
+        self.enabled = enabled and is_terminal(self.stream)
         self.began = time.monotonic()
         self.text = ""
         self.shown = 0  # the width of what is on the line now
@@ -87,10 +88,3 @@ class Status:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _is_terminal(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # closed, or not a real stream
-        return False

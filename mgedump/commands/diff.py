@@ -33,6 +33,7 @@ from ..diagnose.iodump import IoDump
 from ..diagnose.locate import inputs_for
 from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers
 from ..options import DiffOptions
+from .inputs import files_read
 
 __all__ = ["DiffOptions", "diff"]
 
@@ -170,7 +171,7 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
     """
     options = options or DiffOptions()
     data = TestData.parse(options.cases) if options.cases else None
-    protected = [*_files_of(a), *_files_of(b), *(data.list_files if data is not None else ())]
+    protected = files_read(models=[a, b], data=[data], others=[*_files_of(a), *_files_of(b)])
     outputs = Outputs([Output("report_json", options.report_json or "", stdout=True)])
     outputs.check(protected)
     settings = RunSettings(providers=tuple(resolve_providers(options.provider)), budget=options.io_dump_budget_mb << 20)

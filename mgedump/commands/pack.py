@@ -26,13 +26,14 @@ from ..base.naming import option_name
 from ..base.outputs import Output, Outputs, all_or_nothing
 from ..bundle import DATA_MEMBER, MODEL_MEMBER, Manifest, write_bundle
 from ..data import TestCase, TestData
-from ..model.modelfile import model_source
+from ..model.modelfile import data_files, model_source
 from ..model.runtime import check_model_path, model_io, open_session
 from ..model.stripinfo import strip_info_paths, write_strip_info
 from ..model.target import retarget_file
 from ..optimize import OptimizeResult, check_can_make, end_to_end_note, optimization_names, optimize_file
 from ..optimize.precisions import FLOAT32, variant_names
 from ..options import OptimizeOptions, PackOptions
+from .inputs import files_read, only_data_of
 from .pack_members import Source, Variant, embed_io_dump, manifest_of, write_model_out
 from .pack_proof import Opened, StoredCase, expected_outputs, explain, self_check
 
@@ -98,13 +99,15 @@ def pack(
             that misses ``maxerr`` (nothing is written).
     """
     output_path = os.fspath(output_path)
+    if not output_path:
+        raise UsageError(f"{option_name('output')} is empty: give the bundle's path")
     stage = on_stage or no_status
     data = TestData.parse(options.cases)
     calibration = TestData.parse(options.calibrate) if options.calibrate else None
     names = _variants(options, calibration is not None)
-    outputs = _outputs(output_path, options, len(names) > 1)
     given = [os.fspath(model)] if isinstance(model, (str, os.PathLike)) else []
-    outputs.check([*given, *data.list_files, *(calibration.list_files if calibration else ())])
+    outputs = _outputs(output_path, options, len(names) > 1, given)
+    outputs.check(files_read(models=given, data=[data, calibration]))  # the one check, before any work
     with tempfile.TemporaryDirectory(prefix=".mgedump-", dir=os.path.dirname(os.path.realpath(output_path))) as tmp:
         model_path = _model_file(model, tmp)
         check_model_path(model_path)
@@ -133,8 +136,12 @@ def pack(
             )
             stage(f"writing {os.path.basename(output_path)} with an io dump of {size / 1e6:.3g} MB")
         if options.model_out and any(m.name == DATA_MEMBER for m in members):
-            outputs.add(Output("model_out", _beside(options.model_out, DATA_MEMBER), chosen=True))
-        outputs.check(inputs)  # every input is known now: the one check before the first write
+            beside = _data_beside(
+                options.model_out
+            )  # an optimised model may keep weights outside where the given did not
+            if beside.path not in outputs.paths:
+                outputs.add(beside)
+        outputs.check(inputs)  # again with what running found (the same, but for a model made with external data)
         stage(f"writing {os.path.basename(output_path)}")
         with all_or_nothing():
             written = write_bundle(output_path, manifest, members, inputs=inputs)
@@ -332,8 +339,9 @@ def _write_strip_info(path: str, variants: Sequence[Variant], written: Manifest,
     write_strip_info(first, path, model_sha256=sha256, inputs=inputs, label=label, others=others)
 
 
-def _outputs(output_path: str, options: PackOptions, several: bool) -> Outputs:
-    """The table of what a pack writes (the strip info is two files).
+def _outputs(output_path: str, options: PackOptions, several: bool, given: Sequence[str]) -> Outputs:
+    """The table of what a pack writes: the bundle, the strip info (two files), the model and, when the model
+    given keeps its weights outside, their data file beside it (a name the tool chooses).
 
     Raises:
         UsageError: ``model_out`` with several variants (it writes one model).
@@ -344,13 +352,21 @@ def _outputs(output_path: str, options: PackOptions, several: bool) -> Outputs:
             "variant, or write the bundle alone"
         )
     strip = strip_info_paths(options.strip_info) if options.strip_info else ()
-    return Outputs(
-        [
-            Output("output", output_path),
-            *(Output("strip_info", path) for path in strip),
-            Output("model_out", os.fspath(options.model_out) if options.model_out else ""),
-        ]
-    )
+    rows = [
+        Output("output", output_path),
+        *(Output("strip_info", path) for path in strip),
+        Output("model_out", os.fspath(options.model_out) if options.model_out else ""),
+    ]
+    if options.model_out and any(data_files(model) for model in given):
+        rows.append(_data_beside(options.model_out))
+    return Outputs(rows)
+
+
+def _data_beside(model_out: str | os.PathLike[str]) -> Output:
+    """``model.onnx.data`` beside ``model_out``: a file there is refused unless it is the data of the model that
+    ``model_out`` replaces, read by no other model beside it (a pack run again to the same path)."""
+    path = _beside(model_out, DATA_MEMBER)
+    return Output("model_out", path, chosen=True, own=only_data_of(os.fspath(model_out), path))
 
 
 def _beside(path: str | os.PathLike[str], name: str) -> str:

@@ -40,6 +40,7 @@ from ..report.schema import (
     TimingRecord,
 )
 from .fitting import fit_and_verify
+from .inputs import files_read
 from .verify_outputs import diagnose_case, dump_outputs, io_dump, save_profile
 from .verify_prepare import Prepared, PreparedCase, from_bundle, from_model, is_plain_model
 
@@ -199,7 +200,7 @@ def verify(
         return fit_and_verify(path, options, verify, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
     plain = is_plain_model(path, options)
     data = TestData.parse(options.cases) if plain and options.cases else None
-    protected = [path, *(data.list_files if data is not None else ())]
+    protected = files_read(models=[path] if plain else [], data=[data], others=[path])
     outputs = run_outputs(options)
     outputs.check(protected)
     resolve_providers(options.provider)

@@ -26,6 +26,7 @@ from ..base.fileio import make_folder
 from ..base.limits import peak_rss_mib
 from ..base.log import fresh_warnings
 from ..base.naming import option_name
+from ..base.outputs import all_or_nothing
 from ..bundle.format import BUNDLE_SUFFIX
 from ..bundle.reader import peek_variants
 from ..data import TestData
@@ -36,6 +37,7 @@ from ..options import VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
 from .fitting import config_text, with_config
+from .inputs import files_read
 from .verify import CaseReport, Report, run_outputs, verify
 from .verify_prepare import is_plain_model
 
@@ -186,8 +188,10 @@ def plan_runs(
         options = dataclasses.replace(options, cases=TestData.parse(options.cases))
     resolve_providers(options.provider)
     _check_unique_names(bundles, options, many)
-    list_files = options.cases.list_files if isinstance(options.cases, TestData) else []
-    protected = (*bundles, *list_files, *([options.config] if options.config else []))
+    data = options.cases if isinstance(options.cases, TestData) else None
+    protected = tuple(
+        files_read(models=plain, data=[data], others=[*bundles, *([options.config] if options.config else [])])
+    )
     outputs.check(protected)
     if options.fitting_out and len(bundles) > 1:
         raise UsageError(f"{option_name('fitting_out')} holds the choice for one bundle; {len(bundles)} were given")
@@ -323,13 +327,14 @@ def write_reports(summary: Summary, options: VerifyOptions, protected: Sequence[
     if not (options.report_json or options.junit_xml or options.report_html):
         return
     report = summary.record()
-    if options.report_json:
-        write_report(options.report_json, dumps(report.to_json()).encode(), protected)
-    if options.junit_xml:
-        from ..report.junit import render_junit
+    with all_or_nothing():  # the report files replace their targets together, or none does
+        if options.report_json:
+            write_report(options.report_json, dumps(report.to_json()).encode(), protected)
+        if options.junit_xml:
+            from ..report.junit import render_junit
 
-        write_report(options.junit_xml, render_junit(report), protected)
-    if options.report_html:
-        from ..report.html import render_html
+            write_report(options.junit_xml, render_junit(report), protected)
+        if options.report_html:
+            from ..report.html import render_html
 
-        write_report(options.report_html, render_html(report).encode(), protected)
+            write_report(options.report_html, render_html(report).encode(), protected)

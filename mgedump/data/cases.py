@@ -17,7 +17,7 @@ from ..base.naming import option_name
 from ..model.runtime import TensorInfo
 from ..options import DataOptions
 from .casts import cast_to
-from .files import file_data
+from .files import file_data, find_file
 from .generators import GENERATORS, Draw
 from .shapes import check_shape, generator_shape, with_input_shapes
 from .spec import MAX_LIST_CASES, CaseSpec, Generator, Item, expand_specs, parse_case
@@ -89,6 +89,27 @@ class TestData:
     def list_files(self) -> list[str]:
         """The list files the test cases were read from (outputs must never overwrite them)."""
         return sorted({c.list_file for c in self.cases if isinstance(c, CaseSpec) and c.list_file})
+
+    @property
+    def data_files(self) -> list[str]:
+        """The data files the test cases name (images, ``.npy``, ``.npz``, ``.pb``), found as :meth:`build` finds
+        them, known before any model is read: outputs must never overwrite them. A best effort that errs on the
+        side of more: an item ``NAME:PATH`` counts its whole text and what follows each ``:`` (an input name may
+        hold one), when such a file exists."""
+        found: set[str] = set()
+        for case in self.cases:
+            if not isinstance(case, CaseSpec):
+                continue
+            for item in case.text.split(";"):
+                item = item.strip()
+                tails = [item] + [item[k + 1 :] for k, char in enumerate(item) if char == ":"]
+                for tail in (t.strip() for t in tails):
+                    if not tail or tail.startswith("#") or "\x00" in tail:
+                        continue
+                    path = find_file(tail, case.base_dir, case.cwd_first)
+                    if path is not None:
+                        found.add(path)
+        return sorted(found)
 
     def build(self, inputs: Sequence[TensorInfo], options: DataOptions) -> list[TestCase]:
         """The input arrays of every test case, for a model with these inputs (see :func:`build_cases`)."""

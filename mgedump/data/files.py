@@ -20,12 +20,24 @@ from .shapes import check_shape
 from .spec import CaseSpec, FileSource
 
 
+def _candidate(path: str, base_dir: str | None, cwd_first: bool) -> str:
+    if (cwd_first and os.path.exists(path)) or os.path.isabs(path) or base_dir is None:
+        return path
+    return os.path.join(base_dir, path)
+
+
+def find_file(path: str, base_dir: str | None, cwd_first: bool = True) -> str | None:
+    """Where :func:`resolve_path` finds a data file, or None when it is not there (no error)."""
+    try:
+        found = _candidate(path, base_dir, cwd_first)
+        return found if os.path.isfile(found) else None
+    except (OSError, ValueError):
+        return None
+
+
 def resolve_path(path: str, base_dir: str | None, cwd_first: bool = True) -> str:
     """Find a data file: as given (relative to the current directory), then in base_dir."""
-    if (cwd_first and os.path.exists(path)) or os.path.isabs(path) or base_dir is None:
-        found = path
-    else:
-        found = os.path.join(base_dir, path)
+    found = _candidate(path, base_dir, cwd_first)
     if not os.path.exists(found):
         where = f" (also looked in {base_dir})" if base_dir and not os.path.isabs(path) else ""
         raise DataError(f"data file not found: {path}{where}")

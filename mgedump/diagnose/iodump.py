@@ -62,6 +62,7 @@ from ..base import text
 from ..base.errors import DataError, OutputError
 from ..base.fileio import make_folder
 from ..base.jsontypes import has_fields, is_int, is_number, is_str_list
+from ..base.log import warn_once
 from ..base.naming import option_name
 from ..bundle.format import case_folder
 from ..bundle.tensorproto import decode, encode_parts
@@ -111,22 +112,39 @@ class Plan:
     @classmethod
     def of(cls, model: Any) -> Plan:
         """The plan of an ONNX ModelProto (its weights need not be loaded): tensors computed from weights alone
-        (:func:`weight_only_tensors`) are left out."""
+        (:func:`weight_only_tensors`) are left out, and so are those whose names are not UTF-8 (onnx hands them
+        over as bytes; onnxruntime's API cannot name them, so nothing can expose them). The nodes keep every
+        name, such a name as text with its bytes recoverable (``\\xff``)."""
         graph = model.graph
         weights = {init.name for init in graph.initializer}
-        inputs = tuple(v.name for v in graph.input if v.name not in weights)
+        inputs = tuple(v.name for v in graph.input if v.name not in weights and isinstance(v.name, str))
+        order = _execution_order(graph)
         nodes = tuple(
-            NodeInfo(_text(n.name), _text(n.op_type), _text(n.domain), tuple(n.input), tuple(n.output))
-            for n in _execution_order(graph)
+            NodeInfo(
+                _text(n.name),
+                _text(n.op_type),
+                _text(n.domain),
+                tuple(_text(name) for name in n.input),
+                tuple(_text(name) for name in n.output),
+            )
+            for n in order
         )
         constant = weight_only_tensors(model)
         seen = set(inputs) | constant
         tensors = list(inputs)
-        for node in nodes:
-            for name in node.outputs:
-                if name and name not in seen:
+        unnamed = 0
+        for node in order:
+            for name in node.output:
+                if not isinstance(name, str):
+                    unnamed += 1
+                elif name and name not in seen:
                     seen.add(name)
                     tensors.append(name)
+        if unnamed:
+            warn_once(
+                f"{unnamed} tensor(s) of the model have names that are not UTF-8: onnxruntime cannot name them, so "
+                "they are not exposed (the nodes that make them are listed)"
+            )
         return cls(nodes, inputs, tuple(tensors))
 
 

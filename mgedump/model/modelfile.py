@@ -158,6 +158,51 @@ def external_locations(path: str) -> set[str]:
         raise ModelError(f"{path}: not a valid ONNX model ({exc})") from None
 
 
+def data_files(path: str) -> list[str]:
+    """The external data files a model names, as paths beside it (read from the wire format, no weight loaded):
+    files a command reads with the model, that no output may overwrite. A best effort: none for a file that is
+    not a model, or not there."""
+    try:
+        if not os.path.isfile(path):
+            return []
+        locations = external_locations(path)
+    except (ModelError, OSError, ValueError):
+        return []
+    folder = os.path.dirname(os.path.abspath(path))
+    return sorted(os.path.normpath(os.path.join(folder, location)) for location in locations if location)
+
+
+_OUTSIDE_HINT = "copy the file beside the model instead of linking it"
+
+
+def external_data_problem(path: str) -> ModelError | None:
+    """What is wrong with the external data a model file names, in mgedump's words (None: nothing this can see):
+    a location that is not a safe relative path, a file that is not beside the model, or a link that leads out
+    of the model's folder (onnxruntime refuses that last with a message of its own). Read from the wire format;
+    no weight is loaded."""
+    try:
+        locations = sorted(external_locations(path))
+    except (ModelError, OSError, ValueError):
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    real_folder = os.path.realpath(folder)
+    for location in locations:
+        where = f"{path}: the model keeps weights in {location!r}"
+        if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
+            return ModelError(f"{where}, which is not a safe relative path")
+        real = os.path.join(folder, location)
+        if not os.path.isfile(real):
+            return ModelError(f"{where}, which is not a file beside the model")
+        resolved = os.path.realpath(real)
+        if os.path.commonpath([resolved, real_folder]) != real_folder:
+            return ModelError(
+                f"{where}, a link to {resolved}, outside the model's folder: onnxruntime reads weights from the "
+                "model's folder only",
+                hint=_OUTSIDE_HINT,
+            )
+    return None
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """How a model is copied: as its file, or rewritten so all its external data is one file.
@@ -255,7 +300,11 @@ def model_source(path: str, data_location: str) -> ModelSource:
             raise ModelError(f"{where}, which does not exist beside the model")
         resolved = os.path.realpath(real)  # a link may lead out of the folder the text stays in
         if os.path.commonpath([resolved, os.path.realpath(folder)]) != os.path.realpath(folder):
-            raise ModelError(f"{where}, a link to {resolved}, outside the model's folder")
+            raise ModelError(
+                f"{where}, a link to {resolved}, outside the model's folder: onnxruntime reads weights from the "
+                "model's folder only",
+                hint=_OUTSIDE_HINT,
+            )
         if real not in files:
             size = os.path.getsize(real)
             files[real] = (total, size)

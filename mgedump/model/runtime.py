@@ -191,7 +191,10 @@ def open_session(model: str | bytes, *, label: str | None = None, providers: Seq
             providers=list(providers) if providers else ["CPUExecutionProvider"],
         )
     except Exception as exc:  # onnxruntime raises its own pybind11 types
-        raise ModelError(describe_load_error(label, exc)) from None
+        from .modelfile import external_data_problem
+
+        problem = external_data_problem(model) if isinstance(model, str) else None
+        raise (problem or ModelError(describe_load_error(label, exc))) from None
 
 
 def describe_load_error(label: str, exc: BaseException) -> str:

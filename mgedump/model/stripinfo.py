@@ -17,6 +17,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from ..base import text
 from ..base.errors import OutputError
 from ..base.fileio import hash_files, write_bytes_atomic
 from .valuetype import ELEMENT_TYPES
@@ -25,6 +26,31 @@ FORMAT = "mgedump-strip-info"
 VERSION = 1
 
 _DTYPE_NAMES = {number: name for number, (_, name) in ELEMENT_TYPES.items()}
+
+
+def _checked_entry(model: Any) -> dict[str, Any]:
+    """One model of a strip-info file read to append to, its fields' types checked (a file from elsewhere).
+
+    Raises:
+        ValueError: naming what is wrong.
+    """
+    operators = model.get("operators")
+    if (
+        not isinstance(model.get("model"), str)
+        or not isinstance(operators, list)
+        or not all(
+            isinstance(op, dict)
+            and isinstance(op.get("domain"), str)
+            and isinstance(op.get("op_type"), str)
+            and isinstance(op.get("opset"), int)
+            and not isinstance(op.get("opset"), bool)
+            for op in operators
+        )
+        or not isinstance(model.get("dtypes"), list)
+        or not all(isinstance(d, str) for d in model["dtypes"])
+    ):
+        raise ValueError("a model entry is not a model's name, operators and dtypes")
+    return {**model, "model": text.json(model["model"])}
 
 
 def strip_info_paths(json_path: str) -> tuple[str, str]:
@@ -107,11 +133,11 @@ def write_strip_info(
         OutputError: the JSON to append to is not a strip-info file, or a file cannot be written.
     """
     info = model_strip_info(model_path, model_sha256=model_sha256)
-    info["model"] = label or os.path.basename(model_path)
+    info["model"] = text.json(label or os.path.basename(model_path))  # a file name may hold bytes not UTF-8
     more = []
     for path, name, sha256 in others:
         more.append(model_strip_info(path, model_sha256=sha256))
-        more[-1]["model"] = name
+        more[-1]["model"] = text.json(name)
     models = []
     if append and os.path.exists(json_path):
         try:
@@ -119,8 +145,8 @@ def write_strip_info(
                 previous = json.load(f)
             if previous.get("format") != FORMAT:
                 raise ValueError("not a strip-info file")
-            models = [m for m in previous["models"] if m.get("sha256") != info["sha256"]]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            models = [_checked_entry(m) for m in previous["models"] if m.get("sha256") != info["sha256"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise OutputError(f"cannot append strip info to {json_path}: {exc}") from None
     models += [info, *more]
     operators = sorted({(op["domain"], op["opset"], op["op_type"]) for m in models for op in m["operators"]})

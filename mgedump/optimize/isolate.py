@@ -48,6 +48,7 @@ import numpy as np
 from ..base.errors import OptimizeError
 from ..base.log import logger
 from ..base.naming import option_name
+from ..base.streams import is_terminal
 from .isolate_call import load_result, reply_error, save_cases
 
 CANDIDATE_SECONDS = 600.0  # the time one candidate may take in the child: its session and every test case
@@ -311,11 +312,5 @@ def _signal_name(code: int) -> str:
 def say_progress(line: str) -> None:
     """A line of a search's progress: logged at -v, and printed on a terminal otherwise (unless -q)."""
     logger.debug(line)
-    if sys.stderr is None:
-        return
-    try:
-        tty = sys.stderr.isatty()
-    except (OSError, ValueError):
-        return
-    if tty and not logger.isEnabledFor(logging.DEBUG) and logger.isEnabledFor(logging.WARNING):
+    if is_terminal(sys.stderr) and not logger.isEnabledFor(logging.DEBUG) and logger.isEnabledFor(logging.WARNING):
         print(f"mgedump: {line}", file=sys.stderr, flush=True)

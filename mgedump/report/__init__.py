@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 
+from ..base.errors import OutputError
 from ..base.outputs import STDOUT, is_stdout
 
 __all__ = ["STDOUT", "bundle_name", "is_stdout", "silence_stdout", "stdout_targets", "unique_names", "write_report"]
@@ -73,12 +74,17 @@ def write_report(target: str, data: bytes, protected: Iterable[str] = ()) -> Non
 
         write_bytes_atomic(target, data, protected)
         return
+    if sys.stdout is None:  # a program with no standard output (pythonw, a service)
+        raise OutputError(f"cannot write the report {target}: there is no standard output")
     try:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     except BrokenPipeError:
         silence_stdout()
+    except OSError as exc:  # a full disk, an I/O error: the report asked for is not there
+        silence_stdout()
+        raise OutputError(f"cannot write the report {target} to standard output: {exc.strerror or exc}") from None
 
 
 def silence_stdout() -> None:

@@ -1,6 +1,7 @@
 """Numbers and text as the JSON reports hold them: numbers that are not finite named (``"inf"``, ``"-inf"``,
 ``"nan"``: JSON has no NaN or infinity) and read back, text through :func:`mgedump.base.text.json` (no lone
-surrogate), tensor elements as plain values; :func:`dumps` writes a document as strict JSON."""
+surrogate), complex numbers as their text (``"(1+2j)"``: JSON has none; a crafted io dump or bundle can hold
+them), tensor elements as plain values; :func:`dumps` writes a document as strict JSON."""
 
 from __future__ import annotations
 
@@ -28,7 +29,16 @@ def number(value: Any) -> Any:
 
 def json_ready(value: Any) -> Any:
     """A JSON-ready value that strict JSON parsers accept: numbers that are not finite named
-    (:func:`finite_or_name`), every string and key cleaned by :func:`mgedump.base.text.json`, tuples as lists."""
+    (:func:`finite_or_name`), complex numbers as text, numpy scalars as Python values, every string and key
+    cleaned by :func:`mgedump.base.text.json`, tuples as lists."""
+    if (
+        value is not None
+        and not isinstance(value, (bool, int, float, str, dict, list, tuple))
+        and hasattr(value, "item")
+    ):
+        value = value.item()  # a numpy scalar
+    if isinstance(value, complex):
+        return str(value)
     if isinstance(value, dict):
         return {text.json(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -62,4 +72,6 @@ def element(value: Any) -> Any:
         value = value.item()
     if isinstance(value, (bytes, bytearray)):
         return text.decoded(value)
+    if isinstance(value, complex):
+        return str(value)
     return finite_or_name(value)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 import zipfile
 from collections import Counter
@@ -26,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from mgedump.base.errors import UsageError
-from mgedump.base.fileio import check_target, write_bytes_atomic
+from mgedump.base.fileio import CHUNK, atomic_output, write_bytes_atomic
 from mgedump.base.naming import NO_VALUE, spoken_as
+from mgedump.base.outputs import Output, Outputs, all_or_nothing
 from mgedump.bundle import MODEL_MEMBER
 from mgedump.commands.pack import pack
 from mgedump.model.runtime import infer, open_session
@@ -418,27 +420,33 @@ def _write_model(
 ) -> bytes:
     """The model (optimised if asked) to a path or a file object, and its strip info; returns its bytes."""
     is_path = isinstance(file, (str, os.PathLike))
-    if is_path:
-        check_target(os.fspath(file))
-    elif not hasattr(file, "write"):
+    if not is_path and not hasattr(file, "write"):
         raise TypeError(f"dump needs a path or a binary file object, got {type(file).__name__}")
-    if strip_info_file:
-        for path in strip_info_paths(strip_info_file):
-            check_target(path)
+    _outputs(os.fspath(file) if is_path else None, strip_info_file).check()
     path = src
     if options.any:
         path = optimize_file(src, os.path.join(tmp, "optimized.onnx"), options).path
     with open(path, "rb") as f:
         data = f.read()
-    if is_path:
-        write_bytes_atomic(os.fspath(file), data)
-        written = os.fspath(file)
-    else:
-        file.write(data)
-        written = path
-    if strip_info_file:
-        write_strip_info(written, strip_info_file, append=append_json)
+    with all_or_nothing():  # the model and its strip info, both or neither
+        if is_path:
+            write_bytes_atomic(os.fspath(file), data)
+        else:
+            file.write(data)
+        if strip_info_file:
+            write_strip_info(path, strip_info_file, append=append_json, label=_model_label(file, path))
     return data
+
+
+def _outputs(file: str | None, strip_info_file: str | None) -> Outputs:
+    """What a dump writes: the file (unless a file object), and the strip info's two files."""
+    strip = strip_info_paths(strip_info_file) if strip_info_file else ()
+    return Outputs([Output("file", file or ""), *(Output("strip_info_file", p) for p in strip)])
+
+
+def _model_label(file: Any, path: str) -> str:
+    """How the strip info names the model: the file written, else the model's own file."""
+    return os.path.basename(os.fspath(file)) if isinstance(file, (str, os.PathLike)) else os.path.basename(path)
 
 
 def _write_bundle(
@@ -452,9 +460,11 @@ def _write_bundle(
     is_path = isinstance(file, (str, os.PathLike))
     if not is_path and not hasattr(file, "write"):
         raise TypeError(f"dump needs a path or a binary file object, got {type(file).__name__}")
-    target = os.fspath(file) if is_path else os.path.join(tmp, "bundle.mgetest")
     late_strip = bool(strip_info_file) and append_json
     options = PackOptions(**pack_options, strip_info=None if late_strip else strip_info_file)
+    if late_strip:  # the bundle and the strip info merged after it: checked together, written both or neither
+        _outputs(os.fspath(file) if is_path else None, strip_info_file).check()
+    target = os.fspath(file) if is_path and not late_strip else os.path.join(tmp, "bundle.mgetest")
     result = pack(src, target, options)
     with zipfile.ZipFile(target) as zf:
         model = zf.read(result.manifest.model.member)  # of several variants, the first
@@ -464,7 +474,11 @@ def _write_bundle(
         os.makedirs(os.path.dirname(bundled))
         with open(bundled, "wb") as out:
             out.write(model)
-        write_strip_info(bundled, strip_info_file, append=True, model_sha256=result.manifest.model.sha256)
+        with all_or_nothing():
+            write_strip_info(bundled, strip_info_file, append=True, model_sha256=result.manifest.model.sha256)
+            if is_path:
+                with open(target, "rb") as packed, atomic_output(os.fspath(file)) as out:
+                    shutil.copyfileobj(packed, out, CHUNK)
     if not is_path:
         with open(target, "rb") as f:
             file.write(f.read())

@@ -1,4 +1,5 @@
-"""The manifest's validation (format version 1) and member names: each rule of the spec refuses what breaks it."""
+"""The manifest's validation (format versions 1 and 2) and member names: each rule of the spec refuses what breaks
+it, naming the field."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _manifest() -> dict:
         "outputs": [{"name": "y", "dtype": "float32", "shape": None}],
         "assertion": {"enabled": True, "maxerr": 1e-4, "verbose": True},
         "seed": 0,
-        "data_options": {},
+        "data_options": {"repeat": 1, "resize_input": False, "input_transform": None},
         "test_cases": [
             {
                 "dir": "test_data_set_0",
@@ -60,32 +61,42 @@ def _set(path: str, value):
 
 _DELETE = object()
 
+M = "this bundle's manifest is malformed: "
 CASES = [
     ("format", _set("format", "zip"), "not an mgedump bundle"),
     ("version-missing", _set("format_version", _DELETE), "no valid format_version"),
     ("version-bool", _set("format_version", True), "no valid format_version"),
     ("version-newer", _set("format_version", 3), "newer than this mgedump reads"),
     ("version-older", _set("format_version", 0), "unknown bundle format version 0"),
-    ("model-not-object", _set("model", "model.onnx"), "'model' must name a member"),
-    ("external-data-type", _set("model.external_data", 3), "'model.external_data'"),
-    ("optimizations-type", _set("optimizations", "fp16"), "'optimizations' must be a list"),
-    ("requirements-type", _set("requirements", [1]), "'requirements' must be a list"),
-    ("inputs-type", _set("inputs", {}), "'inputs' must be a list"),
-    ("input-entry", _set("inputs.0.name", 5), "bad entry in 'inputs'"),
-    ("input-shape", _set("inputs.0.shape", [1.5]), "bad shape in 'inputs'"),
-    ("assertion-type", _set("assertion", True), "'assertion' must be an object"),
-    ("assertion-enabled", _set("assertion.enabled", "yes"), "must be true or false"),
-    ("maxerr-negative", _set("assertion.maxerr", -1), "'assertion.maxerr' must be a number >= 0"),
-    ("maxerr-nan", _set("assertion.maxerr", float("nan")), "'assertion.maxerr' must be a number >= 0"),
-    ("no-test-cases", _set("test_cases", []), "'test_cases' must be a non-empty list"),
-    ("case-spec", _set("test_cases.0.spec", None), "each test case needs a 'spec'"),
-    ("case-inputs", _set("test_cases.0.inputs", []), "one input member per model input"),
-    ("case-outputs", _set("test_cases.0.outputs", []), "one output member per model output"),
-    ("members-type", _set("members", {}), "'members' must be a list"),
-    ("member-size", _set("members.0.size", -1), "each member needs a name, size and sha256"),
+    ("model-not-object", _set("model", "model.onnx"), M + "model: expected an object, got a string"),
+    ("model-member", _set("model.member", "../x.onnx"), M + 'model.member: expected "model.onnx"'),
+    ("external-data-type", _set("model.external_data", 3), M + "model.external_data: expected one of"),
+    ("optimizations-type", _set("optimizations", "fp16"), M + "optimizations: expected a list, got a string"),
+    ("optimizations-missing", _set("optimizations", _DELETE), M + "optimizations: missing"),
+    ("requirements-type", _set("requirements", [1]), M + r"requirements\[0\]: expected a string, got a number"),
+    ("inputs-type", _set("inputs", {}), M + "inputs: expected a list, got an object"),
+    ("input-entry", _set("inputs.0.name", 5), M + r"inputs\[0\].name: expected a string"),
+    ("input-shape", _set("inputs.0.shape", [1.5]), M + r"inputs\[0\].shape\[0\]: expected"),
+    ("input-dtype", _set("inputs.0.dtype", "seq(nonsense)"), M + r"inputs\[0\].dtype: 'seq\(nonsense\)' is not a"),
+    ("assertion-type", _set("assertion", True), M + "assertion: expected an object, got true or false"),
+    ("assertion-enabled", _set("assertion.enabled", "yes"), M + "assertion.enabled: expected true or false"),
+    ("maxerr-negative", _set("assertion.maxerr", -1), M + "assertion.maxerr: expected a number >= 0"),
+    ("maxerr-nan", _set("assertion.maxerr", float("nan")), M + "assertion.maxerr: expected a number, got NaN"),
+    ("maxerr-of-no-output", _set("assertion.output_maxerr", {"z": 1}), M + "assertion.output_maxerr names"),
+    ("error-stat", _set("assertion.error_stat", "worst"), M + "assertion.error_stat: expected one of"),
+    ("no-test-cases", _set("test_cases", []), M + "test_cases: expected a list that is not empty"),
+    ("case-spec", _set("test_cases.0.spec", None), M + r"test_cases\[0\].spec: expected a string, got null"),
+    ("case-origin", _set("test_cases.0.origin", {"a": [[[]]]}), M + r"test_cases\[0\].origin: expected a string"),
+    ("case-inputs", _set("test_cases.0.inputs", []), "one member per model input"),
+    ("case-outputs", _set("test_cases.0.outputs", []), "one member per model output"),
+    ("members-type", _set("members", {}), M + "members: expected a list, got an object"),
+    ("member-size", _set("members.0.size", -1), M + r"members\[0\].size: expected a number >= 0"),
     ("member-twice", _set("members.2.name", "model.onnx"), "a member is listed twice"),
-    ("member-unsafe", _set("members.0.name", "../model.onnx"), "not a safe relative path"),
-    ("referenced-unlisted", _set("test_cases.0.inputs", ["elsewhere.pb"]), "refers to member 'elsewhere.pb'"),
+    ("member-unsafe", _set("members.0.name", "../model.onnx"), M + r"members\[0\].name: .* is not of the form"),
+    ("referenced-unlisted", _set("test_cases.0.inputs", ["test_data_set_0/input_9.pb"]), "refers to member"),
+    ("seed-float", _set("seed", 1.0), M + "seed: expected a whole number, got a number"),
+    ("environment-cpu-list", _set("environment", {"cpu": []}), M + "environment.mgedump: missing"),
+    ("generator-null", _set("generator", None), M + "generator: expected an object, got null"),
 ]
 
 

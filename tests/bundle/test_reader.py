@@ -93,7 +93,7 @@ def test_an_oversized_manifest_is_refused_before_it_is_parsed(bundle, tmp_path, 
     [
         (b"{not json", "manifest is not valid JSON"),
         (b"\xff\xfe", "manifest is not valid JSON"),
-        (b"[1, 2]", "not a JSON object"),
+        (b"[1, 2]", "manifest is malformed: expected a JSON object"),
         (b'{"format": "other"}', "manifest format is 'other'"),
     ],
 )
@@ -143,7 +143,7 @@ def _minimal_manifest() -> dict:
         "outputs": [],
         "assertion": {"enabled": False, "maxerr": 0.0, "verbose": True},
         "seed": 0,
-        "data_options": {},
+        "data_options": {"repeat": 1, "resize_input": False, "input_transform": None},
         "test_cases": [{"dir": "test_data_set_0", "spec": "x", "origin": "-d #1", "inputs": [], "outputs": []}],
     }
 

@@ -599,11 +599,18 @@ MODEL_CASES = [
 ]
 
 
-def _linked_external(t: Path) -> Path:
-    """external/mlp.onnx whose weight file is a link to the sample's, outside the model's folder."""
+def _linked_external(t: Path, *, relative: bool = False, loop: bool = False) -> Path:
+    """external/mlp.onnx whose weight file is a link to the sample's, outside the model's folder (or a relative
+    link up to a copy beside the folder, or a link to itself)."""
     (t / "m").mkdir()
     shutil.copyfile(SAMPLES / "external" / "mlp.onnx", t / "m" / "mlp.onnx")
-    (t / "m" / "mlp.weights").symlink_to(SAMPLES / "external" / "mlp.weights")
+    if loop:
+        (t / "m" / "mlp.weights").symlink_to("mlp.weights")
+    elif relative:
+        shutil.copyfile(SAMPLES / "external" / "mlp.weights", t / "w")
+        (t / "m" / "mlp.weights").symlink_to("../w")
+    else:
+        (t / "m" / "mlp.weights").symlink_to(SAMPLES / "external" / "mlp.weights")
     return t / "m" / "mlp.onnx"
 
 
@@ -1045,7 +1052,7 @@ THIRD_ROUND_CASES = [
         "bundle-data-named-like-model",
         "mgerun",
         lambda t: [bundle_with(t, _data_named_like_model, fix_hashes=True)],
-        "must not have the model member's file name",
+        "manifest is malformed: model.external_data: expected one of",
     ),
     case(
         "bundle-3000-cases-one-member",
@@ -1113,6 +1120,228 @@ THIRD_ROUND_CASES = [
 ]
 
 
+# -- fourth round (issue 26): every file a command reads and every file it writes, in one check before any work
+
+
+def ext_model(t: Path, name: str = "mlp.onnx", location: str = "mlp.weights") -> Path:
+    """external/mlp.onnx in the case's folder, keeping its weights in ``location`` beside it."""
+    import onnx
+
+    path = t / name
+    if not path.exists():
+        model = onnx.load(str(SAMPLES / "external" / "mlp.onnx"))
+        onnx.save_model(model, str(path), save_as_external_data=True, location=location, size_threshold=0)
+    return path
+
+
+def _replaced_model_shared(t: Path) -> Path:
+    """m.onnx, a model whose data is model.onnx.data, and o.onnx beside it reading the same file."""
+    ext_model(t, "m.onnx", "model.onnx.data")
+    shutil.copyfile(t / "m.onnx", t / "o.onnx")
+    return t / "m.onnx"
+
+
+def _other_models_data(t: Path) -> list:
+    """A pack whose --output-model would write model.onnx.data where another model keeps its weights."""
+    ext_model(t, "other.onnx", "model.onnx.data")
+    return [ext_model(t), "-d", "#rand(0,1)", "--output-model", t / "n.onnx", "-o", t / "b.mgetest"]
+
+
+def _calibration_list(t: Path) -> Path:
+    path = t / "cal.txt"
+    path.write_text(f"{data(t, 'cal.npy')}\n", encoding="utf-8")
+    return path
+
+
+_Q = ["--quantize", "int8", "--maxerr", "1"]
+FOURTH_ROUND_CASES = [
+    case(
+        "model-out-data-is-bundle",
+        "mgedump",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "--output-model", t / "m.onnx", "-o", t / "model.onnx.data"],
+        "-o and --output-model both write to",
+    ),
+    case("model-out-data-of-another-model", "mgedump", lambda t: _other_models_data(t), "a file is there already"),
+    case(
+        "model-out-data-shared-by-a-sibling",
+        "mgedump",
+        lambda t: [
+            ext_model(t),
+            "-d",
+            "#rand(0,1)",
+            "--output-model",
+            _replaced_model_shared(t),
+            "-o",
+            t / "b.mgetest",
+        ],
+        "a file is there already",
+    ),
+    case(
+        "model-out-data-is-the-models-own",
+        "mgedump",
+        lambda t: [ext_model(t, "x.onnx", "model.onnx.data"), "-d", "#rand(0,1)", "--output-model", t / "n.onnx"],
+        "is the input",
+    ),
+    case(
+        "bundle-is-external-data",
+        "mgedump",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "-o", t / "mlp.weights"],
+        "is the input",
+    ),
+    case(
+        "bundle-links-to-external-data",
+        "mgedump",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "-o", link(t / "o.mgetest", t / "mlp.weights")],
+        "is the input",
+    ),
+    case(
+        "model-out-is-external-data",
+        "mgedump",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "--output-model", t / "mlp.weights"],
+        "is the input",
+    ),
+    case(
+        "strip-info-is-external-data",
+        "mgedump",
+        lambda t: [ext_model(t, location="w.json"), "-d", "#rand(0,1)", "-o", t / "w", "--output-strip-info"],
+        "is the input",
+    ),
+    case(
+        "calibration-list-is-bundle",
+        "mgedump",
+        lambda t: [model(t), "-d", "#rand(0,1)", *_Q, "--calibrate", f"@{listing(t)}", "-o", listing(t)],
+        "is the input",
+    ),
+    case(
+        "calibration-list-is-model-out",
+        "mgedump",
+        lambda t: [model(t), "-d", "#rand(0,1)", *_Q, "--calibrate", f"@{listing(t)}", "--output-model", listing(t)],
+        "is the input",
+    ),
+    case(
+        "calibration-npy-is-bundle",
+        "mgedump",
+        lambda t: [model(t), "-d", "#rand(0,1)", *_Q, "--calibrate", data(t), "-o", data(t)],
+        "is the input",
+    ),
+    case(
+        "calibration-list-data-is-model-out",
+        "mgedump",
+        lambda t: (
+            [model(t), "-d", "#rand(0,1)", *_Q, "--calibrate", f"@{_calibration_list(t)}"]
+            + ["--output-model", t / "cal.npy"]
+        ),
+        "is the input",
+    ),
+    case(
+        "named-data-is-model-out",
+        "mgedump",
+        lambda t: [model(t), "-d", f"data:{data(t)}", "--output-model", data(t)],
+        "is the input",
+    ),
+    case(
+        "strip-info-is-list",
+        "mgedump",
+        lambda t: [model(t), "-d", f"@{listing(t, 'o.mgetest.json')}", "-o", t / "o.mgetest", "--output-strip-info"],
+        "is the input",
+    ),
+    case(
+        "image-is-model-out",
+        "mgedump",
+        lambda t: [model(t), "-d", _copy(_CAT, t / "c.png"), "--resize-input", "--output-model", t / "c.png"],
+        "is the input",
+    ),
+    case(
+        "plain-model-report-is-external-data",
+        "mgerun",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "--report-json", t / "mlp.weights"],
+        "is the input",
+    ),
+    case(
+        "plain-model-profile-is-data",
+        "mgerun",
+        lambda t: [model(t), "-d", data(t), "--profile", data(t)],
+        "is the input",
+    ),
+    case(
+        "plain-model-bin-out-dump-is-external-data",
+        "mgerun",
+        lambda t: [ext_model(t), "-d", "#rand(0,1)", "--bin-out-dump", t / "mlp.weights"],
+        "is a file",
+    ),
+    case(
+        "diff-report-is-external-data",
+        "mgediff",
+        lambda t: [ext_model(t), ext_model(t), "-d", "#rand(0,1)", "--report-json", t / "mlp.weights"],
+        "is the input",
+    ),
+    case(
+        "diff-report-is-data",
+        "mgediff",
+        lambda t: [model(t), model(t), "-d", data(t), "--report-json", data(t)],
+        "is the input",
+    ),
+    case(
+        "diff-report-links-to-list",
+        "mgediff",
+        lambda t: [model(t), model(t), "-d", f"@{listing(t)}", "--report-json", link(t / "r.json", listing(t))],
+        "is the input",
+    ),
+    case(
+        "mgerun-external-data-link-leaves-folder",
+        "mgerun",
+        lambda t: [_linked_external(t), "-d", "#rand(0,1)"],
+        "mlp.onnx: the model keeps weights in 'mlp.weights', a link to ",
+    ),
+    case(
+        "mgediff-external-data-link-leaves-folder",
+        "mgediff",
+        lambda t: [_linked_external(t), model(t), "-d", "#rand(0,1)"],
+        "outside the model's folder: onnxruntime reads weights from the model's folder only (hint: copy the file",
+    ),
+    case(
+        "mgerun-external-data-relative-link-up",
+        "mgerun",
+        lambda t: [_linked_external(t, relative=True), "-d", "#rand(0,1)"],
+        "outside the model's folder",
+    ),
+    case(
+        "mgerun-external-data-link-loop",
+        "mgerun",
+        lambda t: [_linked_external(t, loop=True), "-d", "#rand(0,1)"],
+        "the model keeps weights in 'mlp.weights', which is not a file beside the model",
+    ),
+    case(
+        "mgerun-external-data-missing",
+        "mgerun",
+        lambda t: [_copy(SAMPLES / "external" / "mlp.onnx", t / "mlp.onnx"), "-d", "#rand(0,1)"],
+        "the model keeps weights in 'mlp.weights', which is not a file beside the model",
+    ),
+    case("bundle-path-empty", "mgedump", lambda t: [model(t), "-d", "#rand(0,1)", "-o", ""], "is empty"),
+    case(
+        "bundle-path-ends-in-slash",
+        "mgedump",
+        lambda t: [model(t), "-d", "#rand(0,1)", "-o", f"{t}/new/"],
+        "names a folder",
+    ),
+    case("model-out-empty", "mgedump", lambda t: [model(t), "-d", "#rand(0,1)", "--output-model", ""], "is empty"),
+    case("report-empty", "mgerun", lambda t: [bundle(t), "--report-json", ""], "--report-json': is empty"),
+    case("io-dump-empty", "mgerun", lambda t: [bundle(t), "--io-dump", ""], "--io-dump': is empty"),
+    case(
+        "diff-report-empty", "mgediff", lambda t: [model(t), model(t), "-d", "#rand(0,1)", "--report-json", ""], "empty"
+    ),
+    case(
+        "report-name-too-long", "mgerun", lambda t: [bundle(t), "--report-json", t / ("r" * 300)], "File name too long"
+    ),
+    case(
+        "model-out-stdout",
+        "mgedump",
+        lambda t: [model(t), "-d", "#rand(0,1)", "--output-model", "-"],
+        "--output-model - : this output is a file of its own",
+    ),
+]
+
+
 CASES = (
     _file_output_cases()
     + _folder_output_cases()
@@ -1126,6 +1355,7 @@ CASES = (
     + BUNDLE_CASES
     + OPTION_CASES
     + THIRD_ROUND_CASES
+    + FOURTH_ROUND_CASES
 )
 
 
@@ -1156,5 +1386,6 @@ def test_hostile_input_exits_2_with_one_line_and_changes_nothing(c, assets, tmp_
     assert len(lines) == 1, result.err
     assert lines[0].startswith(f"{c.prog}: error: "), lines[0]
     assert c.needle in lines[0], lines[0]
+    assert "External data path" not in lines[0]  # said in mgedump's words, not quoted from onnxruntime
     assert snapshot(tmp_path) == before
     assert snapshot(assets) == assets_before

@@ -181,7 +181,7 @@ def test_optimize_for_inference_alone_packs_a_zipmap(tmp_path, mgedump, mgerun):
 @pytest.mark.parametrize(
     ("dtype", "message"),
     [
-        ("seq(map(int64,", "'outputs' names type 'seq(map(int64,' (the type ends early)"),
+        ("seq(map(int64,", "outputs[1].dtype: 'seq(map(int64,' is not a type (the type ends early)"),
         ("seq(tensor(float))", "is not a valid seq(tensor(float)) (elem_type 4, expected 1"),
         ("map(float,tensor(float))", "map keys of type float"),
     ],

@@ -33,7 +33,7 @@ def test_int8_packs_the_sample_cnn_and_mgerun_verifies_it(tmp_path, mgedump, mge
     (prob,) = int8["outputs"]
     assert prob["name"] == "prob" and prob["top1_agreement"] == 1.0 and prob["max_abs_err"] <= 0.05
     validator = jsonschema.Draft202012Validator(
-        json.loads((ROOT / "docs" / "schemas" / "manifest.schema.json").read_text(encoding="utf-8"))
+        json.loads((ROOT / "mgedump" / "bundle" / "manifest.schema.json").read_text(encoding="utf-8"))
     )
     assert list(validator.iter_errors(manifest)) == []
     ops = {n.op_type for n in bundled_model(out).graph.node}

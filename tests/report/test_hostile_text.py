@@ -244,9 +244,17 @@ def test_hostile_file_names(run, tmp_path, kind):
     (tmp_path / "bundles").mkdir()
     bundle = os.path.join(folder, b"bundles", b"b" + part + b".mgetest")
 
-    packed = run("mgedump", model, "-d", os.path.join(folder, data), "-o", bundle)
+    packed = run("mgedump", model, "-d", os.path.join(folder, data), "-o", bundle, "--output-strip-info")
     clean_streams(packed)
     assert packed.returncode == 0, packed.stderr
+    import zipfile
+
+    with zipfile.ZipFile(os.fsdecode(bundle)) as zf:
+        manifest = strict_json(zf.read("mgedump.json"))  # the spec names the file: no lone surrogate
+    assert manifest["test_cases"][0]["spec"].endswith(
+        os.fsdecode(data).replace("\udcff", "\\xff").replace("\udcfe", "\\xfe")
+    )
+    strict_json(Path(os.fsdecode(bundle + b".json")).read_bytes())  # the strip info
     run("mgedump", model, "-d", "#rand(0,1)", "-o", tmp_path / "bundles" / "plain.mgetest")
 
     ran = run("mgerun", os.path.join(folder, b"bundles"), "--iter", "1", "-v", "--report-json", tmp_path / "r.json",
@@ -287,3 +295,168 @@ def test_a_bundle_that_cannot_be_read_names_itself_escaped(run, tmp_path):
     clean_streams(done)
     assert done.returncode == 2 and len(done.stderr.decode().strip().splitlines()) == 1
     assert "bad\\xff\\x1b[31m.mgetest" in done.stderr.decode()
+
+
+# ---------------------------------------------------------------- issue 26: the surfaces round four found
+
+
+def model_with_inner(path: Path, inner: bytes) -> Path:
+    """Relu then Neg, the tensor between them named with these exact bytes (input x, output y)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    holder = "~" * len(inner)
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], [holder], name="a"), helper.make_node("Neg", [holder], ["y"], name="b")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    assert data.count(holder.encode()) == 2
+    path.write_bytes(data.replace(holder.encode(), inner))
+    onnx.load(str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    "inner", [b"t\xff\xfe", b"t\xed\xa0\x80", b"\xc0\xaf", b"a\x1b[2J\xff", b"\xf4\x90\x80\x80"], ids=str
+)
+def test_a_tensor_name_that_is_not_utf8_dumps_and_diffs(run, tmp_path, inner):
+    """onnx hands such a name over as bytes: it cannot be exposed (onnxruntime cannot name it); the io dump, the
+    embedded one and mgediff leave it out with a warning, and every JSON they write stays strict."""
+    model = model_with_inner(tmp_path / "m.onnx", inner)
+    other = model_with_inner(tmp_path / "o.onnx", inner)
+    packed = run("mgedump", model, "-d", "#rand(0,1)", "--embed-io-dump", "-o", tmp_path / "m.mgetest")
+    clean_streams(packed)
+    assert packed.returncode == 0 and b"not UTF-8" in packed.stderr, packed.stderr
+    ran = run("mgerun", tmp_path / "m.mgetest", "--iter", "1", "--io-dump", tmp_path / "dump",
+              "--report-json", tmp_path / "r.json")  # fmt: skip
+    clean_streams(ran)
+    assert ran.returncode == 0, ran.stderr
+    index = strict_json((tmp_path / "dump" / "test_data_set_0" / "index.json").read_bytes())
+    assert [t["name"] for t in index["tensors"]] == ["x", "y"]
+    assert index["nodes"][0]["outputs"] == index["nodes"][1]["inputs"] and "\\x" in index["nodes"][0]["outputs"][0]
+    diffed = run("mgediff", model, other, "-d", "#rand(0,1)", "--report-json", tmp_path / "d.json")
+    clean_streams(diffed)
+    assert diffed.returncode == 0, diffed.stderr
+    strict_json((tmp_path / "d.json").read_bytes())
+    against_dump = run("mgediff", tmp_path / "dump", other)
+    clean_streams(against_dump)
+    assert against_dump.returncode == 0
+
+
+def _complex_dump(src: Path, dst: Path, which: int = -1) -> Path:
+    """A copy of an io dump whose tensor (the last: the output) is complex64, its size and hash fixed."""
+    import hashlib
+    import json
+    import shutil
+
+    from onnx import numpy_helper
+
+    shutil.copytree(src, dst)
+    case = dst / "test_data_set_0"
+    index = json.loads((case / "index.json").read_text(encoding="utf-8"))
+    entry = index["tensors"][which]
+    array = np.ones((1, 10)).astype(np.complex64) * (1 + 2j)
+    data = numpy_helper.from_array(array, entry["name"]).SerializeToString()
+    (case / entry["file"]).write_bytes(data)
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), size=len(data), dtype="complex64")
+    (case / "index.json").write_text(json.dumps(index), encoding="utf-8")
+    return dst
+
+
+def test_a_complex_valued_tensor_does_not_crash_the_json_writer(run, tmp_path):
+    from tests.support import SAMPLES
+
+    bundle = tmp_path / "c.mgetest"
+    assert run("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--embed-io-dump", "-o", bundle).returncode == 0
+    assert run("mgerun", bundle, "--iter", "1", "--io-dump", tmp_path / "a").returncode == 0
+    _complex_dump(tmp_path / "a", tmp_path / "b")
+    diffed = run("mgediff", tmp_path / "a", tmp_path / "b", "--report-json", tmp_path / "d.json")
+    clean_streams(diffed)
+    assert diffed.returncode == 1, diffed.stderr
+    document = strict_json((tmp_path / "d.json").read_bytes())
+    assert document["test_cases"][0]["worst"]["b"] == "(1+2j)"
+    both = run("mgediff", tmp_path / "b", tmp_path / "b", "--report-json", "-")
+    assert both.returncode == 0 and strict_json(both.stdout)["exit_code"] == 0
+
+
+def test_json_values_of_every_kind_are_strict():
+    from mgedump.report.jsonvalues import dumps, element, json_ready
+
+    document = {
+        "c": complex(1, -2),
+        "nc": np.complex64(complex(float("nan"), 1)),
+        "n": np.float32(float("inf")),
+        "i": np.int64(3),
+        "s": "a\udcff\ud800b",
+        "\udcfe": [np.bool_(True), (1, 2)],
+    }
+    parsed = strict_json(dumps(document))
+    assert parsed == {
+        "c": "(1-2j)",
+        "nc": "(nan+1j)",
+        "n": "inf",
+        "i": 3,
+        "s": "a\\xff\\ud800b",
+        "\\xfe": [True, [1, 2]],
+    }
+    assert element(np.complex128(3j)) == "3j" and json_ready(np.float64(2.5)) == 2.5
+
+
+def test_an_escape_in_a_file_name_never_reaches_a_terminal_through_the_progress_line(tmp_path):
+    """On a real terminal (a pty) the progress bar and the status line run; the only escapes are click's own
+    (hiding and showing the cursor)."""
+    import pty
+    import select
+    import subprocess
+
+    from tests.support import SAMPLES, run_ok, script
+
+    folder = os.fsencode(tmp_path)
+    names = [b"a\x1b[31mred\x1b]0;title\x07.mgetest", b"b\x9b2J\xff\xe2\x80\xae.mgetest"]
+    for name in names:
+        run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-o", os.fsdecode(os.path.join(folder, name)), "-q")
+    for args in ([os.path.join(folder, names[0]), "--duration", "1.2"], [folder, "--duration", "1.2"]):
+        master, slave = pty.openpty()
+        child = subprocess.Popen([script("mgerun"), *args], stdin=slave, stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        seen = b""
+        while True:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(master, 1 << 16)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif child.poll() is not None:
+                break
+        os.close(master)
+        assert child.wait(timeout=60) == 0
+        if args[0] == folder:  # several bundles: the bar names each, escaped
+            assert b"a\\x1b[31mred\\x1b]0;title\\x07" in seen and b"b\\x9b2J\\xff\\u202e" in seen, seen[:600]
+        rest = seen.replace(b"\x1b[?25l", b"").replace(b"\x1b[?25h", b"")
+        assert b"\x1b" not in rest and b"\x07" not in rest and b"\xc2\x9b" not in rest and b"\xe2\x80\xae" not in rest
+
+
+def test_the_status_line_escapes_what_it_shows(monkeypatch):
+    import io
+
+    import mgedump.cli.status as status_module
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(status_module, "AFTER_S", 0.0)
+    terminal = Terminal()
+    with status_module.Status("mgedump", stream=terminal) as status:
+        status("writing a\x1b]0;x\x07\u202e\udcff.mgetest")
+    shown = terminal.getvalue()
+    assert "a\\x1b]0;x\\x07\\u202e\\xff.mgetest" in shown and BAD.search(shown.replace("\r", "")) is None

@@ -24,7 +24,20 @@ import click
 from ...base.errors import UsageError
 
 FILE = click.Path()  # a path the shell completes; what it may be is the command's own check, with its message
-DIR = click.Path(file_okay=False)
+
+
+class _Output(click.Path):
+    """A path to write, which the shell completes: an empty one names nothing, so what was asked for would be
+    lost; it is refused (what else it may be is the command's own check)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value:
+            self.fail("is empty: give a path to write", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+OUTPUT = _Output()  # a file to write
+DIR = _Output(file_okay=False)  # a folder to write
 
 Decorator = Callable[[Any], Any]
 
@@ -46,9 +59,11 @@ def given(values: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
     return {name: value for name, value in taken.items() if value is not None and value != ()}
 
 
-def path_option(flag: str, name: str, help: str, metavar: str = "FILE") -> Decorator:
-    """A flag that takes a path (``FILE`` or a folder, ``DIR``): the shell completes it."""
-    return click.option(flag, name, metavar=metavar, type=DIR if metavar == "DIR" else FILE, default=None, help=help)
+def path_option(flag: str, name: str, help: str, metavar: str = "FILE", output: bool = False) -> Decorator:
+    """A flag that takes a path (``FILE`` or a folder, ``DIR``): the shell completes it; a folder or an ``output``
+    to write may not be empty."""
+    kind = DIR if metavar == "DIR" else OUTPUT if output else FILE
+    return click.option(flag, name, metavar=metavar, type=kind, default=None, help=help)
 
 
 def choice_option(flag: str, name: str, choices: Sequence[str], help: str) -> Decorator:

@@ -30,7 +30,7 @@ diff_options_flags = apply(
             help="Execution provider for the runs (default CPU).",
         ),  # fmt: skip
         io_dump_budget("MiB of tensors one run may expose.", DiffOptions),
-        path_option("--report-json", "report_json", "Write the comparison as JSON."),
+        path_option("--report-json", "report_json", "Write the comparison as JSON.", output=True),
     ]
 )
 

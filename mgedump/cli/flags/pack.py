@@ -72,6 +72,7 @@ pack_options_flags = apply(
             "model_out",
             "Also write the bundled model (optimised, converted or quantized) as a plain ONNX file; its "
             "external data, if any, beside it as model.onnx.data.",
+            output=True,
         ),
         click.option(
             "--target-runtime",

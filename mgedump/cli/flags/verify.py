@@ -104,7 +104,7 @@ verify_options_flags = apply(
             GRAPH_OPT_LEVELS,
             "onnxruntime graph optimisation level (default: onnxruntime's, all).",
         ),
-        path_option("--profile", "profile", "Write onnxruntime's profile (JSON) to FILE."),
+        path_option("--profile", "profile", "Write onnxruntime's profile (JSON) to FILE.", output=True),
         path_option(
             "--bin-out-dump", "bin_out_dump", "Write every output as DIR/test_data_set_N/NAME.npy.", metavar="DIR"
         ),
@@ -115,12 +115,13 @@ verify_options_flags = apply(
             default=None,
             help="Also time each test case with its inputs repeated N times along axis 0.",
         ),
-        path_option("--report-json", "report_json", "Write a machine-readable report (docs/reports.md)."),
-        path_option("--junit-xml", "junit_xml", "Write a JUnit XML report (for CI test reporters)."),
+        path_option("--report-json", "report_json", "Write a machine-readable report (docs/reports.md).", output=True),
+        path_option("--junit-xml", "junit_xml", "Write a JUnit XML report (for CI test reporters).", output=True),
         path_option(
             "--report-html",
             "report_html",
             "Write a self-contained HTML report with plots (no network needed to view it).",
+            output=True,
         ),
         path_option(
             "--io-dump", "io_dump", "Write every tensor of every test case into DIR (an io dump).", metavar="DIR"
@@ -148,6 +149,7 @@ verify_options_flags = apply(
             "--fitting-out",
             "fitting_out",
             "With --fitting: write the choice (variant and session settings, JSON) to FILE, for --config.",
+            output=True,
         ),
         click.option(
             "--fitting-budget",
