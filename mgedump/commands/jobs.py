@@ -249,10 +249,7 @@ def run_checks(
     run per worker at a time; ``on_done`` is called in this process with each outcome as it comes, a crashed
     worker's run as a :class:`WorkerError` (exit code 1) naming the signal."""
     if verbosity is None:
-        from ..base.log import logger
-
-        level = logger.getEffectiveLevel()
-        verbosity = -1 if level > logging.WARNING else 0 if level == logging.WARNING else 1
+        verbosity = _verbosity()
     if flags is None:
         flags = speller_flags([f.name for f in dataclasses.fields(VerifyOptions)])
     pending = list(reversed(runs))
@@ -274,6 +271,38 @@ def run_checks(
                     done.started = utc_timestamp()
                     pool.discard(slot)
                 on_done(done)
+
+
+class Checker:
+    """One worker process kept across calls (the pytest plugin's): :meth:`check` runs one bundle in it at a time; a
+    crash fails that bundle alone, and the next call starts a fresh worker."""
+
+    def __init__(self) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="mgerun-worker-")
+        flags = speller_flags([f.name for f in dataclasses.fields(VerifyOptions)])
+        self._pool = _Pool(self._folder.name, _verbosity(), flags)
+
+    def check(self, path: str, variant: str | None, options: VerifyOptions) -> Done:
+        """Verify one run in the worker (:func:`check_one`): its outcome, or the crash of its worker."""
+        future = self._pool[0].submit(0, path, variant, options, "")
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            done = Done(0, path, variant, error=f"{path}: {self._pool[0].crash_reason()}", started=utc_timestamp())
+            self._pool.discard(0)
+            return done
+
+    def close(self) -> None:
+        self._pool.close(wait_for=True)
+        self._folder.cleanup()
+
+
+def _verbosity() -> int:
+    """This process's logging, as :func:`mgedump.base.log.setup` takes it: -1 quiet, 0 warnings, 1 debug."""
+    from ..base.log import logger
+
+    level = logger.getEffectiveLevel()
+    return -1 if level > logging.WARNING else 0 if level == logging.WARNING else 1
 
 
 def speller_flags(names: Sequence[str]) -> dict[str, str]:
