@@ -175,7 +175,8 @@ class CaseItem(pytest.Item):
     ) -> None:
         super().__init__(**kwargs)
         self.run, self.index, self.error = run, index, error
-        self.bundle = str(self.parent.path if isinstance(self.parent, BundleFile) else self.parent.parent.path)
+        node: Any = self.parent
+        self.bundle = str(node.path if isinstance(node, BundleFile) else node.parent.path)
         if about[0]:
             self.user_properties.append(("spec", about[0]))
 

@@ -152,23 +152,22 @@ def shard_record(shard: Shard, chosen: int, of: int, by: str) -> dict[str, Any]:
 
 
 def pick(
-    found: Sequence[Found], names: Sequence[str], spread: Any, environ: Mapping[str, str]
+    found: Sequence[Found], names: Sequence[str], shard: Shard, durations_report: str | None = None
 ) -> tuple[list[Found], list[str], dict[str, Any]]:
-    """The bundles of the shard ``spread`` (:class:`~mgedump.options.SpreadOptions`) asks for, their names, and
-    the report's record of the shard.
+    """The bundles of ``shard``, their names, and the report's record of the shard; ``durations_report``, an
+    earlier JSON report whose times balance the shards.
 
     Raises:
-        UsageError: a shard that cannot be resolved; a durations report that cannot be read.
+        ReportError: a durations report that cannot be read.
     """
     from ..report.checked import read_report
 
-    shard = resolve_shard(spread.shard, environ)
     durations = None
     by = "hash"
-    if spread.shard_durations is not None:
-        report, _ = read_report(spread.shard_durations, f"{option_name('shard_durations')} report")
+    if durations_report is not None:
+        report, _ = read_report(durations_report, f"{option_name('shard_durations')} report")
         durations = durations_of(report)
-        by = f"durations of {spread.shard_durations}"
+        by = f"durations of {durations_report}"
     chosen = {id(f) for f in select(found, names, shard, durations)}
     kept = [(f, n) for f, n in zip(found, names, strict=True) if id(f) in chosen]
     record = shard_record(shard, len(kept), len(found), by)

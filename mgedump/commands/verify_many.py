@@ -37,7 +37,7 @@ from ..options import SpreadOptions, VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
 from .jobs import Done, check_options, run_checks, timing_options, untimed, with_timing
-from .shards import pick
+from .shards import pick, resolve_shard
 from .tree import expand_tree, report_names
 from .verify import CaseReport, Report, run_outputs, verify
 from .verify_prepare import is_plain_model
@@ -185,6 +185,8 @@ def plan_runs(
         SpecError: test data that cannot be read.
     """
     options, spread = options or VerifyOptions(), spread or SpreadOptions()
+    env = os.environ if environ is None else environ
+    shard = resolve_shard(spread.shard, env) if spread.shard is not None else None
     outputs = run_outputs(options)
     outputs.check()
     found = expand_tree(paths)
@@ -209,12 +211,12 @@ def plan_runs(
     protected = (*bundles, *list_files)
     outputs.check(protected)
     names = report_names(found)
-    shard = None
-    if spread.shard is not None:
-        found, names, shard = pick(found, names, spread, os.environ if environ is None else environ)
+    picked = None
+    if shard is not None:
+        found, names, picked = pick(found, names, shard, spread.shard_durations)
         bundles = [f.path for f in found]
     runs = _runs(bundles, plain, options.variant)
-    return RunPlan(tuple(bundles), options, protected, runs, tuple(names), spread, shard)
+    return RunPlan(tuple(bundles), options, protected, runs, tuple(names), spread, picked)
 
 
 def _runs(bundles: Sequence[str], plain: Sequence[str], variant: str | None) -> tuple[tuple[str, str | None], ...]:
