@@ -177,8 +177,9 @@ class CaseItem(pytest.Item):
         self.run, self.index, self.error = run, index, error
         node: Any = self.parent
         self.bundle = str(node.path if isinstance(node, BundleFile) else node.parent.path)
+        self.about = about  # the test case's spec and origin (-k matches them too)
         if about[0]:
-            self.user_properties.append(("spec", about[0]))
+            self.extra_keyword_matches.update(part for part in about if part)
 
     def runtest(self) -> None:
         if self.error is not None:

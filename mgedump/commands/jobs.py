@@ -140,6 +140,8 @@ def check_one(index: int, path: str, variant: str | None, options: VerifyOptions
 
     began = time.perf_counter()
     done = Done(index, path, variant, started=utc_timestamp())
+    if variant is not None and options.variant != variant:
+        options = dataclasses.replace(options, variant=variant)
     try:
         report = verify(path, options, label=label)
         done.record, done.verbose, done.files = report.record().to_json(), report.verbose, list(report.files)

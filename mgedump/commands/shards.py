@@ -25,11 +25,11 @@ from typing import Any
 
 from ..base.errors import UsageError
 from ..base.naming import option_name
+from ..report.merge import MAX_SHARDS
 from .tree import Found
 
 GITLAB_INDEX, GITLAB_TOTAL = "CI_NODE_INDEX", "CI_NODE_TOTAL"
 KUBERNETES_INDEX = "JOB_COMPLETION_INDEX"
-MAX_SHARDS = 100_000
 _GIVEN = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _AUTO = re.compile(r"^\s*auto\s*(?:/\s*(\d+)\s*)?$")
 

@@ -23,7 +23,8 @@ MAX_REPORT_BYTES = 1 << 30  # a report of ten thousand bundles is tens of MB; be
 
 # A rule is a kind ("int", "num", "str", "bool", "any", "null" joined by "|"), an object rule (a dict: key -> rule;
 # a key ending in "?" may be missing), or a list rule: ["list", rule].
-_NUM = "num"  # a number, or "inf", "-inf", "nan"
+_NUM = "num"  # a number, or "inf", "-inf", "nan" (a check's error and statistics)
+_FIN = "fin"  # a finite number (times, bounds, memory)
 _ENVIRONMENT: dict[str, Any] = {  # what the renderers read of an environment (environment.summary)
     "host?": "any",
     "timestamp?": "any",
@@ -48,19 +49,19 @@ _TIMING: dict[str, Any] = {
     "concurrency?": "int",
     "latency_ms?": {
         "count?": "int|null",
-        **{f"{stat}?": "num|null" for stat in ("min", "median", "mean", "p90", "p99", "max", "stddev")},
+        **{f"{stat}?": "fin|null" for stat in ("min", "median", "mean", "p90", "p99", "max", "stddev")},
     },
-    "latencies_ms?": ["list", _NUM],
-    "warmup_ms?": ["list", _NUM],
-    "wall_s?": "num|null",
-    "inferences_per_s?": "num|null",
-    "samples_per_s?": "num|null",
+    "latencies_ms?": ["list", _FIN],
+    "warmup_ms?": ["list", _FIN],
+    "wall_s?": "fin|null",
+    "inferences_per_s?": "fin|null",
+    "samples_per_s?": "fin|null",
 }
 _OUTPUT: dict[str, Any] = {
     "name": "str",
     "passed": "bool",
     "err?": "num|null",
-    "maxerr": _NUM,
+    "maxerr": _FIN,
     "reason?": "str|null",
     "worst_index?": ["list", "int"],
     "expect?": "any",
@@ -70,7 +71,7 @@ _OUTPUT: dict[str, Any] = {
     "worst_path?": "str|null",
 }
 _DIAGNOSIS: dict[str, Any] = {
-    "maxerr": _NUM,
+    "maxerr": _FIN,
     "first_divergence?": "object|null",
     "matched?": "int|null",
     "text?": "str|null",
@@ -86,7 +87,7 @@ _CASE: dict[str, Any] = {
     "error?": "str|null",
     "outputs?": ["list", _OUTPUT],
     **_TIMING,
-    "seconds?": "num|null",
+    "seconds?": "fin|null",
     "sweep?": ["list", _TIMING],
     "diagnosis?": {**_DIAGNOSIS, "": "null"},
 }
@@ -95,25 +96,25 @@ _BUNDLE: dict[str, Any] = {
     "name?": "str|null",
     "kind?": "str",
     "exit_code": "exit",
-    "seconds?": "num|null",
+    "seconds?": "fin|null",
     "started?": "str|null",
     "error?": "str|null",
-    "peak_rss_mib?": "num|null",
+    "peak_rss_mib?": "fin|null",
     "variant?": "str|null",
     "part?": "int|null",
-    "assertion?": {"enabled": "bool", "maxerr": _NUM, "": "null"},
+    "assertion?": {"enabled": "bool", "maxerr": _FIN, "": "null"},
     "session?": {
         "providers?": ["list", "str"],
         "threads?": "int|null",
         "graph_opt?": "str|null",
         "iters?": "int",
         "warmup?": "int",
-        "duration_s?": "num|null",
+        "duration_s?": "fin|null",
         "concurrency?": "int",
         "execution_mode?": "str|null",
         "": "null",
     },
-    "cold_start?": {"session_create_ms?": "num|null", "first_run_ms?": "num|null", "": "null"},
+    "cold_start?": {"session_create_ms?": "fin|null", "first_run_ms?": "fin|null", "": "null"},
     "inputs?": ["list", {"name": "str", "dtype": "str", "shape?": ["list", "int|str|null"]}],
     "outputs?": ["list", {"name": "str", "dtype": "str", "shape?": ["list", "int|str|null"]}],
     "profile?": "str|null",
@@ -121,11 +122,11 @@ _BUNDLE: dict[str, Any] = {
         "list",
         {
             "op_type": "str",
-            "nodes?": "num|null",
+            "nodes?": "fin|null",
             "calls": "int",
-            "total_ms": _NUM,
-            "ms_per_run?": "num|null",
-            "share": _NUM,
+            "total_ms": _FIN,
+            "ms_per_run?": "fin|null",
+            "share": _FIN,
         },
     ],  # fmt: skip
     "test_cases?": ["list", _CASE],
@@ -135,7 +136,7 @@ _BUNDLE: dict[str, Any] = {
 _REPORT: dict[str, Any] = {
     "report_version": "int",
     "exit_code": "exit",
-    "peak_rss_mib?": "num|null",
+    "peak_rss_mib?": "fin|null",
     "environment?": _ENVIRONMENT,
     "bundles?": ["list", _BUNDLE],
     "shard?": _SHARD,
@@ -146,7 +147,7 @@ _REPORT: dict[str, Any] = {
             "report": "str",
             "bundles": "int",
             "exit_code": "exit",
-            "peak_rss_mib?": "num|null",
+            "peak_rss_mib?": "fin|null",
             "shard?": _SHARD,
             "jobs?": _JOBS,
             "environment?": _ENVIRONMENT,
@@ -241,6 +242,7 @@ def _check(value: Any, rule: Any, field: str) -> None:
 _WORDS = {
     "int": "a whole number",
     "num": "a number",
+    "fin": "a finite number",
     "str": "text",
     "bool": "true or false",
     "null": "null",
@@ -259,6 +261,8 @@ def _is(value: Any, kind: str) -> bool:
         return True
     if kind == "int":
         return is_int(value)
+    if kind == "fin":
+        return is_number(value) and math.isfinite(value)
     if kind == "num":
         return (is_number(value) and math.isfinite(value)) or value in ("inf", "-inf", "nan")
     if kind == "exit":

@@ -20,6 +20,8 @@ from typing import Any
 from ..base.errors import UsageError
 from .schema import RunReport
 
+MAX_SHARDS = 100_000  # --shard I/N takes no more
+
 
 class MergeError(UsageError):
     """Reports that cannot be merged into one (exit code 2)."""
@@ -93,6 +95,11 @@ def _check_shards(reports: Sequence[tuple[str, RunReport]]) -> list[tuple[str, R
     if len(sharded) < len(reports):
         alone = next(path for path, report in reports if not report.shard)
         raise MergeError(f"{sharded[0][0]} is a shard, {alone} is not: merge the reports of one sharded run")
+    for path, report in sharded:
+        assert report.shard is not None
+        index, total = report.shard["index"], report.shard["total"]
+        if not 1 <= index <= total <= MAX_SHARDS:
+            raise MergeError(f"{path} says it is shard {index} of {total}: not a shard --shard makes")
     first_path, first = sharded[0]
     assert first.shard is not None
     for key, what in (("total", "count of shards"), ("of", "count of bundles"), ("by", "way of balancing")):

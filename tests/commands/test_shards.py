@@ -148,7 +148,7 @@ def test_a_durations_report_that_is_not_one_is_one_line(zoo, mgerun, tmp_path):
     result = mgerun(zoo, "--shard", "1/2", "--shard-durations", bad)
     assert result.code == 2
     assert result.err.strip() == (
-        f'mgerun: error: --shard-durations report {bad}: bundles[0].seconds: expected a number or null, got "long"'
+        f'mgerun: error: --shard-durations report {bad}: bundles[0].seconds: expected a finite number or null, got "long"'
     )
 
 
