@@ -257,21 +257,25 @@ def run_checks(
     pending = list(reversed(runs))
     running: dict[Future[Done], tuple[int, tuple[int, str, str | None, VerifyOptions, str]]] = {}
     with _pool(verbosity, flags) as pool:
-        while pending or running:
-            busy = {slot for slot, _ in running.values()}
-            free = [slot for slot in range(workers) if slot not in busy]
-            while pending and free:
-                slot, run = free.pop(0), pending.pop()
-                running[pool[slot].submit(*run)] = (slot, run)
+        for slot in range(min(workers, len(pending))):
+            run = pending.pop()
+            running[pool[slot].submit(*run)] = (slot, run)
+        while running:
             finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            outcomes = []
             for future in finished:
                 slot, run = running.pop(future)
                 try:
-                    done = future.result()
+                    outcomes.append(future.result())
                 except BrokenProcessPool:
-                    done = Done(run[0], run[1], run[2], error=f"{run[1]}: {pool[slot].crash_reason()}")
-                    done.started = utc_timestamp()
+                    crashed = Done(run[0], run[1], run[2], error=f"{run[1]}: {pool[slot].crash_reason()}")
+                    crashed.started = utc_timestamp()
+                    outcomes.append(crashed)
                     pool.discard(slot)
+                if pending:  # the next run starts before this process handles the outcome: the worker never waits
+                    run = pending.pop()
+                    running[pool[slot].submit(*run)] = (slot, run)
+            for done in outcomes:
                 on_done(done)
 
 

@@ -1,7 +1,8 @@
 """Verify several bundles in one call (``mgerun a.mgetest b.mgetest models/``) and write the reports.
 
-A folder stands for its ``*.mgetest`` files, sorted. Each bundle is verified
-in turn with :func:`mgedump.commands.verify`; with several, a bundle that is
+A folder stands for every ``*.mgetest`` bundle of its tree, sorted, each named by its path relative to the folder
+(:mod:`.tree`); ``--shard`` keeps one shard of them (:mod:`.shards`). Each bundle is verified in turn with
+:func:`mgedump.commands.verify`, or in worker processes with ``--jobs`` (:mod:`.jobs`); with several, a bundle that is
 bad input does not stop the others: it is reported with its error, and the
 exit code is the worst of all (2 over 1 over 0). The reports (JSON, JUnit XML,
 HTML) cover every bundle; the HTML and JUnit reports are rendered from the
