@@ -192,7 +192,10 @@ def plan_runs(
     outputs.check()
     found = expand_tree(paths)
     bundles = [f.path for f in found]
-    many = len(bundles) > 1 or spread.shard is not None or spread.workers is not None
+    spread_flag = option_name("shard") if spread.shard is not None else option_name("jobs") if spread.jobs else None
+    if spread_flag and options.cases:
+        raise UsageError(f"{spread_flag} spreads bundles; a plain model with {option_name('cases')} runs alone")
+    many = len(bundles) > 1 or spread_flag is not None
     if many and options.cases:
         raise UsageError(f"{option_name('cases')} gives data to one plain model; {len(bundles)} paths were given")
     plain = [p for p in bundles if is_plain_model(p, options)]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import script
+from tests.support import SAMPLES, script
 from tests.zoo import failing_bundle, kill_busy_worker, slow_bundle, small_bundle, two_case_bundle
 
 
@@ -91,10 +91,11 @@ def test_auto_is_the_cores(zoo, tmp_path, mgerun):
         (["--jobs", "two"], "--jobs takes a count of worker processes or auto, got 'two'"),
         (["--jobs-timing", "serial"], "--jobs-timing applies with -j"),
         (["--jobs-timing", "later", "-j", "2"], "'later' is not one of 'none', 'serial'"),
+        (["-j", "2", "-d", "#rand(0,1)"], "-j spreads bundles; a plain model with -d runs alone"),
     ],
 )
 def test_bad_jobs_are_one_line(zoo, mgerun, args, message):
-    result = mgerun(zoo, *args)
+    result = mgerun(zoo if "-d" not in args else SAMPLES / "cnn.onnx", *args)
     assert result.code == 2 and result.out == ""
     [line] = result.err.strip().splitlines()
     assert message in line
