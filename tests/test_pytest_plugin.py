@@ -167,3 +167,8 @@ def test_the_core_never_imports_pytest():
     from importlib.metadata import entry_points
 
     assert [e.value for e in entry_points(group="pytest11") if e.name == "mgedump"] == ["mgedump.pytest_plugin"]
+
+
+def test_in_process_runs_the_bundles_in_pytests_process(zoo):
+    done = pytest_run(zoo.parent, "--mgetest", "zoo/samples", "--mgetest-in-process", "-p", "no:cacheprovider")
+    assert done.returncode == 0 and "3 passed" in done.stdout.splitlines()[-1], done.stdout[-1000:]
