@@ -470,3 +470,60 @@ class DiffOptions:
         _normalize(
             self, maxerr=None if self.maxerr is None else check_maxerr(self.maxerr), cases=given_cases(self.cases)
         )
+
+
+JOBS_TIMINGS = ("none", "serial")  # how --jobs over 1 times the bundles it checked in parallel (docs/verify.md)
+MAX_JOBS = 256  # worker processes beyond this only wait for the cores and memory
+
+
+@dataclass(frozen=True)
+class SpreadOptions:
+    """How ``mgerun`` spreads many bundles: over machines (shards) and over worker processes (jobs).
+
+    Attributes:
+        shard: check one shard of the bundles: ``"I/N"`` (1-based), ``"auto"`` (GitLab's ``CI_NODE_INDEX`` and
+            ``CI_NODE_TOTAL``) or ``"auto/N"`` (Kubernetes' ``JOB_COMPLETION_INDEX``, 0-based, or GitLab's
+            index); none: every bundle (:mod:`mgedump.commands.shards`).
+        shard_durations: a JSON report of an earlier run whose times balance the shards (none: the stable hash).
+        jobs: worker processes checking bundles at once, ``"auto"`` for the cores this process may use; none: every
+            bundle in this process, one after another (:mod:`mgedump.commands.jobs`).
+        jobs_timing: with jobs over 1, ``"none"`` (check in parallel, time nothing) or ``"serial"`` (then time each
+            bundle alone, one after another); none: ``"none"``.
+    """
+
+    shard: str | None = None
+    shard_durations: str | None = None
+    jobs: int | str | None = None
+    jobs_timing: str | None = None
+
+    def __post_init__(self) -> None:
+        jobs = self.jobs
+        if (
+            jobs is not None
+            and jobs != "auto"
+            and (isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS)
+        ):
+            raise UsageError(f"{option_name('jobs')} takes a count from 1 to {MAX_JOBS}, or auto; got {self.jobs}")
+        if self.jobs_timing is not None:
+            check_one_of(self.jobs_timing, JOBS_TIMINGS, "jobs_timing")
+            if self.jobs is None:
+                raise UsageError(f"{option_name('jobs_timing')} applies with {option_name('jobs')}")
+        if self.shard_durations is not None and self.shard is None:
+            raise UsageError(f"{option_name('shard_durations')} balances {option_name('shard')}: give that too")
+
+    @property
+    def workers(self) -> int | None:
+        """The worker processes: ``jobs`` with ``auto`` as the cores this process may use (none: no workers)."""
+        if self.jobs != "auto":
+            return self.jobs if isinstance(self.jobs, int) else None
+        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return max(1, min(usable or 1, MAX_JOBS))
+
+    @property
+    def timing(self) -> str | None:
+        """How the bundles are timed with workers: ``"alone"`` (one worker: each timed as it is checked),
+        ``"none"`` or ``"serial"``; none without workers."""
+        workers = self.workers
+        if workers is None:
+            return None
+        return "alone" if workers == 1 and self.jobs_timing is None else self.jobs_timing or "none"

@@ -106,7 +106,7 @@ def test_the_core_is_numpy_and_click_only(resolved):
 
 def _recipe_commands(prefix: str) -> list[str]:
     """The CI recipe lines of docs/ci.md that start with ``prefix`` (``pip install``, ``mgerun``), comments removed."""
-    text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8").split("\n## Many machines")[0]  # one machine's
     found = re.findall(rf"^\s*- (?:run: )?({re.escape(prefix)} .*?)(?:\s+#.*)?$", text, re.MULTILINE)
     assert len(found) >= 2, f"the GitHub and GitLab recipes of docs/ci.md should each run {prefix!r}"
     assert len(set(found)) == 1, f"the recipes of docs/ci.md run {prefix!r} differently: {found}"

@@ -10,19 +10,22 @@ import click
 from ..base.streams import is_terminal
 from ..report import stdout_targets
 from .common import CONTEXT, common_options, setup
+from .flags.spread import spread_options, spread_options_flags
 from .flags.verify import verify_options, verify_options_flags
-from .output import ProgressBar, RunPrinter
+from .output import ProgressBar
+from .spread import SpreadPrinter, run_merge
 from .status import Status
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("paths", metavar="BUNDLE_OR_MODEL...", nargs=-1, type=click.Path())
 @verify_options_flags
+@spread_options_flags
 @common_options
 def mgerun_command(paths: tuple[str, ...], verbose: int, quiet: bool | None, **values: Any) -> int:
     """Verify every test case of each BUNDLE and time it; exit with the worst outcome (1: a mismatch, 2: bad input).
 
-    A folder stands for its *.mgetest bundles. With -d, BUNDLE_OR_MODEL is one
+    A folder stands for every *.mgetest bundle of its tree. With -d, BUNDLE_OR_MODEL is one
     plain ONNX model: run and time it on that data.
 
     \b
@@ -30,17 +33,23 @@ def mgerun_command(paths: tuple[str, ...], verbose: int, quiet: bool | None, **v
       mgerun model.mgetest
       mgerun model.mgetest --iter 100 --warmup-iter 5 --report-json report.json
       mgerun models/ --junit-xml junit.xml --report-html report.html
+      mgerun models/ --jobs auto --shard 2/4 --report-json shard2.json
+      mgerun --merge shard*.json --junit-xml junit.xml
       mgerun model.onnx -d "#rand(0,255)" --thread 1 --concurrency 2 --duration 10
       mgerun --repeat-sweep 1,2,4,8 model.onnx -d cat.jpg
     """
     setup(verbose, quiet, "mgerun")
     from ..commands.verify_many import plan_runs, verify_all
 
+    spread, merge = spread_options(values)
     options, data_flags = verify_options(values)
-    plan = plan_runs(paths, options, data_flags=data_flags)
     # a report on stdout (--report-json -) keeps stdout to itself: the lines people read go to stderr
     to_stdout = bool(stdout_targets((options.report_json, options.junit_xml, options.report_html)))
-    printer = RunPrinter(verbose, plan.many, err=to_stdout)
+    if merge:
+        return run_merge(paths, options, spread, err=to_stdout)
+    plan = plan_runs(paths, options, data_flags=data_flags, spread=spread)
+    printer = SpreadPrinter(verbose, plan.many, err=to_stdout)
+    printer.plan(plan)
     progress = ProgressBar() if is_terminal(sys.stderr) and not quiet else None
     with Status("mgerun", enabled=not quiet) as status:
         summary = verify_all(
@@ -51,6 +60,7 @@ def mgerun_command(paths: tuple[str, ...], verbose: int, quiet: bool | None, **v
             on_bundle=printer.bundle,
             progress=progress,
             on_stage=status,
+            on_record=printer.record,
         )
     printer.total(summary)
     return summary.exit_code

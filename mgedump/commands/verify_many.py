@@ -1,7 +1,8 @@
 """Verify several bundles in one call (``mgerun a.mgetest b.mgetest models/``) and write the reports.
 
-A folder stands for its ``*.mgetest`` files, sorted. Each bundle is verified
-in turn with :func:`mgedump.commands.verify`; with several, a bundle that is
+A folder stands for every ``*.mgetest`` bundle of its tree, sorted, each named by its path relative to the folder
+(:mod:`.tree`); ``--shard`` keeps one shard of them (:mod:`.shards`). Each bundle is verified in turn with
+:func:`mgedump.commands.verify`, or in worker processes with ``--jobs`` (:mod:`.jobs`); with several, a bundle that is
 bad input does not stop the others: it is reported with its error, and the
 exit code is the worst of all (2 over 1 over 0). The reports (JSON, JUnit XML,
 HTML) cover every bundle; the HTML and JUnit reports are rendered from the
@@ -15,29 +16,33 @@ and ``--io-dump DIR`` write into ``DIR/NAME/``.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from ..base.errors import EXIT_OK, MgeError, UsageError
 from ..base.fileio import make_folder
 from ..base.limits import peak_rss_mib
-from ..base.log import fresh_warnings
+from ..base.log import fresh_warnings, warn_once
 from ..base.naming import option_name
 from ..base.outputs import all_or_nothing
-from ..bundle.format import BUNDLE_SUFFIX
 from ..bundle.reader import peek_variants
 from ..data import TestData
 from ..measure.timing import Progress
 from ..model.environment import run_environment
 from ..model.runtime import resolve_providers
-from ..options import VerifyOptions
+from ..options import SpreadOptions, VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
 from .fitting import config_text, with_config
 from .inputs import files_read
+from .jobs import Done, check_options, run_checks, timing_options, untimed, with_timing
+from .shards import pick, resolve_shard
+from .tree import expand_tree, report_names
 from .verify import CaseReport, Report, run_outputs, verify
 from .verify_prepare import is_plain_model
 
@@ -53,11 +58,14 @@ class BundleResult:
     seconds: float = 0.0
     peak_rss_mib: float | None = None  # the process's peak memory when the bundle ended
     started: str = field(default_factory=utc_timestamp)  # ISO 8601, UTC
+    exit: int | None = None  # checked in a worker: its exit code (its record is the summary's, on file)
 
     @property
     def exit_code(self) -> int:
         if self.error is not None:
             return self.error.exit_code
+        if self.exit is not None:
+            return self.exit
         assert self.report is not None
         return self.report.exit_code
 
@@ -90,10 +98,21 @@ class Summary:
     results: list[BundleResult] = field(default_factory=list)
     peak_rss_mib: float | None = None
     environment: dict[str, Any] = field(default_factory=run_environment)  # where this call runs
+    names: dict[str, str] = field(default_factory=dict)  # path -> what the reports call it (none: unique_names)
+    shard: dict[str, Any] | None = None  # the report's shard (--shard)
+    jobs: dict[str, Any] | None = None  # the report's jobs (--jobs)
+    records: IO[bytes] | None = field(default=None, repr=False)  # with workers: every run's record, a JSON line each
 
     @property
     def exit_code(self) -> int:
         return max((r.exit_code for r in self.results), default=EXIT_OK)
+
+    def saved_records(self) -> list[BundleRecord]:
+        """With workers, the records they sent back, in the order of the plan (read back from their file)."""
+        assert self.records is not None
+        self.records.seek(0)
+        lines = [json.loads(line) for line in self.records]
+        return [BundleRecord.from_json(entry["record"]) for entry in sorted(lines, key=lambda entry: entry["index"])]
 
     @property
     def passed(self) -> bool:
@@ -102,13 +121,18 @@ class Summary:
     def record(self) -> RunReport:
         """The report of every bundle (docs/reports.md): what the JSON, JUnit and HTML reports render."""
         paths = list(dict.fromkeys(result.path for result in self.results))  # a bundle's variants share its name
-        named = dict(zip(paths, unique_names(paths), strict=True))
-        names = [named[result.path] for result in self.results]
+        named = self.names or dict(zip(paths, unique_names(paths), strict=True))
+        if self.records is not None:
+            bundles = self.saved_records()
+        else:
+            bundles = [result.record(named.get(result.path)) for result in self.results]
         return RunReport(
-            bundles=[result.record(name) for result, name in zip(self.results, names, strict=True)],
+            bundles=bundles,
             exit_code=self.exit_code,
             peak_rss_mib=self.peak_rss_mib,
             environment=self.environment,
+            shard=self.shard,
+            jobs=self.jobs,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -116,27 +140,12 @@ class Summary:
 
 
 def expand_paths(paths: Sequence[str]) -> list[str]:
-    """The bundles named: a folder stands for its ``*.mgetest`` files, sorted.
+    """The bundles named: a folder stands for every ``*.mgetest`` bundle of its tree, sorted (:mod:`.tree`).
 
     Raises:
-        UsageError: no path, or a folder that holds no bundle.
+        UsageError: no path, a folder that holds no bundle, or a loop in a folder's tree.
     """
-    if not paths:
-        raise UsageError("give a bundle (or a folder of *.mgetest bundles, or a model with -d)")
-    expanded = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = sorted(
-                os.path.join(path, name)
-                for name in os.listdir(path)
-                if name.endswith(BUNDLE_SUFFIX) and os.path.isfile(os.path.join(path, name))
-            )
-            if not found:
-                raise UsageError(f"folder {path} holds no *{BUNDLE_SUFFIX} bundle")
-            expanded += found
-        else:
-            expanded.append(path)
-    return expanded
+    return [found.path for found in expand_tree(paths)]
 
 
 @dataclass(frozen=True)
@@ -149,30 +158,47 @@ class RunPlan:
     options: VerifyOptions
     protected: tuple[str, ...]
     runs: tuple[tuple[str, str | None], ...] = ()  # (bundle, variant): each variant of a bundle of several
+    names: tuple[str, ...] = ()  # what the reports call each bundle: its path relative to the folder given
+    spread: SpreadOptions = field(default_factory=SpreadOptions)
+    shard: dict[str, Any] | None = None  # with --shard: which one, how chosen, how many of how many bundles
 
     @property
     def many(self) -> bool:
-        return len(self.runs or self.bundles) > 1
+        """Reported as many bundles: more than one, or a shard or workers (whose reports are merged or spread)."""
+        return len(self.runs or self.bundles) > 1 or self.shard is not None or self.spread.workers is not None
 
 
 def plan_runs(
-    paths: Sequence[str], options: VerifyOptions | None = None, *, data_flags: Sequence[str] | None = None
+    paths: Sequence[str],
+    options: VerifyOptions | None = None,
+    *,
+    data_flags: Sequence[str] | None = None,
+    spread: SpreadOptions | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> RunPlan:
-    """Expand folders, parse the test data and check every output target, once, before any work.
+    """Expand folders, parse the test data, pick the shard and check every output target, once, before any work.
 
     Args:
         data_flags: the data options given (the command line passes even those given with their default);
             none: those whose values differ from their defaults.
+        spread: the shard to check and the workers to check it with (none: every bundle, in this process).
+        environ: where ``--shard auto`` reads CI's variables (none: this process's environment).
 
     Raises:
         UsageError: no bundle, data flags for bundles, a plain model among several, outputs that collide.
         SpecError: test data that cannot be read.
     """
-    options = options or VerifyOptions()
+    options, spread = options or VerifyOptions(), spread or SpreadOptions()
+    env = os.environ if environ is None else environ
+    shard = resolve_shard(spread.shard, env) if spread.shard is not None else None
     outputs = run_outputs(options)
     outputs.check()
-    bundles = expand_paths(paths)
-    many = len(bundles) > 1
+    found = expand_tree(paths)
+    bundles = [f.path for f in found]
+    spread_flag = option_name("shard") if spread.shard is not None else option_name("jobs") if spread.jobs else None
+    if spread_flag and options.cases:
+        raise UsageError(f"{spread_flag} spreads bundles; a plain model with {option_name('cases')} runs alone")
+    many = len(bundles) > 1 or spread_flag is not None
     if many and options.cases:
         raise UsageError(f"{option_name('cases')} gives data to one plain model; {len(bundles)} paths were given")
     plain = [p for p in bundles if is_plain_model(p, options)]
@@ -195,10 +221,20 @@ def plan_runs(
     outputs.check(protected)
     if options.fitting_out and len(bundles) > 1:
         raise UsageError(f"{option_name('fitting_out')} holds the choice for one bundle; {len(bundles)} were given")
+    if options.fitting and spread.workers is not None:
+        raise UsageError(
+            f"{option_name('fitting')} times the variants against each other, alone on this machine; "
+            f"run it without {option_name('jobs')}"
+        )
     if options.config:
         options = with_config(options, options.config)
-    variant = options.variant
-    return RunPlan(tuple(bundles), options, protected, _runs(bundles, plain, variant, options.fitting))
+    names = report_names(found)
+    picked = None
+    if shard is not None:
+        found, names, picked = pick(found, names, shard, spread.shard_durations)
+        bundles = [f.path for f in found]
+    runs = _runs(bundles, plain, options.variant, options.fitting)
+    return RunPlan(tuple(bundles), options, protected, runs, tuple(names), spread, picked)
 
 
 def _runs(
@@ -223,6 +259,7 @@ def verify_all(
     on_bundle: Callable[[BundleResult], None] | None = None,
     progress: Progress | None = None,
     on_stage: Callable[[str], None] | None = None,
+    on_record: Callable[[BundleResult, BundleRecord, bool], None] | None = None,
 ) -> Summary:
     """Verify every bundle (or the one plain model with ``-d``), then write the reports the options ask for.
 
@@ -235,6 +272,8 @@ def verify_all(
         on_bundle: called after each bundle, with its result.
         progress: the progress callback for long timing runs.
         on_stage: what each bundle starts doing before its test cases run (see :func:`~mgedump.commands.verify`).
+        on_record: with workers (``plan.spread.jobs``), called instead of the three above when a run is done:
+            its result, its record, and whether the bundle prints passing checks.
 
     Raises:
         MgeError: bad options; with one bundle, anything that stops it (as
@@ -250,33 +289,125 @@ def verify_all(
             folder = getattr(options, name)
             if folder:
                 make_folder(folder, option_name(name))
-    summary = Summary()
-    for path, variant in plan.runs or [(b, None) for b in plan.bundles]:
-        if on_start is not None:
-            on_start(path if variant is None else f"{path} [{variant}]")
-        began = time.perf_counter()
-        result = BundleResult(path, variant=variant)
-        try:
-            result.report = verify(
-                path, options_for(path, options, many, variant), on_case=on_case, progress=progress,
-                label=f"{run_name(path, variant)}: " if many else "", on_stage=on_stage,
-            )  # fmt: skip
-            for case in result.report.cases:  # the report keeps statistics; the tensors go, bundle after bundle
-                case.outputs = []
-        except MgeError as exc:
-            if not many:
-                raise
-            result.error = exc
-        result.seconds = time.perf_counter() - began
-        result.peak_rss_mib = peak_rss_mib()
-        summary.results.append(result)
-        if result.report is not None:
-            protected += result.report.files
-        if on_bundle is not None:
-            on_bundle(result)
+    summary = Summary(names=dict(zip(plan.bundles, plan.names, strict=True)) if plan.names else {}, shard=plan.shard)
+    if plan.spread.workers is not None:
+        _run_in_workers(plan, summary, protected, on_record)
+    else:
+        callbacks = (on_start, on_case, on_bundle, progress, on_stage)
+        for path, variant in plan.runs or [(b, None) for b in plan.bundles]:
+            summary.results.append(_run_here(path, variant, options, many, protected, *callbacks))
     summary.peak_rss_mib = peak_rss_mib()
     write_reports(summary, options, protected)
     return summary
+
+
+def _run_here(
+    path: str,
+    variant: str | None,
+    options: VerifyOptions,
+    many: bool,
+    protected: list[str],
+    on_start: Callable[[str], None] | None,
+    on_case: Callable[[CaseReport, Report], None] | None,
+    on_bundle: Callable[[BundleResult], None] | None,
+    progress: Progress | None,
+    on_stage: Callable[[str], None] | None,
+) -> BundleResult:
+    """Verify one run in this process."""
+    if on_start is not None:
+        on_start(path if variant is None else f"{path} [{variant}]")
+    began = time.perf_counter()
+    result = BundleResult(path, variant=variant)
+    try:
+        result.report = verify(
+            path, options_for(path, options, many, variant), on_case=on_case, progress=progress,
+            label=f"{run_name(path, variant)}: " if many else "", on_stage=on_stage,
+        )  # fmt: skip
+        for case in result.report.cases:  # the report keeps statistics; the tensors go, bundle after bundle
+            case.outputs = []
+    except MgeError as exc:
+        if not many:
+            raise
+        result.error = exc
+    result.seconds = time.perf_counter() - began
+    result.peak_rss_mib = peak_rss_mib()
+    if result.report is not None:
+        protected += result.report.files
+    if on_bundle is not None:
+        on_bundle(result)
+    return result
+
+
+def _run_in_workers(
+    plan: RunPlan,
+    summary: Summary,
+    protected: list[str],
+    on_record: Callable[[BundleResult, BundleRecord, bool], None] | None,
+) -> None:
+    """Check every run in worker processes (:mod:`.jobs`), each record written to the summary's file as it comes;
+    with ``jobs_timing="serial"``, then time each alone (:func:`.jobs.time_serially`)."""
+    workers, timing = plan.spread.workers, plan.spread.timing
+    assert workers is not None and timing is not None
+    runs = plan.runs or tuple((b, None) for b in plan.bundles)
+    check = check_options(plan.options, workers, timing)
+    tasks = [(k, p, v, options_for(p, check, True, v), f"{run_name(p, v)}: ") for k, (p, v) in enumerate(runs)]
+    summary.results = [BundleResult(path, variant=variant) for path, variant in runs]
+    summary.records = tempfile.TemporaryFile()  # noqa: SIM115  # the summary's, removed when it is
+    peaks: list[float] = []
+    checked = tempfile.TemporaryFile()  # noqa: SIM115  # with serial timing: the records until they are timed
+    waiting: dict[int, tuple[int, int, bool]] = {}  # index -> (offset, length, verbose) in checked
+
+    def done(outcome: Done) -> None:
+        result = summary.results[outcome.index]
+        result.seconds, result.peak_rss_mib, result.started = outcome.seconds, outcome.peak_rss_mib, outcome.started
+        result.error = outcome.failure()
+        name = summary.names.get(result.path) or bundle_name(result.path)
+        if outcome.record is None:
+            record = result.record(name).to_json()
+        else:
+            record = outcome.record
+            record.update(seconds=result.seconds, started=result.started, peak_rss_mib=result.peak_rss_mib)
+            record["name"] = name if result.variant is None else f"{name}[{result.variant}]"
+            result.exit = int(record["exit_code"])
+            protected.extend(outcome.files)
+        if timing != "alone":
+            untimed(record)
+        peaks.append(outcome.peak_rss_mib or 0.0)
+        if timing == "serial" and outcome.record is not None:
+            data = json.dumps(record).encode()
+            waiting[outcome.index] = (checked.seek(0, os.SEEK_END), len(data), outcome.verbose)
+            checked.write(data)
+            return
+        _save(summary, outcome.index, record)
+        if on_record is not None:
+            on_record(result, BundleRecord.from_json(record), outcome.verbose)
+
+    def timed(outcome: Done) -> None:
+        offset, length, verbose = waiting[outcome.index]
+        checked.seek(offset)
+        record = json.loads(checked.read(length))
+        if outcome.record is not None:
+            record = with_timing(record, outcome.record)
+        else:
+            warn_once(f"{outcome.error}: not timed")
+        peaks.append(outcome.peak_rss_mib or 0.0)
+        _save(summary, outcome.index, record)
+        if on_record is not None:
+            on_record(summary.results[outcome.index], BundleRecord.from_json(record), verbose)
+
+    with checked:
+        run_checks(tasks, workers, done)
+        if waiting:
+            alone = timing_options(plan.options)
+            run_checks([(k, p, v, options_for(p, alone, True, v), f"{run_name(p, v)}: ") for k, p, v, _, _ in tasks
+                        if k in waiting], 1, timed)  # fmt: skip
+    summary.jobs = {"workers": workers, "timing": timing, "worker_peak_rss_mib": max(peaks, default=0.0)}
+
+
+def _save(summary: Summary, index: int, record: dict[str, Any]) -> None:
+    assert summary.records is not None
+    summary.records.seek(0, os.SEEK_END)
+    summary.records.write(json.dumps({"index": index, "record": record}).encode() + b"\n")
 
 
 def run_name(path: str, variant: str | None) -> str:
@@ -326,7 +457,12 @@ def write_reports(summary: Summary, options: VerifyOptions, protected: Sequence[
         write_report(options.fitting_out, config_text(fitted[0].chosen), protected)
     if not (options.report_json or options.junit_xml or options.report_html):
         return
-    report = summary.record()
+    write_report_files(summary.record(), options, protected)
+
+
+def write_report_files(report: RunReport, options: VerifyOptions, protected: Sequence[str]) -> None:
+    """Write a report's records as the JSON, JUnit XML and HTML files the options ask for, together or not at
+    all."""
     with all_or_nothing():  # the report files replace their targets together, or none does
         if options.report_json:
             write_report(options.report_json, dumps(report.to_json()).encode(), protected)

@@ -158,6 +158,7 @@ class BundleRecord:
             saying so.
         variant: the variant of a bundle of several that ran (its name then ends in ``[variant]``).
         fitting: with ``--fitting``: every variant verified, the ranked candidates and the choice.
+        part: in a merged report (``mgerun --merge``), the index of the report it came from in the report's ``parts``.
     """
 
     source: str
@@ -180,6 +181,7 @@ class BundleRecord:
     environment_differences: list[str] = field(default_factory=list)
     variant: str | None = None
     fitting: FittingRecord | None = None
+    part: int | None = None  # in a merged report, which of its parts (the reports merged) ran it
 
     @property
     def passed(self) -> bool:
@@ -236,6 +238,7 @@ class BundleRecord:
             "started": self.started,
             "peak_rss_mib": self.peak_rss_mib,
             **({"variant": self.variant} if self.variant is not None else {}),
+            **({"part": self.part} if self.part is not None else {}),
         }
         if self.error is not None:
             return {**head, "test_cases": []}
@@ -270,6 +273,7 @@ class BundleRecord:
             error=data.get("error"),
             peak_rss_mib=optional(data.get("peak_rss_mib")),
             variant=None if data.get("variant") is None else str(data["variant"]),
+            part=None if data.get("part") is None else int(data["part"]),
         )
         if record.error is not None:
             return record

@@ -30,6 +30,7 @@ from ..base.text import html as esc
 from ..model.environment import summary as environment_summary
 from . import svg
 from .schema import BundleRecord, CaseRecord, RunReport, TimingRecord, as_report
+from .spread import spread_lines
 
 STYLE = f"""
 body {{ font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 24px auto;
@@ -314,6 +315,7 @@ def render_html(document: RunReport | dict[str, Any]) -> str:
             + (f" ({esc(when)})" if when else "")
             + "</p>"
         )
+    out += [f'<p class="meta spread">{esc(line)}</p>' for line in spread_lines(report)]
     ordered = _failing_first(bundles)
     out += _summary_table(ordered)
     for k, bundle in ordered:

@@ -155,7 +155,6 @@ def _counts(bundle: BundleRecord) -> dict[str, int]:
 def render_junit(document: RunReport | dict[str, Any]) -> bytes:
     """The JUnit XML document (UTF-8 bytes) of a report: its records, or a JSON report (report version 2)."""
     report = as_report(document)
-    host = str((report.environment or {}).get("host") or "")
     counts = [_counts(bundle) for bundle in report.bundles]
     w = _Writer()
     w.open(
@@ -176,10 +175,10 @@ def render_junit(document: RunReport | dict[str, Any]) -> bytes:
             skipped=str(count["skipped"]),
             time=_seconds(bundle.seconds),
             timestamp=_timestamp(bundle.started),
-            hostname=host,
+            hostname=str((report.environment_of(bundle) or {}).get("host") or ""),
         )
         w.open("properties")
-        for key, value in _properties(bundle, report.environment):
+        for key, value in _properties(bundle, report.environment_of(bundle)):
             w.leaf("property", name=f"{key} ({bundle.name})", value=value)
         w.close("properties")
         if bundle.error is not None:

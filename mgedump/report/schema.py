@@ -42,10 +42,19 @@ class RunReport:
     exit_code: int = 0
     peak_rss_mib: float | None = None
     environment: dict[str, Any] | None = None  # mgedump.model.environment.run_environment() of this call
+    shard: dict[str, Any] | None = None  # --shard: which shard, how it was chosen, how many bundles (docs/reports.md)
+    jobs: dict[str, Any] | None = None  # --jobs: how many workers, and how the bundles were timed
+    parts: list[dict[str, Any]] | None = None  # --merge: each report merged (its shard, jobs and environment)
 
     @property
     def passed(self) -> bool:
         return self.exit_code == 0
+
+    def environment_of(self, bundle: BundleRecord) -> dict[str, Any] | None:
+        """Where a bundle ran: its part's environment in a merged report, else the report's."""
+        if self.parts and bundle.part is not None and 0 <= bundle.part < len(self.parts):
+            return self.parts[bundle.part].get("environment") or self.environment
+        return self.environment
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +64,11 @@ class RunReport:
             "peak_rss_mib": self.peak_rss_mib,
             "environment": self.environment,
             "bundles": [bundle.to_json() for bundle in self.bundles],
+            **{
+                key: value
+                for key, value in (("shard", self.shard), ("jobs", self.jobs), ("parts", self.parts))
+                if value
+            },
         }
 
     @classmethod
@@ -64,6 +78,9 @@ class RunReport:
             exit_code=int(data["exit_code"]),
             peak_rss_mib=optional(data.get("peak_rss_mib")),
             environment=data.get("environment"),
+            shard=data.get("shard"),
+            jobs=data.get("jobs"),
+            parts=data.get("parts"),
         )
 
 

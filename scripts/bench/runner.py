@@ -25,6 +25,7 @@ ORDER = (
     "rss",
     "startup",
     "load",
+    "jobs",
     "report",
     "optimize",
     "trace",

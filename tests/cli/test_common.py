@@ -15,7 +15,7 @@ from mgedump.cli import mgediff_command, mgedump_command, mgerun_command
 from mgedump.cli.common import invoke
 from mgedump.cli.flags import default as default_of
 from mgedump.cli.flags.optimize import REFUSED
-from mgedump.options import DataOptions, DiffOptions, PackOptions, VerifyOptions
+from mgedump.options import DataOptions, DiffOptions, PackOptions, SpreadOptions, VerifyOptions
 
 # (command, option as written, options dataclass, field): every option whose default --help states
 HELP_DEFAULTS = [
@@ -33,9 +33,14 @@ HELP_DEFAULTS = [
     (mgediff_command, "--repeat", DataOptions, "repeat"),
     (mgediff_command, "--io-dump-budget", DiffOptions, "io_dump_budget_mb"),
 ]
-COMMANDS = [(mgedump_command, PackOptions), (mgerun_command, VerifyOptions), (mgediff_command, DiffOptions)]
-# the options every command has that are about the command itself, not the library's options
-COMMAND_ONLY = {"--output", "--verbose", "--quiet", "--version", "--help"}
+COMMANDS = [
+    (mgedump_command, PackOptions),
+    (mgerun_command, (VerifyOptions, SpreadOptions)),
+    (mgediff_command, DiffOptions),
+]
+# the options every command has that are about the command itself, not the library's options (--merge: mgerun's
+# other job, merging reports)
+COMMAND_ONLY = {"--output", "--verbose", "--quiet", "--version", "--help", "--merge"}
 
 
 def _help(command: click.Command, prog: str) -> str:
@@ -84,8 +89,10 @@ COMPUTED = {
 REFUSED_PARAMS = {refused.name for refused in REFUSED}
 
 
-def _leaf_fields(cls: type) -> set[str]:
-    """Every field of an options dataclass, the fields of its nested options included."""
+def _leaf_fields(cls: type | tuple[type, ...]) -> set[str]:
+    """Every field of an options dataclass (or of several), the fields of its nested options included."""
+    if isinstance(cls, tuple):
+        return set().union(*(_leaf_fields(one) for one in cls))
     names = set()
     for f in fields(cls):
         nested = f.default_factory if callable(f.default_factory) else None  # type: ignore[misc]
@@ -96,7 +103,7 @@ def _leaf_fields(cls: type) -> set[str]:
     return names
 
 
-def _unset_fields(command: click.Command, options: type) -> set[str]:
+def _unset_fields(command: click.Command, options: type | tuple[type, ...]) -> set[str]:
     """The fields of ``options`` that no parameter of ``command`` sets (by its name, or as COMPUTED says)."""
     params = {param.name for param in command.params if isinstance(param, click.Option)}
     unset = {name for name in _leaf_fields(options) if name not in params and not set(COMPUTED.get(name, ())) & params}

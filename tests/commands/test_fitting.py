@@ -147,6 +147,8 @@ def test_a_bad_config_is_one_line(text, message, variants, tmp_path, mgerun):
 def test_fitting_options_that_do_not_go_together(variants, tmp_path, mgerun):
     assert "--fitting-out applies to --fitting" in mgerun(variants, "--fitting-out", tmp_path / "c").err
     assert "--fitting chooses the variant" in mgerun(variants, "--fitting", "--variant", "fp32").err
+    with_jobs = mgerun(variants, "--fitting", "--jobs", "2")
+    assert with_jobs.code == 2 and "alone on this machine; run it without -j" in with_jobs.err
 
 
 def test_from_code_pack_takes_variants_and_verify_fits(tmp_path):

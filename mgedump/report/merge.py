@@ -1,0 +1,126 @@
+"""Reports merged into one (``mgerun --merge``): the JSON reports of the shards of one run, as if one machine had
+checked every bundle.
+
+The merged report holds every bundle of every report, ordered by its path (the order one call over the folder
+gives), with the same names, test cases and verdicts; its exit code is the worst; ``parts`` lists each report
+merged (its file, shard, jobs, exit code and environment), and each bundle's ``part`` says which one ran it, so
+JUnit's ``hostname`` and every page say where each bundle ran.
+
+Refused, naming the reports: reports of different versions (mgedump or onnxruntime), a bundle in two reports,
+shards of different runs (another count of shards, of bundles, or another way of balancing), a shard given twice
+or missing, sharded and unsharded reports together, and a report that is itself merged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..base.errors import UsageError
+from .schema import RunReport
+
+MAX_SHARDS = 100_000  # --shard I/N takes no more
+
+
+class MergeError(UsageError):
+    """Reports that cannot be merged into one (exit code 2)."""
+
+
+def merge(reports: Sequence[tuple[str, RunReport]]) -> RunReport:
+    """One report of every bundle of ``reports`` ((file, records) pairs, each checked already).
+
+    Raises:
+        MergeError: what the module docstring lists.
+    """
+    if not reports:
+        raise MergeError("give the JSON reports to merge")
+    for path, report in reports:
+        if report.parts:
+            raise MergeError(f"{path} is a merged report already: merge the reports it was made of")
+    _check_versions(reports)
+    reports = _check_shards(reports)
+    seen: dict[str, str] = {}
+    bundles = []
+    parts = []
+    for index, (path, report) in enumerate(reports):
+        for bundle in report.bundles:
+            if bundle.name in seen:
+                raise MergeError(f"bundle {bundle.name!r} is in {seen[bundle.name]} and in {path}: checked twice")
+            seen[bundle.name] = path
+            bundle.part = index
+            bundles.append(bundle)
+        parts.append(_part(path, report))
+    bundles.sort(key=lambda bundle: re.split(r"[\\/]", bundle.source))  # stable: variants keep their order
+    return RunReport(
+        bundles=bundles,
+        exit_code=max(report.exit_code for _, report in reports),
+        peak_rss_mib=max((r.peak_rss_mib for _, r in reports if r.peak_rss_mib is not None), default=None),
+        environment=reports[0][1].environment,
+        parts=parts,
+    )
+
+
+def _part(path: str, report: RunReport) -> dict[str, Any]:
+    part: dict[str, Any] = {
+        "report": path,
+        "bundles": len(report.bundles),
+        "exit_code": report.exit_code,
+        "peak_rss_mib": report.peak_rss_mib,
+        "environment": report.environment,
+    }
+    part.update({key: value for key, value in (("shard", report.shard), ("jobs", report.jobs)) if value})
+    return part
+
+
+def _versions(report: RunReport) -> str:
+    env = report.environment or {}
+    return f"mgedump {env.get('mgedump') or 'unknown'}, onnxruntime {env.get('onnxruntime') or 'not installed'}"
+
+
+def _check_versions(reports: Sequence[tuple[str, RunReport]]) -> None:
+    groups: dict[str, list[str]] = {}
+    for path, report in reports:
+        groups.setdefault(_versions(report), []).append(path)
+    if len(groups) > 1:
+        described = "; ".join(f"{', '.join(paths)} ({versions})" for versions, paths in groups.items())
+        raise MergeError(f"the reports are of different versions: {described}")
+
+
+def _check_shards(reports: Sequence[tuple[str, RunReport]]) -> list[tuple[str, RunReport]]:
+    """The reports in the order of their shards, after checking they are the shards of one run."""
+    sharded = [(path, report) for path, report in reports if report.shard]
+    if not sharded:
+        return list(reports)
+    if len(sharded) < len(reports):
+        alone = next(path for path, report in reports if not report.shard)
+        raise MergeError(f"{sharded[0][0]} is a shard, {alone} is not: merge the reports of one sharded run")
+    for path, report in sharded:
+        assert report.shard is not None
+        index, total = report.shard["index"], report.shard["total"]
+        if not 1 <= index <= total <= MAX_SHARDS:
+            raise MergeError(f"{path} says it is shard {index} of {total}: not a shard --shard makes")
+    first_path, first = sharded[0]
+    assert first.shard is not None
+    for key, what in (("total", "count of shards"), ("of", "count of bundles"), ("by", "way of balancing")):
+        for path, report in sharded:
+            assert report.shard is not None
+            if report.shard[key] != first.shard[key]:
+                raise MergeError(
+                    f"{first_path} and {path} are shards of different runs: another {what} "
+                    f"({first.shard[key]} and {report.shard[key]})"
+                )
+    by_index: dict[int, str] = {}
+    for path, report in sharded:
+        assert report.shard is not None
+        index = report.shard["index"]
+        if index in by_index:
+            raise MergeError(f"shard {index} of {first.shard['total']} is in {by_index[index]} and in {path}")
+        by_index[index] = path
+    missing = [str(i) for i in range(1, first.shard["total"] + 1) if i not in by_index]
+    if missing:
+        raise MergeError(
+            f"shard(s) {', '.join(missing)} of {first.shard['total']} missing: merge the report of every shard",
+            hint="a shard whose job failed before it wrote its report has to run again",
+        )
+    return sorted(sharded, key=lambda item: item[1].shard["index"] if item[1].shard else 0)

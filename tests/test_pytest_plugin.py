@@ -1,0 +1,174 @@
+"""The pytest plugin: pytest --mgetest PATHS makes an item of every test case of every bundle (and variant); -n 2,
+--junitxml, -k, --lf and pytest-split work on them; a failing item shows what mgerun prints; a killed worker fails
+its bundle alone; the core never imports pytest."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.report.test_junit import XSD, xsd_problems
+from tests.support import SAMPLES, run_ok
+from tests.zoo import failing_bundle, kill_busy_worker, slow_bundle, small_bundle, two_case_bundle
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory) -> Path:
+    """zoo/samples/{cnn,gray}.mgetest, zoo/variants/cnn.mgetest (fp32 and ioc16), zoo/bad/{fails,junk}.mgetest."""
+    root = tmp_path_factory.mktemp("plugin")
+    zoo = root / "zoo"
+    two_case_bundle(zoo / "samples")
+    small_bundle(zoo / "samples")
+    (zoo / "variants").mkdir()
+    run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--variants", "fp32,ioc16", "--maxerr", "0.05",
+           "-o", zoo / "variants" / "cnn.mgetest", "-q")  # fmt: skip
+    failing_bundle(zoo / "samples" / "gray.mgetest", zoo / "bad" / "fails.mgetest")
+    (zoo / "bad" / "junk.mgetest").write_text("not a bundle\n")
+    return zoo
+
+
+def pytest_run(cwd: Path, *args, timeout: int = 300) -> subprocess.CompletedProcess:
+    """pytest in a folder of its own (no ini, no conftest: the installed plugin only)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _outcomes(junit: Path) -> dict[str, str]:
+    found = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        outcome = next((c.tag for c in case if c.tag in ("failure", "error", "skipped")), "passed")
+        found[f"{case.get('classname')}::{case.get('name')}"] = outcome
+    return found
+
+
+def test_every_test_case_of_every_bundle_is_an_item(zoo):
+    done = pytest_run(zoo.parent, "--mgetest", "zoo", "--collect-only", "-q", "-p", "no:cacheprovider")
+    items = [line for line in done.stdout.splitlines() if "::" in line]
+    assert items == [
+        "zoo/bad/fails.mgetest::case_0",
+        "zoo/bad/junk.mgetest::bundle",
+        "zoo/samples/cnn.mgetest::case_0",
+        "zoo/samples/cnn.mgetest::case_1",
+        "zoo/samples/gray.mgetest::case_0",
+        "zoo/variants/cnn.mgetest::fp32::case_0",
+        "zoo/variants/cnn.mgetest::ioc16::case_0",
+    ]
+
+
+def test_a_run_with_two_workers_and_junit(zoo, tmp_path):
+    junit = tmp_path / "junit.xml"
+    done = pytest_run(zoo.parent, "--mgetest", "zoo", "-n", "2", "--junitxml", junit, "-p", "no:cacheprovider")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "2 failed, 5 passed" in done.stdout.splitlines()[-1]
+    outcomes = _outcomes(junit)
+    assert sorted(n for n, o in outcomes.items() if o == "failure") == [
+        "zoo.bad.fails.mgetest::case_0", "zoo.bad.junk.mgetest::bundle",
+    ]  # fmt: skip
+    assert len(outcomes) == 7
+    assert xsd_problems(ET.parse(junit).getroot()) == []
+    import xmlschema
+
+    xmlschema.XMLSchema(str(XSD)).validate(str(junit))
+    failure = next(c for c in ET.parse(junit).getroot().iter("failure") if "AssertEqual" in (c.get("message") or ""))
+    assert failure.get("message").startswith("test case 0 (-d #1: #rand(0,255)): AssertEqual: err=0.5 (name=score)")
+    assert "worst element at" in failure.text
+
+
+def test_a_failing_item_shows_what_mgerun_prints(zoo):
+    done = pytest_run(zoo.parent, "--mgetest", "zoo/bad", "-p", "no:cacheprovider")
+    assert done.returncode == 1
+    out = done.stdout
+    assert "test case 0 (-d #1: #rand(0,255)): AssertEqual: err=0.5 (name=score) FAILED (maxerr=0.0001)" in out
+    assert "  worst element at [0, 1]: expect=" in out
+    assert "not a bundle (corrupt or not a zip archive: File is not a zip file)" in out
+    assert "Traceback" not in out
+
+
+def test_k_selects_a_case(zoo):
+    done = pytest_run(zoo.parent, "--mgetest", "zoo", "-k", "samples and cnn and case_1", "-p", "no:cacheprovider")
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "1 passed, 6 deselected" in done.stdout.splitlines()[-1]
+
+
+def test_lf_runs_the_failures_again(zoo, tmp_path):
+    import shutil
+
+    shutil.copytree(zoo, tmp_path / "zoo")
+    first = pytest_run(tmp_path, "--mgetest", "zoo")
+    assert first.returncode == 1
+    again = pytest_run(tmp_path, "--mgetest", "zoo", "--lf")
+    last = again.stdout.splitlines()[-1]
+    assert "2 failed" in last and "passed" not in last, again.stdout[-1000:]
+    assert "run-last-failure: rerun previous 2 failures" in again.stdout
+
+
+def test_pytest_split_shares_the_items(zoo):
+    groups = []
+    for group in (1, 2):
+        done = pytest_run(zoo.parent, "--mgetest", "zoo", "--splits", "2", "--group", str(group), "--collect-only",
+                          "-q", "-p", "no:cacheprovider")  # fmt: skip
+        groups.append({line for line in done.stdout.splitlines() if "::" in line})
+    assert groups[0] and groups[1] and not groups[0] & groups[1]
+    assert len(groups[0] | groups[1]) == 7
+
+
+def test_options_map_to_mgerun(zoo):
+    done = pytest_run(zoo.parent, "--mgetest", "zoo/bad/fails.mgetest", "--mgetest-maxerr", "1", "-p",
+                      "no:cacheprovider")  # fmt: skip
+    assert done.returncode == 0 and "1 passed" in done.stdout.splitlines()[-1]
+    done = pytest_run(zoo.parent, "--mgetest", "zoo/variants", "--mgetest-variant", "ioc16", "--collect-only", "-q",
+                      "-p", "no:cacheprovider")  # fmt: skip
+    assert [line for line in done.stdout.splitlines() if "::" in line] == ["zoo/variants/cnn.mgetest::ioc16::case_0"]
+    bad = pytest_run(zoo.parent, "--mgetest", "zoo/samples", "--mgetest-maxerr", "x", "-p", "no:cacheprovider")
+    assert bad.returncode != 0 and "--maxerr" in bad.stdout + bad.stderr
+
+
+def test_bundles_under_collected_paths_when_asked(zoo, tmp_path):
+    import shutil
+
+    shutil.copytree(zoo / "samples", tmp_path / "tests" / "models")
+    (tmp_path / "tests" / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    plain = pytest_run(tmp_path, "tests", "-p", "no:cacheprovider")
+    assert "1 passed" in plain.stdout.splitlines()[-1]
+    asked = pytest_run(tmp_path, "tests", "--mgetest-collect", "-p", "no:cacheprovider")
+    assert "4 passed" in asked.stdout.splitlines()[-1], asked.stdout[-1000:]
+
+
+def test_a_killed_worker_fails_its_bundle_alone(zoo, tmp_path):
+    import shutil
+
+    shutil.copytree(zoo / "samples", tmp_path / "zoo" / "a")
+    slow_bundle(tmp_path / "zoo" / "z")
+    junit = tmp_path / "j.xml"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--mgetest", "zoo", "--junitxml", junit, "-p", "no:cacheprovider"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    killed = kill_busy_worker(process)
+    out, _ = process.communicate(timeout=120)
+    assert killed is not None and process.returncode == 1, out[-2000:]
+    assert "1 failed, 3 passed" in out.splitlines()[-1]
+    assert "its worker process crashed, killed by SIGKILL (Killed)" in out
+    assert _outcomes(junit)["zoo.z.slow.mgetest::case_0"] == "failure"
+
+
+def test_the_core_never_imports_pytest():
+    code = (
+        "import sys, mgedump.cli, mgedump.commands.verify_many, mgedump.commands.jobs, mgedump.report.merge; "
+        "print('pytest' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+    from importlib.metadata import entry_points
+
+    assert [e.value for e in entry_points(group="pytest11") if e.name == "mgedump"] == ["mgedump.pytest_plugin"]
+
+
+def test_in_process_runs_the_bundles_in_pytests_process(zoo):
+    done = pytest_run(zoo.parent, "--mgetest", "zoo/samples", "--mgetest-in-process", "-p", "no:cacheprovider")
+    assert done.returncode == 0 and "3 passed" in done.stdout.splitlines()[-1], done.stdout[-1000:]
