@@ -243,8 +243,11 @@ class RunPrinter:
             counts = {"passed": 0, "failed": 0, "error": 0}
             for result in summary.results:
                 counts["error" if result.error else "passed" if result.exit_code == 0 else "failed"] += 1
+            runs = len(summary.results)
+            bundles = len({result.path for result in summary.results})
+            what = f"{bundles} bundle(s)" if runs == bundles else f"{runs} runs of {bundles} bundle(s)"
             lines.append(
-                f"{len(summary.results)} bundle(s): {counts['passed']} passed, {counts['failed']} failed, "
+                f"{what}: {counts['passed']} passed, {counts['failed']} failed, "
                 f"{counts['error']} could not run; peak memory {summary.peak_rss_mib:.0f} MiB; exit {summary.exit_code}"
             )
         self._say(lines)

@@ -130,15 +130,11 @@ def pack(
         notes = made.notes
         if options.embed_io_dump:
             manifest.io_dump, size = embed_io_dump(source, opened, made.stored, options.embed_io_dump, members, tmp)
-            notes.append(
-                f"embedded io dump: {size / 1e6:.3g} MB ({len(manifest.io_dump['test_cases'])} test case(s); "
-                "tensors computed from weights alone left out)"
-            )
+            notes.append(_io_dump_note(manifest.io_dump, size))
             stage(f"writing {os.path.basename(output_path)} with an io dump of {size / 1e6:.3g} MB")
         if options.model_out and any(m.name == DATA_MEMBER for m in members):
-            beside = _data_beside(
-                options.model_out
-            )  # an optimised model may keep weights outside where the given did not
+            # an optimised model may keep weights outside where the given did not
+            beside = _data_beside(options.model_out)
             if beside.path not in outputs.paths:
                 outputs.add(beside)
         outputs.check(inputs)  # again with what running found (the same, but for a model made with external data)
@@ -151,6 +147,13 @@ def pack(
                 _write_strip_info(options.strip_info, made.variants, written, inputs)
     checks = made.variants[0].proof.checks if len(made.variants) == 1 and made.variants[0].proof else []
     return PackResult(output_path, written, checks, notes)
+
+
+def _io_dump_note(io_dump: dict[str, Any], size: int) -> str:
+    return (
+        f"embedded io dump: {size / 1e6:.3g} MB ({len(io_dump['test_cases'])} test case(s); "
+        "tensors computed from weights alone left out)"
+    )
 
 
 def _variants(options: PackOptions, calibrate: bool) -> list[str]:

@@ -213,7 +213,7 @@ def verify(
             outputs.check(protected)
         max_runs = _check_budget(prepared, options)
         report = _new_report(path, prepared, options, protected)
-        bounds = _bounds(prepared, options) if report.assertion else None
+        bounds = _maxerr_per_output(prepared, options) if report.assertion else None
         for index, case in enumerate(prepared.cases):
             result = _run_case(prepared, index, case, bounds, options, progress, label, max_runs)
             if max_runs is not None and len(result.timing.latencies_ms) >= max_runs:
@@ -235,7 +235,7 @@ def verify(
     return report
 
 
-def _bounds(prepared: Prepared, options: VerifyOptions) -> dict[str, float]:
+def _maxerr_per_output(prepared: Prepared, options: VerifyOptions) -> dict[str, float]:
     """Each output's AssertEqual bound: the bundle's (its own, else the bundle's), all replaced by a --maxerr X
     given now, then by a --maxerr OUTPUT:X given now.
 

@@ -89,8 +89,8 @@ class Trial:
         """(err, output, test case) of the worst output."""
         return worst_output(self.errs)
 
-    def passes(self, bound: float) -> bool:
-        return all(err <= bound for errs in self.errs for err in errs.values())
+    def passes(self, maxerr: float) -> bool:
+        return all(err <= maxerr for errs in self.errs for err in errs.values())
 
 
 @dataclass(eq=False)

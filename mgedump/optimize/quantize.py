@@ -138,7 +138,7 @@ class _Proof:
     expected: Sequence[Sequence[np.ndarray]]
     test_inputs: Sequence[Mapping[str, np.ndarray]]
     maxerr: float
-    bounds: dict[str, float]
+    output_maxerr: dict[str, float]
     stats: dict[str, str]
     what: str
     scratch: str
@@ -205,13 +205,13 @@ def quantize_int8(
     stats = {name: dict(output_error_stat or {}).get(name, error_stat) for name in names}
     own = opener is None
     opener = opener or Opener()  # every candidate is opened and run in a child: a crash there is no crash of ours
-    bounds = dict(output_maxerr or {})
-    proof = _Proof(names, expected, test_inputs, maxerr, bounds, stats, what, scratch, settings, opener)
+    output_maxerr = dict(output_maxerr or {})
+    proof = _Proof(names, expected, test_inputs, maxerr, output_maxerr, stats, what, scratch, settings, opener)
     op_types = {node.name: node.op_type for node in base.graph.node}
     used_method = method if mode == STATIC else None
     result = Int8Result(dst, mode, used_method, per_channel, opset, op_types=op_types, calibration=calibration_record)
     result.notes = notes
-    searcher = Searcher(_prober(quantizer, opener, proof, result), maxerr, proof.bounds, budget or Budget())
+    searcher = Searcher(_prober(quantizer, opener, proof, result), maxerr, proof.output_maxerr, budget or Budget())
     try:
         path = _search(searcher, proof, result, base, named, matching_nodes(base, fp32_nodes))
     except OptimizeError as exc:  # the candidates skipped on the way are part of why
@@ -347,7 +347,7 @@ def _search(searcher: Searcher, proof: _Proof, result: Int8Result, base: Any, na
             + (f" (its {result.mode} mode quantizes {', '.join(DYNAMIC_OPS)})" if result.mode == DYNAMIC else "")
         )
     chosen, outcome = kept, first
-    if not first.passes(proof.maxerr, proof.bounds):
+    if not first.passes(proof.maxerr, proof.output_maxerr):
         chosen, outcome = _keep_float(searcher, proof, result, named, kept, touched, first)
     result.kept = dict(chosen)
     final = onnx.load(outcome.path, load_external_data=False)

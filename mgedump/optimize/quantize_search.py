@@ -75,13 +75,17 @@ class Outcome:
     got: list[list[np.ndarray]]
     mean_abs: float  # the mean absolute error over every float output and test case
 
-    def passes(self, maxerr: float, bounds: Mapping[str, float]) -> bool:
-        return self.measure.passes(maxerr, bounds)
+    def passes(self, maxerr: float, output_maxerr: Mapping[str, float]) -> bool:
+        return self.measure.passes(maxerr, output_maxerr)
 
-    def over(self, maxerr: float, bounds: Mapping[str, float]) -> float:
+    def over(self, maxerr: float, output_maxerr: Mapping[str, float]) -> float:
         """The worst output's error over its bound (1 or less: it passes)."""
         return max(
-            (err / max(bounds.get(name, maxerr), 1e-30) for case in self.measure.errs for name, err in case.items()),
+            (
+                err / max(output_maxerr.get(name, maxerr), 1e-30)
+                for case in self.measure.errs
+                for name, err in case.items()
+            ),
             default=0.0,
         )
 
@@ -95,13 +99,13 @@ class Searcher:
 
     Attributes:
         probe: quantizes with these nodes kept float, runs the candidate in the child and measures it.
-        maxerr, bounds: the bound of every output, and those of their own.
+        maxerr, output_maxerr: the bound of every output, and those of their own.
         skipped: the candidates skipped, each said in a line.
     """
 
     probe: Probe
     maxerr: float
-    bounds: Mapping[str, float]
+    output_maxerr: Mapping[str, float]
     budget: Budget
     skipped: list[str] = field(default_factory=list)
     _seen: dict[frozenset[str], Outcome | None] = field(default_factory=dict)
@@ -127,7 +131,7 @@ class Searcher:
         return outcome
 
     def passes(self, outcome: Outcome | None) -> bool:
-        return outcome is not None and outcome.passes(self.maxerr, self.bounds)
+        return outcome is not None and outcome.passes(self.maxerr, self.output_maxerr)
 
 
 def keep_introducing(kept: Mapping[str, str], nodes: Sequence[NodeErr], maxerr: float) -> dict[str, str]:
@@ -192,9 +196,9 @@ def benefit_ranking(
         others: the nodes the ranking must also hold (every other touched node), in graph order.
         first: the candidate with everything int8.
     """
-    maxerr, bounds = searcher.maxerr, searcher.bounds
+    maxerr, output_maxerr = searcher.maxerr, searcher.output_maxerr
     reserve = 2 * math.ceil(math.log2(len(proxy) + len(others) + 1)) + 2  # runs kept for the prefix search
-    base_over, base_mean = first.over(maxerr, bounds), first.mean_abs
+    base_over, base_mean = first.over(maxerr, output_maxerr), first.mean_abs
     gains: dict[str, tuple[float, float, float]] = {}
     measured: list[str] = []
     for name in [node.name for node in proxy] or [name for name in others if name not in kept]:
@@ -204,11 +208,11 @@ def benefit_ranking(
         if outcome is None:  # skipped (it failed in the child): ranked as if not measured
             continue
         measured.append(name)
-        over = outcome.over(maxerr, bounds)
+        over = outcome.over(maxerr, output_maxerr)
         drop = (base_over - over) / base_over if base_over > 0 else 0.0
         mean_drop = (base_mean - outcome.mean_abs) / base_mean if base_mean > 0 else 0.0
         gains[name] = (round(drop, 2), mean_drop, over)
-        if outcome.passes(maxerr, bounds):
+        if outcome.passes(maxerr, output_maxerr):
             why = f"kept float alone, it brings the worst err to {_of_bound(over)}"
             return [], len(measured), ({**kept, name: why}, outcome)
     ranked = sorted((n for n in gains if gains[n][:2] > (0.0, 0.0)), key=lambda n: gains[n][:2], reverse=True)

@@ -62,9 +62,9 @@ class Measure:
         """(err, output, test case) of the worst output."""
         return worst_output(self.errs)
 
-    def passes(self, maxerr: float, bounds: Mapping[str, float] | None = None) -> bool:
-        """Every output within its bound: its own (``bounds``), else ``maxerr``."""
-        own = bounds or {}
+    def passes(self, maxerr: float, output_maxerr: Mapping[str, float] | None = None) -> bool:
+        """Every output within its bound: its own (``output_maxerr``), else ``maxerr``."""
+        own = output_maxerr or {}
         return all(err <= own.get(name, maxerr) for errs in self.errs for name, err in errs.items())
 
 

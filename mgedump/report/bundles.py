@@ -197,7 +197,7 @@ class BundleRecord:
         """The differences from a known packing environment: what a failing check should be read beside."""
         return list(self.environment_differences) if self.packed_environment else []
 
-    def output_bounds(self) -> dict[str, float]:
+    def output_maxerr(self) -> dict[str, float]:
         """The outputs held to a maxerr of their own (``--maxerr NAME:X``, or the bundle's per-output bounds): name
         to maxerr, as the checks applied them."""
         assert_all = self.assertion.maxerr if self.assertion is not None else None
@@ -210,7 +210,7 @@ class BundleRecord:
         """``maxerr 0.0001``, with the outputs bound otherwise (``; prob 0.01``), or ``no assertions``."""
         if self.assertion is None or not self.assertion.enabled:
             return "no assertions"
-        own = "".join(f"; {name} {bound:g}" for name, bound in self.output_bounds().items())
+        own = "".join(f"; {name} {bound:g}" for name, bound in self.output_maxerr().items())
         return f"maxerr {self.assertion.maxerr:g}{own}"
 
     def failed_cases(self) -> list[CaseRecord]:

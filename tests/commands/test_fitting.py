@@ -41,6 +41,7 @@ def test_a_bundle_of_variants_round_trips(variants, tmp_path, mgerun):
     assert manifest["inputs"][0]["dtype"] == "float32"  # the test cases stored once, as the model as given takes them
     ran = mgerun(variants, "--iter", "1", "--report-json", tmp_path / "r.json")
     assert ran.code == 0, ran.err
+    assert "3 runs of 1 bundle(s): 3 passed, 0 failed, 0 could not run" in ran.out + ran.err
     bundles = _report(tmp_path / "r.json")["bundles"]
     assert [(b["name"], b["variant"], b["passed"]) for b in bundles] == [
         ("cnn[fp32]", "fp32", True),
