@@ -185,21 +185,29 @@ def external_data_problem(path: str) -> ModelError | None:
     except (ModelError, OSError, ValueError):
         return None
     folder = os.path.dirname(os.path.abspath(path))
-    real_folder = os.path.realpath(folder)
     for location in locations:
-        where = f"{path}: the model keeps weights in {location!r}"
-        if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
-            return ModelError(f"{where}, which is not a safe relative path")
-        real = os.path.join(folder, location)
-        if not os.path.isfile(real):
-            return ModelError(f"{where}, which is not a file beside the model")
-        resolved = os.path.realpath(real)
-        if os.path.commonpath([resolved, real_folder]) != real_folder:
-            return ModelError(
-                f"{where}, a link to {resolved}, outside the model's folder: onnxruntime reads weights from the "
-                "model's folder only",
-                hint=_OUTSIDE_HINT,
-            )
+        problem = _location_problem(f"{path}: the model keeps weights in {location!r}", folder, location)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _location_problem(where: str, folder: str, location: str) -> ModelError | None:
+    """What is wrong with one external data location of a model in ``folder`` (None: a file beside it): not a
+    safe relative path, not a file, or a link out of the folder (onnxruntime reads weights from it only)."""
+    if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
+        return ModelError(f"{where}, which is not a safe relative path")
+    real = os.path.join(folder, location)
+    if not os.path.isfile(real):
+        return ModelError(f"{where}, which is not a file beside the model")
+    resolved = os.path.realpath(real)  # a link may lead out of the folder the text stays in
+    real_folder = os.path.realpath(folder)
+    if os.path.commonpath([resolved, real_folder]) != real_folder:
+        return ModelError(
+            f"{where}, a link to {resolved}, outside the model's folder: onnxruntime reads weights from the "
+            "model's folder only",
+            hint=_OUTSIDE_HINT,
+        )
     return None
 
 
@@ -293,18 +301,10 @@ def model_source(path: str, data_location: str) -> ModelSource:
         info = ExternalDataInfo(tensor)
         location = info.location or ""
         where = f"{path}: tensor {tensor.name!r} keeps its data in {location!r}"
-        if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
-            raise ModelError(f"{where}, which is not a safe relative path")
+        problem = _location_problem(where, folder, location)
+        if problem is not None:
+            raise problem
         real = os.path.join(folder, location)
-        if not os.path.isfile(real):
-            raise ModelError(f"{where}, which does not exist beside the model")
-        resolved = os.path.realpath(real)  # a link may lead out of the folder the text stays in
-        if os.path.commonpath([resolved, os.path.realpath(folder)]) != os.path.realpath(folder):
-            raise ModelError(
-                f"{where}, a link to {resolved}, outside the model's folder: onnxruntime reads weights from the "
-                "model's folder only",
-                hint=_OUTSIDE_HINT,
-            )
         if real not in files:
             size = os.path.getsize(real)
             files[real] = (total, size)
