@@ -11,9 +11,13 @@ rounds, so that a slow spell of the machine falls on all of them alike.
 2. Final rounds: the finalists, interleaved again, as many rounds as the
    budget allows (up to :data:`MAX_ROUNDS`).
 3. The choice: the fastest by median, unless a simpler variant (float32 over
-   float16 over int8: :attr:`Candidate.rank`) is within the faster one's
-   spread: the faster wins only when the 90th percentile of its runs is
-   below the simpler one's median.
+   float16 over int8: :attr:`Candidate.rank`) is as fast within the noise.
+   The two are compared turn by turn, each turn's median against the other's
+   in the same round: the faster wins when it was faster in at least
+   :data:`WIN_SHARE` of the rounds both ran and by :data:`MARGIN` at the
+   median of those rounds' ratios. With fewer than :data:`MIN_ROUNDS` such
+   rounds it wins only when the 90th percentile of its runs is below the
+   simpler one's median.
 
 The budget bounds the whole search, sessions included: screening (in an
 order that times every variant under its first settings before any variant
@@ -39,6 +43,9 @@ SCREEN_RUNS = 3  # timed runs per candidate and screening round
 SCREEN_ROUNDS = 2
 FINAL_RUNS = 5  # timed runs per finalist and final round
 MAX_ROUNDS = 15
+MIN_ROUNDS = 3  # rounds both candidates ran before they are compared round by round
+WIN_SHARE = 0.8  # the share of those rounds a faster variant must win over a simpler one
+MARGIN = 0.03  # and by how much, at the median of its per-round ratios
 DEFAULT_BUDGET_S = 60.0
 
 
@@ -87,7 +94,7 @@ class Candidate:
         settings: the session settings.
         start: makes the session and returns one run of the first test case (a callable that returns nothing);
             called once, when the candidate is first timed.
-        samples_ms: every timed run.
+        samples_ms: every timed run; ``turns_ms``: the median of each turn (screening, then one per final round).
         error: why it could not be timed (the session failed to open or to run), if it could not.
     """
 
@@ -96,6 +103,7 @@ class Candidate:
     settings: Settings
     start: Callable[[], Callable[[], None]]
     samples_ms: list[float] = field(default_factory=list)
+    turns_ms: list[float] = field(default_factory=list)
     error: str | None = None
     _run: Callable[[], None] | None = field(default=None, repr=False)
 
@@ -107,10 +115,13 @@ class Candidate:
             if self._run is None:
                 self._run = self.start()
             self._run()
+            turn = []
             for _ in range(runs):
                 began = clock()
                 self._run()
-                self.samples_ms.append((clock() - began) * 1000)
+                turn.append((clock() - began) * 1000)
+            self.samples_ms += turn
+            self.turns_ms.append(statistics.median(turn))
         except Exception as exc:  # a setting onnxruntime refuses here is not a candidate
             self.error = " ".join(str(exc).split())[:300] or type(exc).__name__
             self._run = None
@@ -222,21 +233,34 @@ def _round_cost(finalists: Sequence[Candidate]) -> float:
 
 
 def choose(candidates: Sequence[Candidate]) -> tuple[Candidate | None, str]:
-    """The fastest candidate by median, unless a simpler variant is within its spread (see the module)."""
+    """The fastest candidate by median, unless a simpler variant is as fast within the noise (see the module)."""
     if not candidates:
         return None, ""
     fastest = min(candidates, key=lambda c: (c.median_ms, c.rank))
-    simpler = [c for c in candidates if c.rank < fastest.rank]
     best_simpler: dict[int, Candidate] = {}
-    for candidate in sorted(simpler, key=lambda c: c.median_ms):
+    for candidate in sorted((c for c in candidates if c.rank < fastest.rank), key=lambda c: c.median_ms):
         best_simpler.setdefault(candidate.rank, candidate)
     for rank in sorted(best_simpler):
         candidate = best_simpler[rank]
-        if fastest.p90_ms >= candidate.median_ms:
-            why = (
-                f"{fastest.variant} runs {fastest.median_ms:.3g} ms (p90 {fastest.p90_ms:.3g}) and "
-                f"{candidate.variant} {candidate.median_ms:.3g} ms: within the spread of {fastest.variant}'s runs, "
-                f"so the simpler {candidate.variant}"
-            )
-            return candidate, why
+        doubt = _doubt(fastest, candidate)
+        if doubt:
+            return candidate, f"{doubt}: the simpler {candidate.variant}"
     return fastest, ""
+
+
+def _doubt(fast: Candidate, simple: Candidate) -> str:
+    """Why ``fast`` is not clearly faster than ``simple`` ("" when it is)."""
+    said = f"{fast.variant} runs {fast.median_ms:.3g} ms and {simple.variant} {simple.median_ms:.3g} ms"
+    rounds = min(len(fast.turns_ms), len(simple.turns_ms))
+    if rounds < MIN_ROUNDS:
+        if fast.p90_ms >= simple.median_ms:
+            return f"{said}, within the spread of {fast.variant}'s runs (p90 {fast.p90_ms:.3g})"
+        return ""
+    pairs = list(zip(fast.turns_ms[-rounds:], simple.turns_ms[-rounds:], strict=True))
+    won = sum(f < s for f, s in pairs)
+    ratio = statistics.median(f / s for f, s in pairs)
+    if won < WIN_SHARE * rounds:
+        return f"{said}, but {fast.variant} was faster in only {won} of {rounds} interleaved rounds"
+    if ratio > 1 - MARGIN:
+        return f"{said}, {fast.variant} faster by only {1 - ratio:.1%} round by round"
+    return ""

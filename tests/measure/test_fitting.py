@@ -39,13 +39,41 @@ def test_the_fastest_wins_beyond_the_spread_of_its_runs():
     assert [c.variant for c in result.ranked] == ["int8", "fp32"]
 
 
-def test_a_simpler_variant_within_the_spread_is_preferred():
+def test_a_faster_variant_must_win_the_interleaved_rounds():
     clock = Clock()
     fp32 = candidate(clock, "fp32", 0, [10.0])
-    noisy = candidate(clock, "int8", 2, [7.0, 7.0, 7.0, 7.0, 7.0, 7.0, 7.0, 7.0, 14.0, 14.0])  # p90 above fp32
-    result = fit([fp32, noisy], budget_s=5, clock=clock)
-    assert noisy.median_ms < fp32.median_ms <= noisy.p90_ms
-    assert result.chosen is fp32 and "within the spread of int8's runs" in result.why
+    # a turn is one warm-up and five runs: two fast turns, then a slow one (a variant that is fast only at times)
+    uneven = candidate(clock, "int8", 2, [7.0] * 12 + [14.0] * 6)
+    result = fit([fp32, uneven], budget_s=5, clock=clock)
+    assert uneven.median_ms < fp32.median_ms and result.rounds >= 3
+    assert result.chosen is fp32
+    assert "int8 was faster in only" in result.why and result.why.endswith("interleaved rounds: the simpler fp32")
+
+
+def test_a_tail_of_slow_runs_does_not_hide_a_variant_faster_in_every_round():
+    clock = Clock()
+    fp32 = candidate(clock, "fp32", 0, [10.0])
+    tailed = candidate(clock, "int8", 2, [7.0, 7.0, 7.0, 7.0, 14.0])  # each turn's median 7, its p90 14
+    result = fit([fp32, tailed], budget_s=5, clock=clock)
+    assert tailed.p90_ms > fp32.median_ms
+    assert result.chosen is tailed and result.why == ""
+
+
+def test_a_variant_faster_by_less_than_the_margin_loses_to_the_simpler():
+    clock = Clock()
+    fp32 = candidate(clock, "fp32", 0, [10.0])
+    close = candidate(clock, "ioc16", 1, [9.9])  # faster in every round, by 1%
+    result = fit([fp32, close], budget_s=5, clock=clock)
+    assert result.chosen is fp32 and "ioc16 faster by only 1.0% round by round" in result.why
+
+
+def test_with_too_few_rounds_the_faster_must_beat_the_spread_of_its_runs():
+    fp32 = Candidate("fp32", 0, Settings(), start=lambda: lambda: None, samples_ms=[10.0] * 6, turns_ms=[10.0, 10.0])
+    noisy = Candidate(
+        "int8", 2, Settings(), start=lambda: lambda: None, samples_ms=[7.0] * 8 + [14.0] * 2, turns_ms=[7.0, 7.0]
+    )
+    chosen, why = choose([fp32, noisy])
+    assert chosen is fp32 and "within the spread of int8's runs (p90 14)" in why
 
 
 def test_a_candidate_that_cannot_run_is_never_chosen():
