@@ -8,8 +8,8 @@ The models are those of ``scripts/check_real_models.py`` (fetched the same way, 
    variants left out and why come from the manifest.
 2. ``mgerun BUNDLE --fitting --fitting-budget B --fitting-out CHOICE``: the choice and its ranked table.
 3. Every passing variant timed alone under the chosen settings (``mgerun BUNDLE --variant V --thread T
-   --graph-opt G --execution-mode M``), alternated over rounds: each variant's median latency over float32's
-   (the same settings), and whether the choice is within 5% of the fastest passing variant (the check of
+   --graph-opt G --execution-mode M``), alternated over rounds: each variant's latency over float32's in the
+   same round, the median over rounds (the same settings), and whether the choice is within 5% of the fastest passing variant (the check of
    ``docs/fitting.md``), and never slower than float32 beyond float32's own spread.
 
 Usage::
@@ -63,7 +63,7 @@ class Row:
     left_out: dict[str, str] = field(default_factory=dict)
     certified: dict[str, float] = field(default_factory=dict)
     choice: dict = field(default_factory=dict)
-    alone_ms: dict[str, float] = field(default_factory=dict)
+    alone: dict[str, float] = field(default_factory=dict)  # each variant timed alone, over float32 (paired rounds)
     fp32_spread: float = 0.0
     error: str = ""
 
@@ -102,29 +102,38 @@ def measure(name: str, model: Path, specs: tuple[str, ...], budget: float, round
         row.error = f"fitting: exit {fitted.returncode}: {fitted.stderr.strip()[-300:]}"
         return row
     row.choice = json.loads(choice.read_text())
-    row.alone_ms, row.fp32_spread = alone(bundle, row.variants, row.choice, rounds, folder)
+    row.alone, row.fp32_spread = alone(bundle, row.variants, row.choice, rounds, folder)
     return row
 
 
 def alone(bundle: Path, variants: list[str], choice: dict, rounds: int, folder: Path) -> tuple[dict[str, float], float]:
-    """Each variant's median latency (ms) under the chosen settings, alternated over rounds; and float32's spread
-    (p90 / median of its rounds' medians, minus 1)."""
+    """Each variant's latency under the chosen settings over float32's, timed alone (a process each) and alternated
+    over rounds: the median over rounds of the ratio in each round, so that a slow spell of a shared machine, which
+    falls on one round, cancels out. Returns the ratios and float32's spread (p90 / median of its rounds' medians,
+    minus 1)."""
     settings = ["--thread", str(choice["threads"]), "--graph-opt", choice["graph_opt"], "--execution-mode",
                 choice["execution_mode"]]  # fmt: skip
-    samples: dict[str, list[float]] = {v: [] for v in variants}
+    per_round: list[dict[str, float]] = []
     for k in range(rounds):
         order = variants if k % 2 == 0 else variants[::-1]
+        timed: dict[str, float] = {}
         for variant in order:
             report = folder / "alone.json"
             done = _run([_tool("mgerun"), str(bundle), "--variant", variant, *settings, "--iter", "30",
                          "--warmup-iter", "3", "--silent", "--report-json", str(report)])  # fmt: skip
             if done.returncode == 0:
                 cases = json.loads(report.read_text())["bundles"][0]["test_cases"]
-                samples[variant].append(statistics.median(c["latency_ms"]["median"] for c in cases))
-    medians = {v: statistics.median(s) for v, s in samples.items() if s}
-    fp32 = sorted(samples.get("fp32", []))
+                timed[variant] = statistics.median(c["latency_ms"]["median"] for c in cases)
+        per_round.append(timed)
+    base = "fp32" if all("fp32" in r for r in per_round) else variants[0]
+    ratios = {
+        v: statistics.median(r[v] / r[base] for r in per_round if v in r and base in r)
+        for v in variants
+        if any(v in r and base in r for r in per_round)
+    }
+    fp32 = sorted(r[base] for r in per_round if base in r)
     spread = (fp32[min(len(fp32) - 1, round(0.9 * (len(fp32) - 1)))] / statistics.median(fp32) - 1) if fp32 else 0.0
-    return medians, spread
+    return ratios, spread
 
 
 def render(rows: list[Row], budget: float, rounds: int) -> str:
@@ -133,8 +142,8 @@ def render(rows: list[Row], budget: float, rounds: int) -> str:
     lines = [
         f"Measured by `python scripts/fitting_table.py --budget {budget:g} --rounds {rounds}` on {cpu_flags()}: each "
         "model packed with `--variants auto` under the bound shown, `mgerun --fitting` on the bundle, then every "
-        "passing variant timed alone under the chosen settings, alternated over rounds (median latency over "
-        "float32's under the same settings; `left out` when the variant could not meet the bound, `-` when the "
+        "passing variant timed alone under the chosen settings, a process each, alternated over rounds (each "
+        "round's latency over float32's in that round, the median over rounds; `left out` when the variant could not meet the bound, `-` when the "
         "model has nothing it quantizes or converts).",
         "",
         "| " + " | ".join(head) + " |",
@@ -144,16 +153,16 @@ def render(rows: list[Row], budget: float, rounds: int) -> str:
         if row.error:
             lines.append(f"| {row.name} | {row.bound} | " + " | ".join(["-"] * (len(head) - 3)) + f" | {row.error} |")
             continue
-        fp32 = row.alone_ms.get("fp32")
+        fp32 = row.alone.get("fp32")
         cells = []
         for variant in VARIANT_COLUMNS:
-            if variant in row.alone_ms and fp32:
-                cells.append(f"{row.alone_ms[variant] / fp32:.2f}")
+            if variant in row.alone and fp32:
+                cells.append(f"{row.alone[variant] / fp32:.2f}")
             else:
                 cells.append("left out" if variant in row.left_out else "-")
         chosen = row.choice.get("variant", "-")
-        fastest = min(row.alone_ms.values()) if row.alone_ms else None
-        ratio = row.alone_ms.get(chosen, 0) / fastest if fastest else None
+        fastest = min(row.alone.values()) if row.alone else None
+        ratio = row.alone.get(chosen, 0) / fastest if fastest else None
         verdict = "" if ratio is None else (" (ok)" if ratio <= 1 + WITHIN else " (MISSED)")
         settings = (
             f"{row.choice.get('threads')} thread(s), {row.choice.get('graph_opt')}, {row.choice.get('execution_mode')}"
@@ -182,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(BOUNDS), help="comma list (default: every model with a bound)")
     parser.add_argument("--budget", type=float, default=60.0, help="--fitting-budget per model (default 60)")
-    parser.add_argument("--rounds", type=int, default=5, help="alternated rounds of the variants timed alone")
+    parser.add_argument("--rounds", type=int, default=7, help="alternated rounds of the variants timed alone")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--out", type=Path, default=DOC)
     args = parser.parse_args(argv)
@@ -195,8 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(measure(model.name, paths[model.name], model.specs, args.budget, args.rounds, Path(tmp)))
             log(f"{model.name}: {rows[-1].choice or rows[-1].error}")
     write(render(rows, args.budget, args.rounds), args.out)
-    missed = [r.name for r in rows if not r.error and r.alone_ms and r.choice.get("variant") in r.alone_ms
-              and r.alone_ms[r.choice["variant"]] > (1 + WITHIN) * min(r.alone_ms.values())]  # fmt: skip
+    missed = [r.name for r in rows if not r.error and r.alone and r.choice.get("variant") in r.alone
+              and r.alone[r.choice["variant"]] > (1 + WITHIN) * min(r.alone.values())]  # fmt: skip
     log(f"wrote {args.out}; choice beyond {WITHIN:.0%} of the fastest: {', '.join(missed) or 'none'}")
     return 1 if missed else 0
 
