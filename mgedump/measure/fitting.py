@@ -4,7 +4,11 @@ Each candidate is a variant of the model under one choice of session
 settings (execution provider, intra-op threads, graph optimisation level,
 sequential or parallel execution). Timing them one after the other on a
 shared machine compares noise: here the candidates are timed in interleaved
-rounds, so that a slow spell of the machine falls on all of them alike.
+rounds, so that a slow spell of the machine falls on all of them alike. Each
+turn starts after a pause (:data:`SETTLE_S`): onnxruntime's thread pools
+spin a while after a run, and the last candidate's spinning threads would
+otherwise slow the next one (a 2-thread session timed 12 ms alone ran up to
+26 ms right after another session's turn).
 
 1. Screening: every candidate, a few runs each, in interleaved rounds; each
    variant keeps its best settings (:data:`KEEP` of them).
@@ -47,6 +51,7 @@ MIN_ROUNDS = 3  # rounds both candidates ran before they are compared round by r
 WIN_SHARE = 0.8  # the share of those rounds a faster variant must win over a simpler one
 MARGIN = 0.03  # and by how much, at the median of its per-round ratios
 DEFAULT_BUDGET_S = 60.0
+SETTLE_S = 0.05  # a pause before each turn: the last candidate's idle threads stop spinning (docs/benchmarks.md)
 
 
 @dataclass(frozen=True)
@@ -164,13 +169,14 @@ def fit(
     budget_s: float = DEFAULT_BUDGET_S,
     *,
     clock: Callable[[], float] = time.perf_counter,
+    pause: Callable[[float], None] = time.sleep,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> Fitting:
     """Time the candidates in interleaved rounds within ``budget_s`` seconds and choose one (see the module).
 
     Args:
         candidates: every variant under every setting, in a fixed order (the order decides nothing but ties).
-        clock: seconds, monotonic (a test's fake clock).
+        clock: seconds, monotonic (a test's fake clock); ``pause``: waits that many seconds on it.
         progress: called as ``progress(label, done, total)`` after each candidate's turn.
     """
     began = clock()
@@ -183,6 +189,7 @@ def fit(
         for k, candidate in enumerate(pool):
             if spent() > budget_s / 2 and any(c.samples_ms for c in pool):
                 break
+            pause(SETTLE_S)
             candidate.time(SCREEN_RUNS, clock)
             if progress is not None:
                 progress(f"fitting: screening {candidate.variant} ({candidate.settings.text()})", k + 1, len(pool))
@@ -193,6 +200,7 @@ def fit(
     rounds = 0
     while rounds < MAX_ROUNDS and spent() + _round_cost(finalists) <= budget_s:
         for k, candidate in enumerate(finalists if rounds % 2 == 0 else finalists[::-1]):
+            pause(SETTLE_S)
             candidate.time(FINAL_RUNS, clock)
             if progress is not None:
                 progress(f"fitting: round {rounds + 1}, {candidate.variant}", k + 1, len(finalists))
@@ -229,7 +237,7 @@ def _finalists(pool: Sequence[Candidate]) -> list[Candidate]:
 
 def _round_cost(finalists: Sequence[Candidate]) -> float:
     """Seconds one final round takes, from the medians so far."""
-    return sum((FINAL_RUNS + 1) * c.median_ms / 1000 for c in finalists if c.samples_ms)
+    return sum(SETTLE_S + (FINAL_RUNS + 1) * c.median_ms / 1000 for c in finalists if c.samples_ms)
 
 
 def choose(candidates: Sequence[Candidate]) -> tuple[Candidate | None, str]:

@@ -8,9 +8,17 @@ bundle of variants at most 0.6 of the sum.
 verified alone), whole processes, alternated: the wall time fitting adds over verifying the chosen variant, and
 how much of it the budget is. Target: fitting's wall time at most the budget plus 1.5x a plain verification (its
 own verification of every variant, one run each, and the chosen one's timed run).
+
+(c) The pause before each turn (``mgedump.measure.fitting.SETTLE_S``): a session with 2 intra-op threads timed in
+turns right after the turns of 8 other sessions (1 and 2 threads, sequential and parallel execution: fitting's
+candidates), with no pause and with the pause, alternated round by round, in one worker process; its median turn
+against the same session timed alone. Target: with the pause, at most 1.10x alone.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from .common import (
     ROOT,
@@ -27,6 +35,7 @@ from .common import (
     mib,
     ratio,
     run_process,
+    run_worker,
 )
 
 CASES = 20
@@ -43,6 +52,67 @@ def _pack(ctx: Context, name: str, flags: list[str]) -> int:
     if not done.ok:
         raise RuntimeError(f"mgedump ({name}) failed: {done.failure()}")
     return out.stat().st_size
+
+
+def settle_worker(folder: str, rounds: int) -> dict[str, float]:
+    """(c): a 2-thread session's median turn alone, after 8 other sessions' turns with no pause, and with one."""
+    import statistics
+    import time
+
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from mgedump.measure.fitting import SETTLE_S
+
+    rng = np.random.default_rng(0)
+    dim, layers = 256, 12
+    nodes, inits, last = [], [], "x"
+    for k in range(layers):
+        inits.append(numpy_helper.from_array(rng.standard_normal((dim, dim)).astype(np.float32) / 16, f"w{k}"))
+        nodes += [
+            helper.make_node("MatMul", [last, f"w{k}"], [f"m{k}"]),
+            helper.make_node("Relu", [f"m{k}"], [f"r{k}"]),
+        ]
+        last = f"r{k}"
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, dim])],
+                              [helper.make_tensor_value_info(last, TensorProto.FLOAT, [64, dim])], inits)  # fmt: skip
+    path = f"{folder}/settle.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    feed = {"x": rng.random((64, dim), dtype=np.float32)}
+
+    def session(threads: int, parallel: bool) -> Any:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        if parallel:
+            opts.execution_mode = ort.ExecutionMode.ORT_PARALLEL
+        return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+
+    def turn(s: Any) -> float:
+        s.run(None, feed)
+        runs = []
+        for _ in range(5):
+            began = time.perf_counter()
+            s.run(None, feed)
+            runs.append((time.perf_counter() - began) * 1000)
+        return statistics.median(runs)
+
+    timed = session(2, False)
+    others = [session(t, p) for t in (1, 2) for p in (False, True) for _ in range(2)]
+    turns: dict[str, list[float]] = {"alone": [], "no pause": [], "pause": []}
+    for _ in range(rounds):
+        turns["alone"] += [turn(timed) for _ in range(3)]
+        for name, wait in (("no pause", 0.0), ("pause", SETTLE_S)):
+            for other in others:
+                time.sleep(wait)
+                turn(other)
+            time.sleep(wait)
+            turns[name].append(turn(timed))
+    return {name: statistics.median(values) for name, values in turns.items()} | {"settle_s": SETTLE_S}
+
+
+WORKERS: dict[str, Callable[..., Any]] = {"settle": settle_worker}
 
 
 def section(ctx: Context) -> Table:
@@ -77,6 +147,9 @@ def section(ctx: Context) -> Table:
             raise RuntimeError(f"mgerun ({name}) failed: {done.failure()}")
         walls[name].append(done.wall_s)
     fitting, alone = median(walls["fitting"]), median(walls["config"])
+    log("fitting: a session's turns after others', with and without the pause")
+    settle = run_worker("settle", ctx.tmp, folder=str(ctx.tmp), rounds=3 if ctx.quick else 12)
+    settled = ratio(settle["pause"], settle["alone"])
     overhead = None if fitting is None or alone is None else fitting - alone
     limit = budget + 1.5 * (alone or 0.0)
     table = Table(
@@ -95,6 +168,10 @@ def section(ctx: Context) -> Table:
             [f"mgerun --fitting (budget {budget:g} s), median wall (s)", fmt(fitting)],
             ["mgerun --config (the choice alone), median wall (s)", fmt(alone)],
             ["**(b) fitting's overhead (s)**", f"**{fmt(overhead)}**"],
+            ["(c) a 2-thread session's median turn alone (ms)", fmt(settle["alone"])],
+            ["(c) right after 8 other sessions' turns, no pause (ms)", fmt(settle["no pause"])],
+            [f"(c) the same with a {settle['settle_s'] * 1000:g} ms pause before each turn (ms)", fmt(settle["pause"])],
+            ["**(c) with the pause / alone**", f"**{fmt_ratio(settled)}**"],
         ],
     )
     table.checks.append(
@@ -112,5 +189,13 @@ def section(ctx: Context) -> Table:
             fmt(fitting),
             at_most(fitting, limit),
         )  # fmt: skip
+    )
+    table.checks.append(
+        Check(
+            "fitting: a turn after others', with the pause / alone",
+            "<= 1.10",
+            fmt_ratio(settled),
+            at_most(settled, 1.1),
+        )
     )
     return table

@@ -11,13 +11,18 @@ from mgedump.measure.fitting import Candidate, Settings, choose, fit, settings_s
 
 
 class Clock:
-    """A clock that only runs move."""
+    """A clock that only runs and pauses move."""
 
     def __init__(self) -> None:
         self.now = 0.0
+        self.pauses = 0
 
     def __call__(self) -> float:
         return self.now
+
+    def pause(self, seconds: float) -> None:
+        self.now += seconds
+        self.pauses += 1
 
 
 def candidate(clock: Clock, variant: str, rank: int, latencies_ms: list[float], threads: int = 1) -> Candidate:
@@ -34,7 +39,7 @@ def test_the_fastest_wins_beyond_the_spread_of_its_runs():
     clock = Clock()
     fp32 = candidate(clock, "fp32", 0, [10.0, 10.2, 9.9])
     int8 = candidate(clock, "int8", 2, [6.0, 6.1, 5.9, 6.3])
-    result = fit([fp32, int8], budget_s=5, clock=clock)
+    result = fit([fp32, int8], budget_s=5, clock=clock, pause=clock.pause)
     assert result.chosen is int8 and result.why == ""
     assert [c.variant for c in result.ranked] == ["int8", "fp32"]
 
@@ -44,7 +49,7 @@ def test_a_faster_variant_must_win_the_interleaved_rounds():
     fp32 = candidate(clock, "fp32", 0, [10.0])
     # a turn is one warm-up and five runs: two fast turns, then a slow one (a variant that is fast only at times)
     uneven = candidate(clock, "int8", 2, [7.0] * 12 + [14.0] * 6)
-    result = fit([fp32, uneven], budget_s=5, clock=clock)
+    result = fit([fp32, uneven], budget_s=5, clock=clock, pause=clock.pause)
     assert uneven.median_ms < fp32.median_ms and result.rounds >= 3
     assert result.chosen is fp32
     assert "int8 was faster in only" in result.why and result.why.endswith("interleaved rounds: the simpler fp32")
@@ -54,7 +59,7 @@ def test_a_tail_of_slow_runs_does_not_hide_a_variant_faster_in_every_round():
     clock = Clock()
     fp32 = candidate(clock, "fp32", 0, [10.0])
     tailed = candidate(clock, "int8", 2, [7.0, 7.0, 7.0, 7.0, 14.0])  # each turn's median 7, its p90 14
-    result = fit([fp32, tailed], budget_s=5, clock=clock)
+    result = fit([fp32, tailed], budget_s=5, clock=clock, pause=clock.pause)
     assert tailed.p90_ms > fp32.median_ms
     assert result.chosen is tailed and result.why == ""
 
@@ -63,7 +68,7 @@ def test_a_variant_faster_by_less_than_the_margin_loses_to_the_simpler():
     clock = Clock()
     fp32 = candidate(clock, "fp32", 0, [10.0])
     close = candidate(clock, "ioc16", 1, [9.9])  # faster in every round, by 1%
-    result = fit([fp32, close], budget_s=5, clock=clock)
+    result = fit([fp32, close], budget_s=5, clock=clock, pause=clock.pause)
     assert result.chosen is fp32 and "ioc16 faster by only 1.0% round by round" in result.why
 
 
@@ -84,24 +89,26 @@ def test_a_candidate_that_cannot_run_is_never_chosen():
 
     bad = Candidate("int8", 2, Settings(threads=2), start=broken)
     fp32 = candidate(clock, "fp32", 0, [10.0])
-    result = fit([bad, fp32], budget_s=5, clock=clock)
+    result = fit([bad, fp32], budget_s=5, clock=clock, pause=clock.pause)
     assert result.chosen is fp32 and bad.error == "the provider refuses this setting" and not bad.samples_ms
 
 
 def test_the_budget_bounds_the_search():
     clock = Clock()
     pool = [candidate(clock, f"v{k % 3}", k % 3, [50.0 + k], threads=1 + k // 3) for k in range(12)]
-    result = fit(pool, budget_s=4, clock=clock)
+    result = fit(pool, budget_s=4, clock=clock, pause=clock.pause)
     # screening stops at half the budget, a final round starts only when it fits: a turn that started ends
     turn = 4 * 0.061  # one warm-up and three runs of the slowest candidate
     assert result.seconds <= 4 + turn and result.chosen is not None
     assert all(any(c.samples_ms for c in pool if c.variant == v) for v in {c.variant for c in pool})
+    # every turn starts after a pause (the last candidate's threads settle), counted in the budget
+    assert clock.pauses == sum(len(c.turns_ms) for c in pool) > 0
 
 
 def test_each_variant_keeps_its_two_best_settings_for_the_final_rounds():
     clock = Clock()
     pool = [candidate(clock, "fp32", 0, [float(ms)], threads=ms) for ms in (30, 10, 20)]
-    result = fit(pool, budget_s=2, clock=clock)
+    result = fit(pool, budget_s=2, clock=clock, pause=clock.pause)
     finalists = result.ranked[:2]
     assert [c.settings.threads for c in finalists] == [10, 20] and result.ranked[2].settings.threads == 30
 
