@@ -1223,7 +1223,7 @@ REGISTRY: tuple[Sample, ...] = (
         _write_unchecked(lambda: _point_external(_mlp("external/mlp.onnx"), "missing.bin")),
         "#rand(0,1)",
         "external data in a file that is not there",
-        error="does not exist beside the model",
+        error="which is not a file beside the model",
     ),
 )
 
