@@ -17,11 +17,12 @@ otherwise slow the next one (a 2-thread session timed 12 ms alone ran up to
 3. The choice: the fastest by median, unless a simpler variant (float32 over
    float16 over int8: :attr:`Candidate.rank`) is as fast within the noise.
    The two are compared turn by turn, each turn's median against the other's
-   in the same round: the faster wins when it was faster in at least
-   :data:`WIN_SHARE` of the rounds both ran and by :data:`MARGIN` at the
-   median of those rounds' ratios. With fewer than :data:`MIN_ROUNDS` such
-   rounds it wins only when the 90th percentile of its runs is below the
-   simpler one's median.
+   in the same round: the faster wins when it won enough of the rounds both
+   ran that chance is ruled out (a one-sided sign test at
+   :data:`SIGNIFICANCE`: 5 of 5 rounds, 13 of 17) and by :data:`MARGIN` at
+   the median of those rounds' ratios. With fewer than :data:`MIN_ROUNDS`
+   such rounds (where no count of wins passes the test) it wins only when
+   the 90th percentile of its runs is below the simpler one's median.
 
 The budget bounds the whole search, sessions included: screening (in an
 order that times every variant under its first settings before any variant
@@ -33,6 +34,7 @@ candidates: this module times, it never proves.
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -47,8 +49,8 @@ SCREEN_RUNS = 3  # timed runs per candidate and screening round
 SCREEN_ROUNDS = 2
 FINAL_RUNS = 5  # timed runs per finalist and final round
 MAX_ROUNDS = 15
-MIN_ROUNDS = 3  # rounds both candidates ran before they are compared round by round
-WIN_SHARE = 0.8  # the share of those rounds a faster variant must win over a simpler one
+MIN_ROUNDS = 5  # rounds both candidates ran before they are compared round by round (5 of 5 wins: p = 1/32)
+SIGNIFICANCE = 0.05  # the chance of winning that many rounds by luck alone a faster variant must stay under
 MARGIN = 0.03  # and by how much, at the median of its per-round ratios
 DEFAULT_BUDGET_S = 60.0
 SETTLE_S = 0.05  # a pause before each turn: the last candidate's idle threads stop spinning (docs/benchmarks.md)
@@ -267,8 +269,14 @@ def _doubt(fast: Candidate, simple: Candidate) -> str:
     pairs = list(zip(fast.turns_ms[-rounds:], simple.turns_ms[-rounds:], strict=True))
     won = sum(f < s for f, s in pairs)
     ratio = statistics.median(f / s for f, s in pairs)
-    if won < WIN_SHARE * rounds:
+    if sign_test(won, rounds) > SIGNIFICANCE:
         return f"{said}, but {fast.variant} was faster in only {won} of {rounds} interleaved rounds"
     if ratio > 1 - MARGIN:
         return f"{said}, {fast.variant} faster by only {1 - ratio:.1%} round by round"
     return ""
+
+
+def sign_test(won: int, rounds: int) -> float:
+    """The chance of winning at least ``won`` of ``rounds`` paired rounds when both are equally fast (each round a
+    coin toss): the one-sided sign test."""
+    return sum(math.comb(rounds, k) for k in range(won, rounds + 1)) / 2**rounds

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from mgedump.measure.fitting import Candidate, Settings, choose, fit, settings_space
+from mgedump.measure.fitting import Candidate, Settings, choose, fit, settings_space, sign_test
 
 
 class Clock:
@@ -50,7 +50,7 @@ def test_a_faster_variant_must_win_the_interleaved_rounds():
     # a turn is one warm-up and five runs: two fast turns, then a slow one (a variant that is fast only at times)
     uneven = candidate(clock, "int8", 2, [7.0] * 12 + [14.0] * 6)
     result = fit([fp32, uneven], budget_s=5, clock=clock, pause=clock.pause)
-    assert uneven.median_ms < fp32.median_ms and result.rounds >= 3
+    assert uneven.median_ms < fp32.median_ms and result.rounds >= 5
     assert result.chosen is fp32
     assert "int8 was faster in only" in result.why and result.why.endswith("interleaved rounds: the simpler fp32")
 
@@ -70,6 +70,29 @@ def test_a_variant_faster_by_less_than_the_margin_loses_to_the_simpler():
     close = candidate(clock, "ioc16", 1, [9.9])  # faster in every round, by 1%
     result = fit([fp32, close], budget_s=5, clock=clock, pause=clock.pause)
     assert result.chosen is fp32 and "ioc16 faster by only 1.0% round by round" in result.why
+
+
+def paired(variant: str, rank: int, turns_ms: list[float]) -> Candidate:
+    """A candidate already timed: one run per turn, these turns."""
+    return Candidate(variant, rank, Settings(), start=lambda: lambda: None, samples_ms=turns_ms, turns_ms=turns_ms)
+
+
+@pytest.mark.parametrize("won, chosen", [(13, "int8"), (12, "fp32")])
+def test_the_faster_must_win_more_rounds_than_chance_would(won, chosen):
+    # 17 paired rounds: winning 13 happens by luck 2.5% of the time (chosen), 12 happens 7.2% (not)
+    fp32 = paired("fp32", 0, [10.0] * 17)
+    int8 = paired("int8", 2, [8.0] * won + [10.5] * (17 - won))
+    picked, why = choose([fp32, int8])
+    assert picked is not None and picked.variant == chosen
+    assert (why == "") == (chosen == "int8")
+    if chosen == "fp32":
+        assert f"int8 was faster in only {won} of 17 interleaved rounds" in why
+
+
+def test_the_sign_test():
+    assert sign_test(5, 5) == 1 / 32 and sign_test(0, 9) == 1.0
+    assert sign_test(13, 17) < 0.05 < sign_test(12, 17)
+    assert sign_test(4, 4) > 0.05  # too few rounds: no count of wins rules chance out
 
 
 def test_with_too_few_rounds_the_faster_must_beat_the_spread_of_its_runs():
