@@ -14,7 +14,7 @@ from ..base.errors import OptimizeError
 from ..base.naming import option_name
 from ..diagnose.divergence import CaseDiff, tensor_err
 from ..diagnose.iodump import IoDump, MemoryDump
-from ..measure.assertion import maxerr_hint
+from ..measure.assertion import FLOAT16_MAX, maxerr_hint
 from ..options import FLOAT16_MAXERR
 from .autocast_culprits import ALL_WHY, SIGNIFICANT, Origins, producers_of
 from .autocast_trials import Search, Trial
@@ -51,6 +51,16 @@ class Floor:
         return found
 
 
+def _reach(largest: float) -> str:
+    """How far an output reaches against float16's grid: the spacing of float16 values there, or its overflow."""
+    if largest > FLOAT16_MAX:
+        return (
+            f"the output reaches {largest:.4g}, beyond {FLOAT16_MAX:g}, the largest float16 value: it overflows float16"
+        )
+    step = float(np.spacing(np.float16(largest))) if largest else 0.0
+    return f"the output reaches {largest:.4g}, where float16 values are {step:g} apart"
+
+
 def floor_refusal(search: Search, floor: Floor, maxerr: float) -> OptimizeError:
     """Rounding the float32 outputs to float16 alone misses maxerr: the model's outputs are float16 in both modes, so
     no search can do better. The floor is the output's own float16 rounding at its largest value (float16 holds 11
@@ -58,11 +68,10 @@ def floor_refusal(search: Search, floor: Floor, maxerr: float) -> OptimizeError:
     it; ``keep_io_types`` keeps the outputs float32 and removes the first: what it gives is measured."""
     mode = search.mode
     maxerr_flag, keep_flag = option_name("maxerr"), option_name("keep_io_types")
-    step = float(np.spacing(np.float16(floor.largest))) if floor.largest else 0.0
     message = (
         f"the optimised model misses {maxerr_flag} {maxerr:g}: err={floor.err:.3g} (name={floor.output}, test case "
         f"{floor.case}): {option_name('precision', mode)} makes the model's outputs float16, and rounding them to float16 alone gives "
-        f"that error (the output reaches {floor.largest:.4g}, where float16 values are {step:g} apart)"
+        f"that error ({_reach(floor.largest)})"
     )
     reduction = _reduction_floor(search, floor.case, floor.output, maxerr)
     if reduction:
@@ -115,6 +124,13 @@ def _reduction_floor(search: Search, case: int, output: str, maxerr: float) -> s
                 a = a.T
             if "transB" in attrs and attrs["transB"].i:
                 b = b.T
+        read = [x for name, x in zip(node.input[:2], (a, b), strict=True) if name not in weights]
+        top = max((float(np.abs(x).max(initial=0.0)) for x in read), default=0.0)
+        if top > FLOAT16_MAX:
+            if found is None or found[0] < float("inf"):
+                found = (float("inf"), f"{node.op_type} {node.name!r} reads values up to {top:.4g}, beyond "
+                         f"{FLOAT16_MAX:g}, the largest float16 value: stored float16, they overflow")  # fmt: skip
+            continue
         stored = [
             x if name in weights else x.astype(np.float16).astype(np.float32)
             for name, x in zip(node.input[:2], (a, b), strict=True)

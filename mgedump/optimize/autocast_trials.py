@@ -35,8 +35,10 @@ def save(model: Any, path: str) -> None:
 
 
 def rounded(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The inputs as the float16 model gets them: float32 data rounded through float16."""
-    return {k: (v.astype(np.float16).astype(np.float32) if v.dtype == np.float32 else v) for k, v in feeds.items()}
+    """The inputs as the float16 model gets them: float32 data rounded through float16 (beyond its range: inf, which
+    the pack refuses by name)."""
+    with np.errstate(over="ignore"):
+        return {k: (v.astype(np.float16).astype(np.float32) if v.dtype == np.float32 else v) for k, v in feeds.items()}
 
 
 def as_inputs_of(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

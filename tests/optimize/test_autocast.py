@@ -314,3 +314,25 @@ def test_the_float16_search_is_complete_every_node_float32_is_its_last_candidate
 
     nodes = {n.name for n in onnx.load(str(model.path)).graph.node}
     assert set(_kept(out)) >= nodes & {"fc", "act", "embed"} and len(_kept(out)) >= 3
+
+
+def test_values_beyond_float16_are_named_as_overflow_in_one_line(tmp_path, mgedump):
+    """Activations beyond 65504 inside the model, and inputs beyond it: one error line each, naming the overflow,
+    and no numpy warning on stderr."""
+    inner = mgedump(sample("wide_mlp.onnx").path, "-d", "#rand(30000,60000)", "--optimize-for-inference",
+                    "--enable-ioc16", "--maxerr", "1e-4", "-o", tmp_path / "a.mgetest")  # fmt: skip
+    assert inner.code == 2 and len(inner.err.strip().splitlines()) == 1, inner.err
+    assert "its MatMul 'fc2' reads values up to " in inner.err
+    assert "beyond 65504, the largest float16 value: stored float16, they overflow" in inner.err
+    inputs = mgedump(sample("dynamic_batch.onnx").path, "-d", "#rand(1e5,2e5,1,3,16,16)", "--optimize-for-inference",
+                     "--enable-ioc16", "-o", tmp_path / "b.mgetest")  # fmt: skip
+    assert inputs.code == 2 and len(inputs.err.strip().splitlines()) == 1, inputs.err
+    assert "outside its range [-65504, 65504]" in inputs.err and "RuntimeWarning" not in inputs.err
+
+
+@pytest.mark.parametrize("largest, said", [(34.7, "where float16 values are 0.03125 apart"),
+                                           (1e5, "beyond 65504, the largest float16 value: it overflows float16")])  # fmt: skip
+def test_how_far_an_output_reaches_against_float16(largest, said):
+    from mgedump.optimize.autocast_refusal import _reach
+
+    assert said in _reach(largest)
