@@ -7,26 +7,19 @@ Marked ``full``: it installs from the package index (about a minute).
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import onnx
 import pytest
 
+from scripts.check_old_runtime import old_runtime_mgerun, run
 from tests.model.test_target import ir10_model
-from tests.support import ROOT, good_models
+from tests.support import good_models
 
 pytestmark = pytest.mark.full
 
-OLD_RUNTIME = "onnxruntime==1.17.3"
-
-
-def _run(*args, timeout=900) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME", "PYTEST_ADDOPTS"}}
-    return subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env, timeout=timeout)
+OLD_RUNTIME = "1.17.3"
 
 
 @pytest.fixture(scope="module")
@@ -34,22 +27,9 @@ def old_mgerun(tmp_path_factory) -> Path:
     """mgerun in a fresh venv with onnxruntime 1.17.3 (installed once for the module)."""
     if sys.version_info >= (3, 13):
         pytest.skip("onnxruntime 1.17.3 has no wheel for Python 3.13 and later")
-    folder = tmp_path_factory.mktemp("ort117")
-    source = folder / "src"  # a copy: building in the checkout would share setuptools' folders with other tests
-    shutil.copytree(ROOT / "mgedump", source / "mgedump", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
-        shutil.copy(ROOT / name, source / name)
-    venv = folder / "venv"
-    assert _run(sys.executable, "-m", "venv", venv).returncode == 0
-    pip = [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    done = _run(*pip, OLD_RUNTIME, "numpy<2", "click>=8.1")
-    assert done.returncode == 0, done.stderr
-    done = _run(*pip, "--no-deps", source)
-    assert done.returncode == 0, done.stderr
-    version = _run(venv / "bin" / "python", "-c", "import onnxruntime; print(onnxruntime.__version__)")
-    assert version.stdout.strip() == "1.17.3"
-    assert _run(venv / "bin" / "python", "-c", "import onnx").returncode != 0  # mgerun there has no onnx
-    return venv / "bin" / "mgerun"
+    mgerun = old_runtime_mgerun(tmp_path_factory.mktemp("ort117"), OLD_RUNTIME)
+    assert run(mgerun.parent / "python", "-c", "import onnx").returncode != 0  # mgerun there has no onnx
+    return mgerun
 
 
 def _models(tmp_path: Path) -> list[tuple[str, Path, str]]:
@@ -67,7 +47,7 @@ def test_bundles_packed_for_1_17_verify_under_onnxruntime_1_17(old_mgerun, tmp_p
         assert packed.code == 0, f"{name}: {packed.err}"
         if "written for onnxruntime 1.17" in packed.err:
             converted.append(name)
-        done = _run(old_mgerun, out, "--iter", "1")
+        done = run(old_mgerun, out, "--iter", "1")
         if done.returncode != 0:
             failures.append(f"{name}: exit {done.returncode}: {done.stdout[-300:]} {done.stderr[-300:]}")
     assert not failures, "\n".join(failures)
@@ -80,6 +60,6 @@ def test_the_same_ir10_bundle_without_a_target_is_refused_there(old_mgerun, tmp_
     onnx.save(ir10_model(), path)
     out = tmp_path / "plain.mgetest"
     assert mgedump(path, "-d", "#rand(-1,1)", "-o", out).code == 0
-    done = _run(old_mgerun, out, "--iter", "1")
+    done = run(old_mgerun, out, "--iter", "1")
     assert done.returncode == 2
     assert "IR version 10 is newer than this onnxruntime supports (at most 9)" in done.stderr
