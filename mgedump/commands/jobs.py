@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import signal
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -133,7 +134,6 @@ def _start_worker(crash_file: str, verbosity: int, flags: dict[str, str]) -> Non
 
 def check_one(index: int, path: str, variant: str | None, options: VerifyOptions, label: str) -> Done:
     """Verify one run in this worker (:func:`mgedump.commands.verify`): its record, or its error."""
-    import time
 
     from ..base.limits import peak_rss_mib
     from .verify import verify
@@ -180,6 +180,12 @@ class _Worker:
         if process is not None:
             process.join(5)
             code = process.exitcode
+            # the executor's own thread may reap the process at the same moment: our wait then finds no child and
+            # leaves the exit code unset until that thread records it on the same process object
+            deadline = time.monotonic() + 5
+            while code is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+                code = process.exitcode
         if code is not None and code < 0:
             try:
                 what = f"killed by {signal.Signals(-code).name} ({signal.strsignal(-code)})"
