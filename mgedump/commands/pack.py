@@ -416,12 +416,13 @@ def _build_cases(opened: Opened, data: TestData, options: PackOptions, stage: St
     """Every test case's inputs, for the model as given."""
     stage(f"building {len(data.cases)} test case(s)")
     names = [info.name for info in opened.outputs]
-    for name, _ in [*options.output_maxerr, *options.output_error_stat]:
-        if name not in names:
-            raise UsageError(
-                f"{option_name('output_maxerr', name)}: the model has no output {name!r} "
-                f"(outputs: {', '.join(map(repr, names))})"
-            )
+    for kind, given in (("output_maxerr", options.output_maxerr), ("output_error_stat", options.output_error_stat)):
+        for name, _ in given:
+            if name not in names:
+                raise UsageError(
+                    f"{option_name(kind, name)} names no output of the model "
+                    f"(its outputs: {', '.join(map(repr, names))})"
+                )
     cases = data.build(opened.inputs, options.data)
     if options.embed_io_dump > len(cases):
         raise UsageError(

@@ -246,7 +246,8 @@ def _maxerr_per_output(prepared: Prepared, options: VerifyOptions) -> dict[str, 
     for name, _ in options.output_maxerr:
         if name not in names:
             raise UsageError(
-                f"{option_name('output_maxerr', name)}...: the model has no output {name!r} (outputs: {', '.join(map(repr, names))})"
+                f"{option_name('output_maxerr', name)} names no output of the model "
+                f"(its outputs: {', '.join(map(repr, names))})"
             )
     if options.maxerr is not None:
         bounds = dict.fromkeys(names, options.maxerr)

@@ -294,8 +294,10 @@ def verify_all(
         _run_in_workers(plan, summary, protected, on_record)
     else:
         callbacks = (on_start, on_case, on_bundle, progress, on_stage)
+        # the variants of one bundle share its outputs: a bad option for one is bad for all, and said once
+        once = len(plan.bundles) == 1 and plan.shard is None
         for path, variant in plan.runs or [(b, None) for b in plan.bundles]:
-            summary.results.append(_run_here(path, variant, options, many, protected, *callbacks))
+            summary.results.append(_run_here(path, variant, options, many, protected, *callbacks, usage_once=once))
     summary.peak_rss_mib = peak_rss_mib()
     write_reports(summary, options, protected)
     return summary
@@ -312,8 +314,9 @@ def _run_here(
     on_bundle: Callable[[BundleResult], None] | None,
     progress: Progress | None,
     on_stage: Callable[[str], None] | None,
+    usage_once: bool = False,
 ) -> BundleResult:
-    """Verify one run in this process."""
+    """Verify one run in this process (with ``usage_once``, a usage error stops the command, as one bundle's does)."""
     if on_start is not None:
         on_start(path if variant is None else f"{path} [{variant}]")
     began = time.perf_counter()
@@ -326,7 +329,7 @@ def _run_here(
         for case in result.report.cases:  # the report keeps statistics; the tensors go, bundle after bundle
             case.outputs = []
     except MgeError as exc:
-        if not many:
+        if not many or (usage_once and isinstance(exc, UsageError)):
             raise
         result.error = exc
     result.seconds = time.perf_counter() - began

@@ -307,7 +307,8 @@ def test_per_output_maxerr_at_pack_and_at_run(tmp_path, mgedump, mgerun):
 @pytest.mark.parametrize(
     "args, needle",
     [
-        (["--maxerr", "nope:1e-3"], "the model has no output 'nope'"),
+        (["--maxerr", "nope:1e-3"], "--maxerr nope: names no output of the model (its outputs: 'prob')"),
+        (["--error-stat", "nope:p99"], "--error-stat nope: names no output of the model (its outputs: 'prob')"),
         (["--maxerr", "y:-1"], "--maxerr y: must be a finite number >= 0"),
         (["--maxerr", "abc"], "give a number (e.g. 1e-4) or OUTPUT:number"),
     ],
@@ -327,7 +328,7 @@ def test_a_run_bound_for_an_unknown_output_is_refused(tmp_path, mgedump, mgerun)
     cnn = sample("cnn.onnx")
     assert mgedump(cnn.path, "-d", cnn.spec, "-o", tmp_path / "c.mgetest").code == 0
     result = mgerun(tmp_path / "c.mgetest", "--maxerr", "nope:0.1")
-    assert result.code == 2 and "the model has no output 'nope'" in result.err
+    assert result.code == 2 and "--maxerr nope: names no output of the model (its outputs: 'prob')" in result.err
 
 
 def _pack_multi(model, out, mgedump, *args):
@@ -365,3 +366,16 @@ def test_output_model_on_the_bundle_path_is_refused(tmp_path, mgedump):
     cnn = sample("cnn.onnx")
     done = mgedump(cnn.path, "-d", cnn.spec, "--output-model", tmp_path / "b", "-o", tmp_path / "b")
     assert done.code == 2 and "-o and --output-model both write to" in done.err and not (tmp_path / "b").exists()
+
+
+def test_a_run_bound_for_an_unknown_output_is_one_line_for_a_bundle_of_variants(tmp_path, mgedump, mgerun):
+    """The variants of one bundle share its outputs: the bad bound is said once, not once per variant."""
+    from tests.support import sample
+
+    cnn = sample("cnn.onnx")
+    out = tmp_path / "v.mgetest"
+    assert mgedump(cnn.path, "-d", cnn.spec, "--variants", "fp32,ioc16", "--maxerr", "0.05", "-o", out).code == 0
+    result = mgerun(out, "--maxerr", "nope:0.1", "--report-json", tmp_path / "r.json")
+    assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
+    assert "--maxerr nope: names no output of the model (its outputs: 'prob')" in result.err
+    assert not (tmp_path / "r.json").exists()

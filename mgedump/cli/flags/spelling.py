@@ -33,6 +33,7 @@ def speller(command: click.Command) -> Speller:
             short = [o for o in param.opts if not o.startswith("--")]
             flags.setdefault(param.name, (short or param.opts)[0])
     flags.setdefault("output_maxerr", flags.get("maxerr", "--maxerr"))
+    flags.setdefault("output_error_stat", flags.get("error_stat", "--error-stat"))
 
     def spell(name: str, value: Any = NO_VALUE) -> str:
         if name == "precision" and value is not NO_VALUE:
@@ -40,6 +41,6 @@ def speller(command: click.Command) -> Speller:
         flag = flags.get(name) or "--" + name.replace("_", "-")
         if value is NO_VALUE:
             return flag
-        return f"{flag} {value}:" if name == "output_maxerr" else f"{flag} {value}"
+        return f"{flag} {value}:" if name in ("output_maxerr", "output_error_stat") else f"{flag} {value}"
 
     return spell
