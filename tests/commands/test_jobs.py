@@ -88,7 +88,7 @@ def test_auto_is_the_cores(zoo, tmp_path, mgerun):
     ("args", "message"),
     [
         (["--jobs", "0"], "-j takes a count from 1 to 256, or auto; got 0"),
-        (["--jobs", "two"], "--jobs takes a count of worker processes or auto, got 'two'"),
+        (["--jobs", "two"], "-j takes a count from 1 to 256, or auto; got 'two'"),
         (["--jobs-timing", "serial"], "--jobs-timing applies with -j"),
         (["--jobs-timing", "later", "-j", "2"], "'later' is not one of 'none', 'serial'"),
         (["-j", "2", "-d", "#rand(0,1)"], "-j spreads bundles; a plain model with -d runs alone"),

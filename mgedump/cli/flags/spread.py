@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ...base.errors import UsageError
-from ...options import JOBS_TIMINGS, SpreadOptions
+from ...options import JOBS_TIMINGS, MAX_JOBS, SpreadOptions
 from . import FILE, apply, given
 
 NAMES = ("shard", "shard_durations", "jobs_timing")
@@ -73,4 +73,4 @@ def _jobs(value: str) -> int | str:
     try:
         return int(value)
     except ValueError:
-        raise UsageError(f"--jobs takes a count of worker processes or auto, got {value!r}") from None
+        raise UsageError(f"-j takes a count from 1 to {MAX_JOBS}, or auto; got {value!r}") from None
