@@ -210,6 +210,13 @@ def plan_runs(
     if data_flags and not plain:
         verb = "applies" if len(data_flags) == 1 else "apply"
         raise UsageError(f"{', '.join(data_flags)} {verb} to a plain model with {option_name('cases')}, not a bundle")
+    if plain:  # a plain model is one model: it has no variants to name, choose among, or read a choice for
+        for name in ("variant", "fitting", "config"):
+            if getattr(options, name):
+                raise UsageError(
+                    f"{option_name(name)} chooses among a bundle's variants; {plain[0]} is a plain model: pack it "
+                    f"with {option_name('variants')} first"
+                )
     if options.cases:
         options = dataclasses.replace(options, cases=TestData.parse(options.cases))
     resolve_providers(options.provider)

@@ -179,6 +179,19 @@ CASES = [
     ),
     ("missing-bundle", "mgerun", lambda t: [t / "nope.mgetest"], "bundle not found"),
     ("plain-model-without-data", "mgerun", lambda t: [SAMPLES / "cnn.onnx"], "give test data with -d"),
+    *[
+        (
+            f"plain-model-{flag}",
+            "mgerun",
+            lambda t, more=more: [SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", *more],
+            f"--{flag} chooses among a bundle's variants; {SAMPLES / 'cnn.onnx'} is a plain model",
+        )
+        for flag, more in (
+            ("fitting", ["--fitting"]),
+            ("variant", ["--variant", "ioc16"]),
+            ("config", ["--config", SAMPLES / "testcases.txt"]),
+        )
+    ],
     ("iter-zero", "mgerun", lambda t: [_bundle(t), "--iter", "0"], "--iter must be >= 1"),
     ("bad-iter-value", "mgerun", lambda t: [_bundle(t), "--iter", "many"], "'many' is not a valid integer"),
     (
