@@ -275,15 +275,15 @@ class Opener(AbstractContextManager["Opener"]):
         **args: Any,
     ) -> Any:
         """Have the child call ``function`` (``module:function``, of mgedump) with the test cases (``cases=``) and
-        ``args`` (JSON values), and return what it returned: pickled into ``scratch`` and read back allowing the
-        classes ``allowed`` and no other (:mod:`.isolate_call`).
+        ``args`` (JSON values), and return what it returned: written into ``scratch`` as JSON and read back building
+        the dataclasses ``allowed`` and no other (:mod:`.isolate_call`).
 
         Raises:
             CandidateFailed: the child died in the call, or gave no answer in time (``hint`` says what to do).
             MgeError: the call raised one (of the kind raised), or failed otherwise (an OptimizeError naming ``what``).
         """
         inputs = os.path.join(scratch, "child-call-inputs.npz")
-        result = os.path.join(scratch, "child-call-result.pickle")
+        result = os.path.join(scratch, "child-call-result.json")
         job = {"call": function, "args": args, "cases": save_cases(cases, inputs), "result": result}
         try:
             reply = self._ask(job, what, exposed=True, hint=hint)

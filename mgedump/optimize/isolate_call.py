@@ -2,16 +2,18 @@
 function of ``mgedump`` the child calls (:meth:`~mgedump.optimize.isolate.Opener.call`).
 
 The runs with every tensor exposed (a reference dumped for the float16 search, a candidate's diagnosis) are calls:
-the child imports the function named, calls it on the test cases and pickles what it returns into the search's
-scratch folder; the parent reads that file back allowing only the classes the caller names (the diagnosis's own
-records and numpy's scalars), so the file can build nothing else. :func:`answer` is the child's side and never
+the child imports the function named, calls it on the test cases and writes what it returns into the search's
+scratch folder as JSON (:func:`save_result`: dataclasses by name, tuples, numpy's scalars and arrays by dtype); the
+parent reads that file back building only the dataclasses the caller names (the diagnosis's own records), so the
+file can build nothing else, and no pickle crosses. :func:`answer` is the child's side and never
 raises: any error becomes the reply's ``error``, its kind kept.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
-import pickle
+import json
 from collections.abc import Mapping, Sequence
 from contextlib import redirect_stdout
 from typing import Any
@@ -19,17 +21,6 @@ from typing import Any
 import numpy as np
 
 from ..diagnose.exposed import ModelDumper, RunSettings
-
-_NUMPY = frozenset(
-    {
-        ("numpy", "dtype"),
-        ("numpy", "ndarray"),
-        ("numpy.core.multiarray", "scalar"),
-        ("numpy.core.multiarray", "_reconstruct"),
-        ("numpy._core.multiarray", "scalar"),
-        ("numpy._core.multiarray", "_reconstruct"),
-    }
-)
 
 
 def save_cases(cases: Sequence[Mapping[str, np.ndarray]], path: str) -> dict[str, Any]:
@@ -103,7 +94,8 @@ def dump_exposed(
 
 def answer(job: Mapping[str, Any]) -> dict[str, Any]:
     """The child's side of a call: ``job["call"]`` (``module:function``, a module of mgedump) called with the test
-    cases (``cases=``) and ``job["args"]``, its result pickled into ``job["result"]``; the reply to send back."""
+    cases (``cases=``) and ``job["args"]``, its result written into ``job["result"]`` (:func:`save_result`); the reply
+    to send back."""
     from ..base import errors
 
     try:
@@ -116,8 +108,7 @@ def answer(job: Mapping[str, Any]) -> dict[str, Any]:
         cases = load_cases(job["cases"])
         with redirect_stdout(io.StringIO()):  # the replies own the child's stdout
             result = function(cases=cases, **job["args"])
-        with open(job["result"], "wb") as f:
-            pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+        save_result(result, job["result"])
         return {"ok": True}
     except errors.MgeError as exc:
         return {"ok": False, "error": exc.message, "hint": exc.hint, "kind": type(exc).__name__}
@@ -140,31 +131,77 @@ def reply_error(reply: Mapping[str, Any], what: str) -> Exception:
     return errors.OptimizeError(f"{what}: {message}", hint=hint)
 
 
-class _Allowed(pickle.Unpickler):
-    def __init__(self, data: bytes, allowed: Sequence[type]) -> None:
-        super().__init__(io.BytesIO(data))
-        self._allowed = {(c.__module__, c.__qualname__): c for c in allowed}
+def _encode(value: Any) -> Any:
+    """A result as JSON values: each dataclass, tuple, mapping and numpy value tagged with what to build back."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        fields = {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"$class": f"{kind.__module__}:{kind.__qualname__}", "fields": fields}
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, tuple):
+        return {"$tuple": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, Mapping):
+        return {"$map": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biufc":
+        array = np.asarray(value)
+        values = array.tolist()
+        if array.dtype.kind == "c":
+            values = [[z.real, z.imag] for z in array.ravel().tolist()]
+        return {"$numpy": array.dtype.str, "shape": list(array.shape), "scalar": np.isscalar(value), "values": values}
+    raise TypeError(f"a {type(value).__name__} cannot cross from the child")
 
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in self._allowed:
-            return self._allowed[module, name]
-        if (module, name) in _NUMPY:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name} is not part of the result")
+
+def _decode(value: Any, allowed: Mapping[str, type]) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, allowed) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "$class" in value:
+        kind = allowed.get(value["$class"])
+        if kind is None:
+            raise TypeError(f"{value['$class']} is not part of the result")
+        return kind(**{name: _decode(v, allowed) for name, v in value["fields"].items()})
+    if "$tuple" in value:
+        return tuple(_decode(v, allowed) for v in value["$tuple"])
+    if "$map" in value:
+        return {_decode(k, allowed): _decode(v, allowed) for k, v in value["$map"]}
+    if "$numpy" in value:
+        dtype = np.dtype(value["$numpy"])
+        if dtype.kind not in "biufc":
+            raise TypeError(f"numpy dtype {dtype} is not part of the result")
+        values = value["values"]
+        if dtype.kind == "c":
+            values = [complex(re, im) for re, im in values]
+        array = np.array(values, dtype=dtype).reshape(value["shape"])
+        return array[()] if value["scalar"] else array
+    raise TypeError(f"an object with keys {sorted(value)[:3]} is not part of the result")
+
+
+def save_result(result: Any, path: str) -> None:
+    """Write a call's result as JSON (see :func:`load_result`).
+
+    Raises:
+        TypeError: it holds a value that cannot cross (a class of its own that is not a dataclass, bytes, ...).
+    """
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(_encode(result), f)
 
 
 def load_result(path: str, allowed: Sequence[type], what: str) -> Any:
-    """The result a call pickled, built of these classes (besides Python's plain values and numpy's scalars) and no
-    other.
+    """The result a call wrote, built of these dataclasses (besides JSON's plain values, tuples, mappings and
+    numpy's numbers) and no other.
 
     Raises:
         OptimizeError: the file is missing, or holds anything else.
     """
     from ..base.errors import OptimizeError
 
+    classes = {f"{c.__module__}:{c.__qualname__}": c for c in allowed}
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-        return _Allowed(data, allowed).load()
+        with open(path, encoding="utf-8") as f:
+            return _decode(json.load(f), classes)
     except Exception as exc:  # a file that is missing, cut short or holds another class
         raise OptimizeError(f"{what}: its result cannot be read back ({type(exc).__name__}: {exc})") from None

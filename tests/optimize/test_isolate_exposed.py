@@ -5,14 +5,14 @@ classes the caller allows (issue 26)."""
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 
 import numpy as np
 import pytest
 
 from mgedump.base.errors import ModelError, OptimizeError
-from mgedump.diagnose.divergence import TensorErr
+from mgedump.diagnose.divergence import CaseDiff, TensorErr
 from mgedump.optimize import isolate, isolate_call
 from mgedump.optimize.isolate import Opener
 from tests.support import SAMPLES, bundle_manifest, sample
@@ -139,21 +139,29 @@ def test_a_call_hands_back_its_result_or_its_error_kind(tmp_path):
     assert os.listdir(tmp_path / "dump") == ["test_data_set_0"]
 
 
-class _Evil:
-    def __reduce__(self):
-        return (os.system, ("true",))
-
-
 def test_a_result_file_builds_only_the_classes_allowed(tmp_path):
-    path = tmp_path / "result.pickle"
-    err = TensorErr("t", 0.5, (0, 1), np.float32(1.5), np.float16(2.0))
-    path.write_bytes(pickle.dumps([err], protocol=pickle.HIGHEST_PROTOCOL))
-    (back,) = isolate_call.load_result(str(path), (TensorErr,), "x")
-    assert back == err and type(back.a_value) is np.float32 and type(back.b_value) is np.float16
-    with pytest.raises(OptimizeError, match="divergence.TensorErr is not part of the result"):
-        isolate_call.load_result(str(path), (), "x")
-    path.write_bytes(pickle.dumps(_Evil()))
-    with pytest.raises(OptimizeError, match=r"^x: its result cannot be read back \(UnpicklingError: .*system"):
-        isolate_call.load_result(str(path), (TensorErr,), "x")
+    """The result crosses as JSON: the dataclasses named, tuples, mappings and numpy's numbers come back as they went,
+    and nothing else is built."""
+    path = str(tmp_path / "result.json")
+    err = TensorErr("t", float("inf"), (0, 1), np.float32(1.5), np.float16(2.0), reason="shape")
+    diff = CaseDiff(0, 1e-4, [err], [], ["a"], [], {"x": 0.5}, judged=None)
+    isolate_call.save_result([diff, (err, {("k", 1): np.arange(3, dtype=np.int64)})], path)
+    back, (again, mapping) = isolate_call.load_result(path, (CaseDiff, TensorErr), "x")
+    assert back == diff and again == err and type(again.a_value) is np.float32 and type(again.b_value) is np.float16
+    assert isinstance(again.index, tuple) and again.err == float("inf")
+    ((key, array),) = mapping.items()
+    assert key == ("k", 1) and array.dtype == np.int64 and array.tolist() == [0, 1, 2]
+    with pytest.raises(OptimizeError, match=r"divergence:TensorErr is not part of the result"):
+        isolate_call.load_result(path, (CaseDiff,), "x")
+    with open(path, "w") as f:  # a crafted file: a class by name, a numpy object dtype
+        json.dump({"$class": "os:system", "fields": {"command": "true"}}, f)
+    with pytest.raises(OptimizeError, match=r"^x: its result cannot be read back \(TypeError: os:system is not part"):
+        isolate_call.load_result(path, (TensorErr,), "x")
+    with open(path, "w") as f:
+        json.dump({"$numpy": "|O", "shape": [], "scalar": True, "values": 1}, f)
+    with pytest.raises(OptimizeError, match="dtype object is not part of the result"):
+        isolate_call.load_result(path, (), "x")
     with pytest.raises(OptimizeError, match="cannot be read back"):
         isolate_call.load_result(str(tmp_path / "missing"), (), "x")
+    with pytest.raises(TypeError, match="a bytes cannot cross from the child"):
+        isolate_call.save_result(b"raw", path)
