@@ -269,8 +269,12 @@ def _doubt(fast: Candidate, simple: Candidate) -> str:
     pairs = list(zip(fast.turns_ms[-rounds:], simple.turns_ms[-rounds:], strict=True))
     won = sum(f < s for f, s in pairs)
     ratio = statistics.median(f / s for f, s in pairs)
-    if sign_test(won, rounds) > SIGNIFICANCE:
-        return f"{said}, but {fast.variant} was faster in only {won} of {rounds} interleaved rounds"
+    chance = sign_test(won, rounds)
+    if chance > SIGNIFICANCE:
+        return (
+            f"{said}, but {fast.variant} was faster in only {won} of {rounds} interleaved rounds (as many by chance "
+            f"alone: p = {chance:.2g} > {SIGNIFICANCE:g})"
+        )
     if ratio > 1 - MARGIN:
         return f"{said}, {fast.variant} faster by only {1 - ratio:.1%} round by round"
     return ""
