@@ -39,20 +39,42 @@ def require(module: str, *, purpose: str | None = None) -> Any:
             that provides it.
         ValueError: ``module`` is not an optional dependency (a bug in the caller).
     """
-    top = module.partition(".")[0]
-    if top not in PROVIDERS:
-        raise ValueError(f"{module!r} is not an optional dependency of mgedump (known: {', '.join(PROVIDERS)})")
-    shown, install = PROVIDERS[top]
+    top, shown, install = _provider(module)
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if not _installed(top):
-            raise UsageError(f"{shown} is not installed: {purpose or 'this'} needs {install}") from exc
+            raise _missing(module, purpose) from exc
         raise UsageError(
             f"{shown} is installed but cannot be imported: {exc}", hint=f"{install} installs it with what it needs"
         ) from exc
     except ImportError as exc:  # present but broken: a shared library that does not load, a version mismatch
         raise UsageError(f"{shown} is installed but cannot be imported: {exc}") from exc
+
+
+def require_installed(module: str, *, purpose: str | None = None) -> None:
+    """Check that ``module``'s distribution is installed, without importing it: a command's check up front of what
+    only some of its paths import (a plain pack never imports onnx; importing it would cost a tenth of the pack).
+
+    Raises:
+        UsageError: it is not installed (the line :func:`require` gives).
+        ValueError: ``module`` is not an optional dependency (a bug in the caller).
+    """
+    if not _installed(_provider(module)[0]):
+        raise _missing(module, purpose)
+
+
+def _provider(module: str) -> tuple[str, str, str]:
+    """(top-level package, its name as shown, the pip install that provides it)."""
+    top = module.partition(".")[0]
+    if top not in PROVIDERS:
+        raise ValueError(f"{module!r} is not an optional dependency of mgedump (known: {', '.join(PROVIDERS)})")
+    return (top, *PROVIDERS[top])
+
+
+def _missing(module: str, purpose: str | None) -> UsageError:
+    _, shown, install = _provider(module)
+    return UsageError(f"{shown} is not installed: {purpose or 'this'} needs {install}")
 
 
 def _installed(top: str) -> bool:

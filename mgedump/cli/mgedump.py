@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..base.deps import require
+from ..base.deps import require, require_installed
 from .common import CONTEXT, common_options, setup
 from .flags import OUTPUT
 from .flags.pack import pack_options, pack_options_flags
@@ -32,8 +32,8 @@ def mgedump_command(model: str, output: str, verbose: int, quiet: bool | None, *
       mgedump model.onnx -d @testcases.txt -o model.mgetest
     """
     setup(verbose, quiet, "mgedump")
-    for module in ("onnx", "onnxruntime"):
-        require(module, purpose="packing a model")
+    require_installed("onnx", purpose="packing a model")  # imported by the paths that rewrite the model, not here
+    require("onnxruntime", purpose="packing a model")
     from ..commands.pack import pack
 
     options = pack_options(values, output)
