@@ -12,6 +12,7 @@ small), to point every external tensor at the bundle's one data member.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 from collections.abc import Callable, Iterator
@@ -141,21 +142,36 @@ def uses_external_data(path: str) -> bool:
     is wrong with it.
     """
     try:
-        return bool(_scan(path, lambda buf, spans: any(_is_external(buf, span) for span in spans), False))
-    except (ValueError, IndexError):
+        return bool(external_locations(path))
+    except ModelError:
         return False
 
 
 def external_locations(path: str) -> set[str]:
-    """The files the model's external tensors name (their ``location`` entries), read from the wire format.
+    """The files the model's external tensors name (their ``location`` entries), read from the wire format. A
+    command asks this of its model several times (its inputs' check, the pack's copy): one scan per file as it is.
 
     Raises:
         ModelError: the file is not valid protobuf.
     """
+    st = os.stat(path)
+    return set(_locations(os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino))
+
+
+@functools.lru_cache(maxsize=16)
+def _locations(path: str, size: int, mtime_ns: int, inode: int) -> frozenset[str]:
+    """:func:`external_locations` of the file at ``path`` while it has this size, time and inode."""
     try:
-        return set(_scan(path, lambda buf, spans: {_location(buf, sp) for sp in spans if _is_external(buf, sp)}, set()))
+        return frozenset(
+            _scan(path, lambda buf, spans: {_location(buf, sp) for sp in spans if _is_external(buf, sp)}, set())
+        )
     except (ValueError, IndexError) as exc:
         raise ModelError(f"{path}: not a valid ONNX model ({exc})") from None
+
+
+def forget_scans() -> None:
+    """Forget the scans :func:`external_locations` remembers (a benchmark times the scan itself)."""
+    _locations.cache_clear()
 
 
 def data_files(path: str) -> list[str]:
