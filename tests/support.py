@@ -160,6 +160,12 @@ def run_ok(program: str, *args) -> None:
         assert exc.code == 0, f"{program} {args} exited {exc.code}"
 
 
+def pack_two_variants(out) -> None:
+    """Pack the sample CNN as a bundle of two variants (fp32, ioc16; format version 2) at ``out``."""
+    run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--variants", "fp32,ioc16", "--maxerr", "0.01",
+           "-o", out, "-q")  # fmt: skip
+
+
 def one_report(path: Path) -> dict:
     """The one bundle's report in an ``mgerun --report-json`` file (report version 2: a list of bundles)."""
     import json

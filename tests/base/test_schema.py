@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from mgedump.base.schema import KEYWORDS, first_problem, path_text, unknown_keywords
 from mgedump.bundle.format import OPEN_ENDS, SCHEMA, published_schema, reader_schema
-from tests.support import ROOT, SAMPLES, run_ok
+from tests.support import ROOT, SAMPLES, pack_two_variants, run_ok
 
 
 def problem(schema, document) -> str | None:
@@ -123,19 +123,7 @@ def manifests(tmp_path_factory) -> list[dict]:
     folder = tmp_path_factory.mktemp("agree")
     one, several = folder / "one.mgetest", folder / "several.mgetest"
     run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--embed-io-dump", "--error-stat", "p99", "-o", one)
-    run_ok(
-        "mgedump",
-        SAMPLES / "cnn.onnx",
-        "-d",
-        "#rand(0,1)",
-        "--variants",
-        "fp32,ioc16",
-        "--maxerr",
-        "0.01",
-        "-o",
-        several,
-        "-q",
-    )
+    pack_two_variants(several)
     found = []
     for bundle in (one, several):
         with zipfile.ZipFile(bundle) as zf:

@@ -29,7 +29,7 @@ from mgedump.base.schema import first_problem, path_text
 from mgedump.bundle.format import reader_schema
 from tests import crafted
 from tests.data.test_readers_fuzz import mutated
-from tests.support import SAMPLES, run_ok
+from tests.support import SAMPLES, pack_two_variants, run_ok
 
 MALFORMED = "mgerun: error: this bundle's manifest is malformed: "
 
@@ -92,19 +92,7 @@ def test_the_good_bundle_passes(good, capfd):
 def several(tmp_path_factory) -> Path:
     """A bundle of two variants (format version 2)."""
     out = tmp_path_factory.mktemp("fuzz2") / "several.mgetest"
-    run_ok(
-        "mgedump",
-        SAMPLES / "cnn.onnx",
-        "-d",
-        "#rand(0,1)",
-        "--variants",
-        "fp32,ioc16",
-        "--maxerr",
-        "0.01",
-        "-o",
-        out,
-        "-q",
-    )
+    pack_two_variants(out)
     return out
 
 
