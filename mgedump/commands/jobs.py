@@ -155,21 +155,43 @@ def check_one(index: int, path: str, variant: str | None, options: VerifyOptions
 # In the parent
 
 
+@contextmanager
+def _safe_path() -> Iterator[None]:
+    """Processes started inside do not put the current folder first on their import path.
+
+    A spawned worker (and multiprocessing's resource tracker) starts as ``python -c ...``, which puts the current
+    folder first on ``sys.path`` before the parent's path replaces it: a ``selectors.py`` in the folder ``mgerun
+    -j`` runs from would run in every worker. ``PYTHONSAFEPATH`` (Python 3.11 and later; the ``-P`` of ``-I``)
+    leaves it out; the workers then take the parent's import path, as spawn gives them.
+    """
+    before = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = before
+
+
 class _Worker:
     """One worker process: an executor of one, its crash file, and the process (to name the signal that ended it)."""
 
     def __init__(self, folder: str, number: int, verbosity: int, flags: dict[str, str]) -> None:
         self.crash_file = os.path.join(folder, f"worker-{number}.crash")
-        self.executor = ProcessPoolExecutor(
-            1,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker,
-            initargs=(self.crash_file, verbosity, flags),
-        )
+        with _safe_path():  # the executor starts the resource tracker
+            self.executor = ProcessPoolExecutor(
+                1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(self.crash_file, verbosity, flags),
+            )
         self.process: Any = None
 
     def submit(self, *args: Any) -> Future[Done]:
-        future = self.executor.submit(check_one, *args)
+        with _safe_path():  # the executor starts its process on the first task
+            future = self.executor.submit(check_one, *args)
         if self.process is None:  # the standard library keeps its processes by pid; there is one
             self.process = next(iter((getattr(self.executor, "_processes", None) or {}).values()), None)
         return future
