@@ -13,7 +13,7 @@ import pytest
 
 from mgedump.base.errors import UsageError
 from mgedump.base.numbers import MAX_DIGITS, parse_float, parse_int, parse_version
-from tests.support import SAMPLES, pack_two_variants, run_ok
+from tests.support import SAMPLES, pack_two_variants, rewrite_bundle, run_ok
 
 BIN = Path(sys.executable).parent
 
@@ -160,3 +160,28 @@ def test_workers_do_not_run_python_files_of_the_current_folder(bundle, tmp_path)
     )
     assert result.returncode == 0, result.stderr
     assert not ran.exists(), ran.read_text()
+
+
+# ---------------------------------------------------------------- claims tied to what the bundle holds
+
+
+def test_a_model_hash_that_is_not_its_members_is_refused(bundle, tmp_path, mgerun):
+    def zero(names, manifest, members):
+        manifest["model"]["sha256"] = "0" * 64  # an io dump would record it as the model that ran
+
+    lying = rewrite_bundle(bundle, tmp_path / "zero.mgetest", zero)
+    one_line(mgerun(lying), "model.sha256 is not the sha256 the members list gives 'model.onnx'")
+
+
+def test_a_variant_runs_only_its_own_members(tmp_path, mgerun):
+    variants = tmp_path / "v.mgetest"
+    pack_two_variants(variants)
+
+    def swap(names, manifest, members):
+        fp32, ioc16 = manifest["variants"]
+        fp32["model"], ioc16["model"] = ioc16["model"], fp32["model"]  # fp32 would run ioc16's model
+
+    swapped = rewrite_bundle(variants, tmp_path / "swapped.mgetest", swap)
+    one_line(
+        mgerun(swapped), "variants[0].model.member: 'variants/ioc16/model.onnx', expected 'variants/fp32/model.onnx'"
+    )
