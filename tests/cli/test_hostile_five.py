@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,41 @@ def test_a_variant_runs_only_its_own_members(tmp_path, mgerun):
     one_line(
         mgerun(swapped), "variants[0].model.member: 'variants/ioc16/model.onnx', expected 'variants/fp32/model.onnx'"
     )
+
+
+# ---------------------------------------------------------------- every way out: no worker left, no file left
+
+
+def _worker_pids(parent: int) -> list[int]:
+    """The parent's worker processes (not multiprocessing's resource tracker, which ends when the parent does)."""
+    children = Path(f"/proc/{parent}/task/{parent}/children")
+    pids = [int(p) for p in children.read_text().split()] if children.exists() else []
+    return [p for p in pids if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+
+@pytest.mark.parametrize("signum, code", [(15, 143), (2, 130), (1, 129)], ids=["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_signal_during_jobs_leaves_no_worker_and_no_file(signum, code, bundle, tmp_path):
+    zoo, scratch = tmp_path / "zoo", tmp_path / "tmp"
+    zoo.mkdir(), scratch.mkdir()
+    for k in range(60):
+        (zoo / f"b{k}.mgetest").write_bytes(bundle.read_bytes())
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    child = subprocess.Popen(
+        [BIN / "mgerun", zoo, "-j", "2", "--silent"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(scratch.glob("mgerun-jobs-*/worker-*.tmp/mgerun-*")):  # a worker is inside a bundle
+            assert child.poll() is None and time.monotonic() < deadline, "the run ended before a worker started"
+            time.sleep(0.02)
+        workers = _worker_pids(child.pid)
+        assert workers
+        os.kill(workers[0], 19)  # SIGSTOP: a stopped worker must not keep its parent, nor outlive it
+        child.send_signal(signum)
+        _, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == code, err
+    assert list(scratch.iterdir()) == []  # the workers' model copies went with the parent's folder
+    for pid in workers:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
