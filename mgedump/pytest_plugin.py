@@ -33,7 +33,6 @@ _KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from .cli.flags.verify import session_flag
     from .model.session import settings
 
     group = parser.getgroup("mgetest", "mgedump bundles as tests (docs/ci.md)")
@@ -43,7 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--mgetest-maxerr", action="append", default=[], metavar="[OUTPUT:]X", help="As mgerun --maxerr.")
     for entry in settings():
-        flag = session_flag(entry.name)
+        flag = entry.command_flag
         kind: dict[str, Any] = {"choices": entry.choices} if entry.choices else {"type": entry.kind}
         if not entry.choices:
             kind["metavar"] = entry.metavar or ("N" if entry.kind is int else "VALUE")

@@ -52,7 +52,7 @@ class Setting:
 
     Attributes:
         name: the keyword (``SessionSettings.given(threads=2)``); the command line's flag is named after it
-            (``--device-id`` for ``device_id``) unless ``mgedump/cli/flags/verify.py`` spells it otherwise.
+            (``--device-id`` for ``device_id``) unless ``flag`` says otherwise.
         about: what it is, one sentence (``--help`` shows it).
         kind: how a flag's text is read: ``int``, ``float`` or ``str``.
         choices: the values it may take (none: any of its kind).
@@ -61,6 +61,9 @@ class Setting:
         key: onnxruntime's name of a provider option or a config entry (none: ``name``).
         check: refuses a bad value with a :class:`~mgedump.base.errors.UsageError` (called with the value and the
             name); ``choices`` are checked without it.
+        flag: ``mgerun``'s flag when it is not named after the setting (``--thread`` for ``threads``); the pytest
+            plugin's option is ``--mgetest-`` and the flag's words. Read here, not from the command line, so that
+            pytest starts without importing it.
     """
 
     name: str
@@ -71,10 +74,16 @@ class Setting:
     where: Literal["field", "provider", "config"] = "field"
     key: str | None = None
     check: Callable[[Any, str], None] | None = None
+    flag: str | None = None
 
     @property
     def onnxruntime_key(self) -> str:
         return self.key or self.name
+
+    @property
+    def command_flag(self) -> str:
+        """``mgerun``'s flag for it."""
+        return self.flag or "--" + self.name.replace("_", "-")
 
     def checked(self, value: Any) -> Any:
         """The value, checked (none passes: not given)."""
@@ -336,7 +345,13 @@ class SessionSettings:
 
 
 for _builtin in (
-    Setting("threads", "onnxruntime intra-op threads (default: onnxruntime's choice).", int, check=check_threads),
+    Setting(
+        "threads",
+        "onnxruntime intra-op threads (default: onnxruntime's choice).",
+        int,
+        check=check_threads,
+        flag="--thread",
+    ),
     Setting("provider", "Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU).", metavar="NAME"),
     Setting(
         "graph_opt", "onnxruntime graph optimisation level (default: onnxruntime's, all).", choices=GRAPH_OPT_LEVELS

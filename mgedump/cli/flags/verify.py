@@ -35,14 +35,6 @@ NAMES = (
 )
 
 
-SESSION_FLAGS = {"threads": "--thread"}  # a session setting's flag, when it is not named after the setting
-
-
-def session_flag(name: str) -> str:
-    """The flag of a session setting (:mod:`mgedump.model.session`): ``--device-id`` for ``device_id``."""
-    return SESSION_FLAGS.get(name) or "--" + name.replace("_", "-")
-
-
 def _session_param(entry: Setting) -> tuple[list[str], dict[str, Any]]:
     """A session setting's click option: its declarations and attributes."""
     attrs: dict[str, Any] = {"default": None, "help": entry.about}
@@ -52,7 +44,7 @@ def _session_param(entry: Setting) -> tuple[list[str], dict[str, Any]]:
         attrs["type"] = entry.kind
         if entry.metavar:
             attrs["metavar"] = entry.metavar
-    return [session_flag(entry.name), entry.name], attrs
+    return [entry.command_flag, entry.name], attrs
 
 
 def session_option(name: str) -> Any:
