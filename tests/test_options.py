@@ -81,7 +81,7 @@ def test_defaults():
         (lambda: VerifyOptions(session={"graph_opt": "max"}), "graph_opt must be one of disable, basic, extended, all"),
         (
             lambda: VerifyOptions(session={"device": 1}),
-            "no session setting 'device': the settings are threads, provider",
+            "no session setting 'device': the settings are provider, threads",
         ),
         (lambda: VerifyOptions(repeat_sweep=(1, 0)), "repeat_sweep batch sizes must be >= 1"),
         (lambda: DataOptions(repeat=0), "repeat must be >= 1, got 0"),

@@ -345,6 +345,7 @@ class SessionSettings:
 
 
 for _builtin in (
+    Setting("provider", "Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU).", metavar="NAME"),
     Setting(
         "threads",
         "onnxruntime intra-op threads (default: onnxruntime's choice).",
@@ -352,7 +353,6 @@ for _builtin in (
         check=check_threads,
         flag="--thread",
     ),
-    Setting("provider", "Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU).", metavar="NAME"),
     Setting(
         "graph_opt", "onnxruntime graph optimisation level (default: onnxruntime's, all).", choices=GRAPH_OPT_LEVELS
     ),
