@@ -11,13 +11,13 @@ from ..base.streams import is_terminal
 from ..report import stdout_targets
 from .common import CONTEXT, common_options, setup
 from .flags.spread import spread_options, spread_options_flags
-from .flags.verify import verify_options, verify_options_flags
+from .flags.verify import VerifyCommand, verify_options, verify_options_flags
 from .output import ProgressBar
 from .spread import SpreadPrinter, run_merge
 from .status import Status
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=VerifyCommand, context_settings=CONTEXT)
 @click.argument("paths", metavar="BUNDLE_OR_MODEL...", nargs=-1, type=click.Path())
 @verify_options_flags
 @spread_options_flags
