@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import DataError, ModelError, RunError
+from ..base.deps import require
+from ..base.errors import DataError, ModelError, RunError, UsageError
 from ..base.fileio import atomic_output, make_folder, write_bytes_atomic
 from ..base.naming import option_name
 from ..bundle import case_folder
@@ -76,6 +77,10 @@ def diagnose_case(
     reference = IoDump(prepared.reference)  # members were hash-checked with the bundle
     if index not in reference.cases:
         return None
+    try:  # the verdict stands without onnx (a [cpu] install); only the diagnosis needs it (docs/ci.md)
+        require("onnx", purpose="naming the first divergence")
+    except UsageError as exc:
+        return {"reference": "embedded io dump", "maxerr": maxerr, "first_divergence": None, "error": exc.one_line()}
     run_folder = os.path.join(tmp, f"run-{index}")
     try:
         with ModelDumper(
