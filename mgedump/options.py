@@ -456,6 +456,7 @@ class DiffOptions:
 
 JOBS_TIMINGS = ("none", "serial")  # how --jobs over 1 times the bundles it checked in parallel (docs/verify.md)
 MAX_JOBS = 256  # worker processes beyond this only wait for the cores and memory
+MAX_TIMEOUT_S = 86400.0  # --timeout: a day at most
 
 
 @dataclass(frozen=True)
@@ -471,12 +472,17 @@ class SpreadOptions:
             bundle in this process, one after another (:mod:`mgedump.commands.jobs`).
         jobs_timing: with jobs over 1, ``"none"`` (check in parallel, time nothing) or ``"serial"`` (then time each
             bundle alone, one after another); none: ``"none"``.
+        run_id: the run's identity, recorded in the report and checked by ``--merge``; none: the CI's run variable
+            (:func:`mgedump.commands.shards.resolve_run`).
+        timeout_s: seconds one bundle may take; beyond, its worker is killed and the bundle fails (none: no limit).
     """
 
     shard: str | None = None
     shard_durations: str | None = None
     jobs: int | str | None = None
     jobs_timing: str | None = None
+    run_id: str | None = None
+    timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         jobs = self.jobs
@@ -492,10 +498,17 @@ class SpreadOptions:
                 raise UsageError(f"{option_name('jobs_timing')} applies with {option_name('jobs')}")
         if self.shard_durations is not None and self.shard is None:
             raise UsageError(f"{option_name('shard_durations')} balances {option_name('shard')}: give that too")
+        if self.timeout_s is not None and not (
+            isinstance(self.timeout_s, (int, float)) and 0 < self.timeout_s <= MAX_TIMEOUT_S
+        ):
+            raise UsageError(f"{option_name('timeout_s')} takes seconds over 0 and at most {MAX_TIMEOUT_S:g} (a day)")
 
     @property
     def workers(self) -> int | None:
-        """The worker processes: ``jobs`` with ``auto`` as the cores this process may use (none: no workers)."""
+        """The worker processes: ``jobs`` with ``auto`` as the cores this process may use (none: no workers; with a
+        timeout and no ``jobs``, one, so that a bundle that runs too long can be stopped)."""
+        if self.jobs is None and self.timeout_s is not None:
+            return 1
         if self.jobs != "auto":
             return self.jobs if isinstance(self.jobs, int) else None
         usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

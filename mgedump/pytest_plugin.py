@@ -53,9 +53,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--mgetest-in-process", action="store_true", help="Run the bundles in pytest's process, not in a worker."
     )
+    group.addoption(
+        "--mgetest-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="As mgerun --timeout: fail a bundle still running after SECONDS (its worker is stopped).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    timeout = config.getoption("mgetest_timeout", None)
+    if timeout is not None and not 0 < timeout <= 86400:
+        raise pytest.UsageError("--mgetest-timeout takes seconds over 0 and at most 86400 (a day)")
+    if timeout is not None and config.getoption("mgetest_in_process", False):
+        raise pytest.UsageError(
+            "--mgetest-timeout stops a bundle's worker: it does not apply with --mgetest-in-process"
+        )
     paths = [str(p) for p in config.getoption("mgetest") or []]
     if not paths:
         return
@@ -63,6 +77,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args = []
     known = {os.path.normpath(arg) for arg in config.args}
     config.args += [path for path in paths if os.path.normpath(path) not in known]
+
+
+def _named(config: pytest.Config) -> list[Path]:
+    """The bundles and folders to collect: ``--mgetest``'s, and the ``*.mgetest`` files named on the command line
+    (``pytest zoo/b.mgetest::case_0``, the id pytest printed), each without its ``::`` part."""
+    given = [str(p) for p in config.getoption("mgetest") or []]
+    given += [arg for arg in config.args if str(arg).split("::", 1)[0].endswith(".mgetest")]
+    return [Path(str(p).split("::", 1)[0]).resolve() for p in given]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -75,7 +97,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     config = parent.config
     if not file_path.name.endswith(".mgetest"):
         return None
-    given = [Path(p).resolve() for p in config.getoption("mgetest") or []]
+    given = _named(config)
     here = file_path.resolve()
     if config.getoption("mgetest_collect") or any(here == p or p in here.parents for p in given):
         return BundleFile.from_parent(parent, path=file_path)
@@ -123,7 +145,8 @@ def _outcome(config: pytest.Config, path: str, variant: str | None) -> Any:
                 from .commands.jobs import Checker
 
                 state["checker"] = Checker()
-            state["done"][key] = state["checker"].check(path, variant, options)
+            timeout = config.getoption("mgetest_timeout")
+            state["done"][key] = state["checker"].check(path, variant, options, timeout, "--mgetest-timeout")
     return state["done"][key]
 
 
@@ -187,10 +210,10 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         if self.error is not None:
-            raise BundleFailure(self.error)
+            raise BundleFailure(self._reason(self.error))
         done = _outcome(self.config, self.bundle, self.run)
         if done.error is not None:
-            raise BundleFailure(done.error)
+            raise BundleFailure(self._reason(done.error))
         from .report.schema import BundleRecord
 
         record = BundleRecord.from_json(done.record)
@@ -201,11 +224,15 @@ class CaseItem(pytest.Item):
             from .cli.output import case_lines
 
             lines = case_lines(case, False, 0, record.packed_elsewhere)
-            if len(lines) > 1 and lines[0] == case.head:  # pytest's summary shows the first line: head and failure
-                lines = [f"{lines[0]}: {lines[1]}", *lines[2:]]
-            raise BundleFailure("\n".join(lines))
+            # pytest's short summary shows the first line, cut to the terminal: the reason first, shortest
+            raise BundleFailure("\n".join([_short_reason(case), *lines]))
         if not record.checked:
             pytest.skip("not checked: assertions are off (run and timed only)")
+
+    def _reason(self, error: str) -> str:
+        """A bundle's error without its path in front (the item's id names the bundle), so that the summary line
+        keeps the reason."""
+        return error.removeprefix(f"{self.bundle}: ")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, BundleFailure):
@@ -215,4 +242,28 @@ class CaseItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         run = f" [{self.run}]" if self.run else ""
         what = "bundle" if self.index is None else f"test case {self.index}"
-        return self.path, None, f"{self.bundle}{run}: {what}"
+        return self.path, None, f"{_relative(self.path, self.config)}{run}: {what}"
+
+
+def _relative(path: Path, config: pytest.Config) -> str:
+    """A path as pytest's ids name it: relative to the root folder (or to the folder pytest started in), else
+    absolute."""
+    for base in (config.rootpath, config.invocation_params.dir):
+        try:
+            return str(Path(path).resolve().relative_to(Path(base).resolve()))
+        except ValueError:
+            continue
+    return str(path)
+
+
+def _short_reason(case: Any) -> str:
+    """A failed test case's reason in a few words (``prob: err=0.5 > maxerr=0.0001``, ``RunError: ...``)."""
+    if case.error is not None:
+        return str(case.error)
+    failed = [out for out in case.outputs if not out.passed]
+    if not failed:
+        return "FAILED"
+    first = failed[0]
+    err = first.reason or ("not finite" if first.err is None else f"err={first.err:g}")
+    more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+    return f"{first.name}: {err} > maxerr={first.maxerr:g}{more}"

@@ -17,6 +17,8 @@ class SpreadPrinter(RunPrinter):
 
     def plan(self, plan: Any) -> None:
         """Before any work: the shard picked and the workers (on stderr, where status goes)."""
+        for note in plan.notes:
+            say(f"mgerun: note: {note}", err=True)
         if plan.shard:
             say(f"mgerun: {shard_line(plan.shard)}", err=True)
         if plan.spread.workers is not None:
@@ -45,11 +47,12 @@ def run_merge(paths: Sequence[str], options: VerifyOptions, spread: SpreadOption
     from ..base.naming import option_name
     from ..commands.merge import merge_reports
 
-    if spread != SpreadOptions():
+    if spread != SpreadOptions(run_id=spread.run_id):
         raise UsageError(
-            f"{option_name('merge')} merges reports: {option_name('shard')} and {option_name('jobs')} do not apply"
+            f"{option_name('merge')} merges reports: {option_name('shard')}, {option_name('jobs')} and "
+            f"{option_name('timeout_s')} do not apply"
         )
-    merged = merge_reports(paths, options)
+    merged = merge_reports(paths, options, run_id=spread.run_id)
     counts = {"passed": 0, "failed": 0, "error": 0}
     for bundle in merged.bundles:
         counts["error" if bundle.error else "passed" if bundle.exit_code == 0 else "failed"] += 1

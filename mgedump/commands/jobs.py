@@ -15,6 +15,11 @@ Timing figures taken while other workers run are not comparable. With more than 
 test case once (no warm-up) and drops the timing figures; ``jobs_timing="serial"`` then times the bundles that ran
 one after another, each alone in a worker, with the timing options given (:func:`time_one`), and their figures
 replace the dropped ones. One worker checks and times as ``mgerun`` does without workers.
+
+A time limit per run (``--timeout``) is kept by the parent: a worker writes when it starts a run (its "began" file),
+and a run still going ``timeout`` seconds later has its worker killed (SIGKILL: a model stuck in onnxruntime's C++
+code, a custom op that sleeps, holds no Python lock a signal could interrupt); the run fails naming the limit, and a
+fresh worker takes the next. So a limit needs a worker: ``mgerun --timeout`` without ``--jobs`` checks in one.
 """
 
 from __future__ import annotations
@@ -118,13 +123,18 @@ def with_timing(record: dict[str, Any], timed: dict[str, Any]) -> dict[str, Any]
 # In the worker
 
 
-def _start_worker(crash_file: str, verbosity: int, flags: dict[str, str], scratch: str) -> None:
+_BEGAN: list[str] = []  # in a worker: the file it writes when it starts a run (the parent's clock for --timeout)
+STARTUP_S = 60.0  # with a time limit: how long a worker may take to start before its run's time counts anyway
+
+
+def _start_worker(crash_file: str, verbosity: int, flags: dict[str, str], scratch: str, began: str = "") -> None:
     """A worker's start: a crash writes its Python stack to ``crash_file``; warnings go to stderr as ``mgerun``'s;
     messages name options as the command line does; its temporary files go under ``scratch``, inside the parent's
     folder, which the parent removes on every way out (a worker it stops has no time to remove its own)."""
     from ..base.log import setup
 
     os.environ["TMPDIR"] = tempfile.tempdir = scratch
+    _BEGAN[:] = [began] if began else []
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     faulthandler.enable(open(crash_file, "w"))  # noqa: SIM115  # kept open for the worker's life
     setup(verbosity, prog="mgerun")
@@ -142,6 +152,9 @@ def check_one(index: int, path: str, variant: str | None, options: VerifyOptions
     from .verify import verify
 
     began = time.perf_counter()
+    for marker in _BEGAN:  # the parent times the run from here
+        with open(marker, "w", encoding="ascii") as file:
+            file.write(f"{index} {time.time()!r}")
     done = Done(index, path, variant, started=utc_timestamp())
     if variant is not None and options.variant != variant:
         options = dataclasses.replace(options, variant=variant)
@@ -183,6 +196,7 @@ class _Worker:
 
     def __init__(self, folder: str, number: int, verbosity: int, flags: dict[str, str]) -> None:
         self.crash_file = os.path.join(folder, f"worker-{number}.crash")
+        self.began_file = os.path.join(folder, f"worker-{number}.began")
         scratch = os.path.join(folder, f"worker-{number}.tmp")
         os.mkdir(scratch, 0o700)
         with _safe_path():  # the executor starts the resource tracker
@@ -190,11 +204,25 @@ class _Worker:
                 1,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start_worker,
-                initargs=(self.crash_file, verbosity, flags, scratch),
+                initargs=(self.crash_file, verbosity, flags, scratch, self.began_file),
             )
         self.process: Any = None
+        self.submitted = 0.0  # time.time() of the last run handed over
+
+    def deadline(self, index: int, limit: float) -> float:
+        """When the run ``index`` runs out of time (``time.time()``): ``limit`` seconds after the worker began it,
+        or, while it has not, after it was handed over and the worker had :data:`STARTUP_S` to start."""
+        try:
+            with open(self.began_file, encoding="ascii") as file:
+                began_index, began = file.read().split()
+            if int(began_index) == index:
+                return float(began) + limit
+        except (OSError, ValueError):
+            pass
+        return self.submitted + STARTUP_S + limit
 
     def submit(self, *args: Any) -> Future[Done]:
+        self.submitted = time.time()
         with _safe_path():  # the executor starts its process on the first task
             future = self.executor.submit(check_one, *args)
         if self.process is None:  # the standard library keeps its processes by pid; there is one
@@ -276,6 +304,19 @@ def _pool(verbosity: int, flags: dict[str, str]) -> Iterator[_Pool]:
         pool.close(wait_for=True)
 
 
+def timed_out(
+    run: tuple[int, str, str | None, VerifyOptions, str], limit: float, spent: float, flag: str | None = None
+) -> Done:
+    """A run stopped at its time limit: it fails, naming the limit and ``flag``, the option that set it (exit code
+    1, as a model that failed to run)."""
+    from ..base.naming import option_name
+
+    done = Done(run[0], run[1], run[2], started=utc_timestamp(), seconds=spent)
+    flag = flag or option_name("timeout_s")
+    done.error = f"{run[1]}: timed out: still running after {limit:g} s ({flag} {limit:g}); stopped"
+    return done
+
+
 def run_checks(
     runs: Sequence[tuple[int, str, str | None, VerifyOptions, str]],
     workers: int,
@@ -283,10 +324,12 @@ def run_checks(
     *,
     verbosity: int | None = None,
     flags: dict[str, str] | None = None,
+    timeout: float | None = None,
 ) -> None:
     """Check ``runs`` ((index, path, variant, options, label) each) in ``workers`` worker processes, at most one
     run per worker at a time; ``on_done`` is called in this process with each outcome as it comes, a crashed
-    worker's run as a :class:`WorkerError` (exit code 1) naming the signal."""
+    worker's run as a :class:`WorkerError` (exit code 1) naming the signal; with ``timeout`` (seconds), a run
+    still going that long after it began has its worker killed and fails naming the limit."""
     if verbosity is None:
         verbosity = _verbosity()
     if flags is None:
@@ -294,11 +337,19 @@ def run_checks(
     pending = list(reversed(runs))
     running: dict[Future[Done], tuple[int, tuple[int, str, str | None, VerifyOptions, str]]] = {}
     with _pool(verbosity, flags) as pool:
-        for slot in range(min(workers, len(pending))):
+
+        def start(slot: int) -> None:
             run = pending.pop()
             running[pool[slot].submit(*run)] = (slot, run)
+
+        for slot in range(min(workers, len(pending))):
+            start(slot)
         while running:
-            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            wait_s = None
+            if timeout is not None:
+                first = min(pool[slot].deadline(run[0], timeout) for slot, run in running.values())
+                wait_s = min(1.0, max(0.0, first - time.time()))  # the began files come late: look again soon
+            finished, _ = wait(list(running), timeout=wait_s, return_when=FIRST_COMPLETED)
             outcomes = []
             for future in finished:
                 slot, run = running.pop(future)
@@ -310,8 +361,16 @@ def run_checks(
                     outcomes.append(crashed)
                     pool.discard(slot)
                 if pending:  # the next run starts before this process handles the outcome: the worker never waits
-                    run = pending.pop()
-                    running[pool[slot].submit(*run)] = (slot, run)
+                    start(slot)
+            if timeout is not None:
+                now = time.time()
+                for future, (slot, run) in list(running.items()):
+                    if now >= pool[slot].deadline(run[0], timeout) and not future.done():
+                        del running[future]
+                        outcomes.append(timed_out(run, timeout, now - pool[slot].submitted))
+                        pool.discard(slot)  # killed and reaped: a fresh worker takes the slot's next run
+                        if pending:
+                            start(slot)
             for done in outcomes:
                 on_done(done)
 
@@ -324,11 +383,24 @@ class Checker:
         self._folder = tempfile.TemporaryDirectory(prefix="mgerun-worker-")
         flags = speller_flags([f.name for f in dataclasses.fields(VerifyOptions)])
         self._pool = _Pool(self._folder.name, _verbosity(), flags)
+        self._runs = 0  # the runs handed over, each its own index (the began file says which one began)
 
-    def check(self, path: str, variant: str | None, options: VerifyOptions) -> Done:
-        """Verify one run in the worker (:func:`check_one`): its outcome, or the crash of its worker."""
-        future = self._pool[0].submit(0, path, variant, options, "")
+    def check(
+        self, path: str, variant: str | None, options: VerifyOptions, timeout: float | None = None, flag: str = ""
+    ) -> Done:
+        """Verify one run in the worker (:func:`check_one`): its outcome, the crash of its worker, or with
+        ``timeout`` (seconds, set by ``flag``), its worker killed when the run goes on that long (as
+        :func:`run_checks` does)."""
+        self._runs += 1
+        worker = self._pool[0]
+        future = worker.submit(self._runs, path, variant, options, "")
         try:
+            while timeout is not None and not future.done():
+                now = time.time()
+                if now >= worker.deadline(self._runs, timeout):
+                    self._pool.discard(0)
+                    return timed_out((0, path, variant, options, ""), timeout, now - worker.submitted, flag)
+                wait([future], timeout=min(1.0, max(0.0, worker.deadline(self._runs, timeout) - now)))
             return future.result()
         except BrokenProcessPool:
             done = Done(0, path, variant, error=f"{path}: {self._pool[0].crash_reason()}", started=utc_timestamp())

@@ -8,7 +8,8 @@ one line naming it, exit code 2, and nothing is written.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..base.errors import UsageError
@@ -17,15 +18,23 @@ from ..options import VerifyOptions
 from ..report.checked import read_report
 from ..report.merge import merge
 from ..report.schema import RunReport
+from .shards import resolve_run
 from .verify import run_outputs
 from .verify_many import write_report_files
 
 REPORTS = ("report_json", "junit_xml", "report_html")
 
 
-def merge_reports(paths: Sequence[str], options: VerifyOptions | None = None) -> RunReport:
+def merge_reports(
+    paths: Sequence[str],
+    options: VerifyOptions | None = None,
+    *,
+    run_id: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> RunReport:
     """Merge the JSON reports at ``paths`` and write the reports ``options`` asks for (``report_json``,
-    ``junit_xml``, ``report_html``; nothing else applies).
+    ``junit_xml``, ``report_html``; nothing else applies). Every report must be of the run merging them when its
+    identity is known (``run_id``, else the CI's run variable in ``environ``, by default this process's).
 
     Returns:
         The merged report; its ``exit_code`` is the worst of every bundle's.
@@ -49,7 +58,8 @@ def merge_reports(paths: Sequence[str], options: VerifyOptions | None = None) ->
             raise UsageError(f"report {path} is given twice")
         given[path] = path
         reports.append((path, report))
-    merged = merge(reports)
+    run = resolve_run(run_id, os.environ if environ is None else environ)
+    merged = merge(reports, run)
     write_report_files(merged, options, paths)
     return merged
 

@@ -5,9 +5,13 @@ A bundle's shard is decided by its key alone (its path relative to the argument 
 one shard, the shards' union is every bundle, and adding a bundle moves no other: nothing depends on the order,
 the time or the other bundles.
 
-``--shard auto`` reads GitLab's ``CI_NODE_INDEX`` (1-based) and ``CI_NODE_TOTAL`` (``parallel: N``);
-``--shard auto/N`` reads the index from Kubernetes' ``JOB_COMPLETION_INDEX`` (0-based, an Indexed Job), else from
-GitLab's. GitHub Actions' matrix passes the index itself (``--shard ${{ matrix.shard }}/4``).
+``--shard auto`` reads the parallel-job variables of GitLab, CircleCI, Buildkite, Azure Pipelines or Bitbucket
+(:data:`ENGINES`, each with the base its index counts from); ``--shard auto/N`` reads Kubernetes'
+``JOB_COMPLETION_INDEX`` (0-based, an Indexed Job) first. No index set is shard 1 of 1, with a note. GitHub
+Actions' matrix and Jenkins' parallel stages pass the index themselves (``--shard ${{ matrix.shard }}/4``).
+
+A run's identity (:func:`resolve_run`: ``--run-id``, or the CI's run variable) and the hash of the bundles the
+paths hold (:func:`list_hash`) go into each shard's report, so that ``--merge`` refuses shards of other runs.
 
 ``--shard-durations REPORT`` balances the shards by the seconds each bundle took in an earlier JSON report (the
 idea of pytest-split): the bundles it has no time for are placed by the hash, counted at the mean time; then the
@@ -29,19 +33,57 @@ from ..base.numbers import parse_int
 from ..report.merge import MAX_SHARDS
 from .tree import Found
 
-GITLAB_INDEX, GITLAB_TOTAL = "CI_NODE_INDEX", "CI_NODE_TOTAL"
+
+@dataclass(frozen=True)
+class Engine:
+    """A CI engine's parallel-job variables: the index of this job, the count of jobs, and what the index counts
+    from (docs/verify.md#many-machines-shards-and-merged-reports)."""
+
+    name: str
+    index: str
+    total: str
+    base: int
+
+    @property
+    def owner(self) -> str:
+        """``GitLab's``, ``Azure Pipelines'``."""
+        return f"{self.name}'" if self.name.endswith("s") else f"{self.name}'s"
+
+
+# the engines --shard auto reads, in the order it looks (each engine's own documentation names its variables)
+ENGINES = (
+    Engine("GitLab", "CI_NODE_INDEX", "CI_NODE_TOTAL", 1),
+    Engine("CircleCI", "CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL", 0),
+    Engine("Buildkite", "BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", 0),
+    Engine("Azure Pipelines", "SYSTEM_JOBPOSITIONINPHASE", "SYSTEM_TOTALJOBSINPHASE", 1),
+    Engine("Bitbucket", "BITBUCKET_PARALLEL_STEP", "BITBUCKET_PARALLEL_STEP_COUNT", 0),
+)
+GITLAB_INDEX, GITLAB_TOTAL = ENGINES[0].index, ENGINES[0].total
 KUBERNETES_INDEX = "JOB_COMPLETION_INDEX"
+# where a run's identity comes from (--run-id, else the first of these set): one value for every job of one run
+RUN_IDS = (
+    ("GitHub", "GITHUB_RUN_ID"),
+    ("GitLab", "CI_PIPELINE_ID"),
+    ("CircleCI", "CIRCLE_WORKFLOW_ID"),
+    ("Buildkite", "BUILDKITE_BUILD_ID"),
+    ("Azure Pipelines", "BUILD_BUILDID"),
+    ("Bitbucket", "BITBUCKET_BUILD_NUMBER"),
+    ("Jenkins", "BUILD_TAG"),
+)
+MAX_RUN_ID = 200  # characters of a run's identity
 _GIVEN = re.compile(r"^\s*([^/\s]+)\s*/\s*([^/\s]+)\s*$")
 _AUTO = re.compile(r"^\s*auto\s*(?:/\s*(\S+)\s*)?$")
 
 
 @dataclass(frozen=True)
 class Shard:
-    """Shard ``index`` (1-based) of ``total``, and where that came from (``--shard 2/4``, GitLab's variables ...)."""
+    """Shard ``index`` (1-based) of ``total``, and where that came from (``--shard 2/4``, GitLab's variables ...);
+    ``note``: what to tell the user (``auto`` found no index and checks every bundle)."""
 
     index: int
     total: int
     source: str
+    note: str | None = None
 
     def text(self) -> str:
         return f"shard {self.index} of {self.total} ({self.source})"
@@ -53,12 +95,20 @@ def shard_of(key: str, total: int) -> int:
     return int.from_bytes(digest[:8], "big") % total + 1
 
 
+def _looked_for() -> str:
+    pairs = [f"{e.owner} {e.index}/{e.total}" for e in ENGINES]
+    return f"{KUBERNETES_INDEX} (Kubernetes, with auto/N), " + ", ".join(pairs)
+
+
 def resolve_shard(value: str, environ: Mapping[str, str]) -> Shard:
     """The shard ``--shard`` asks for: ``I/N``, ``auto`` or ``auto/N``, the last two read from ``environ``.
 
+    ``auto`` reads the first engine of :data:`ENGINES` whose variables are set; none set, or a count of 1 and no
+    index (GitLab without ``parallel:``), is shard 1 of 1, with a note naming what was looked for.
+
     Raises:
-        UsageError: not one of those forms, an index outside 1..N, or for ``auto``, no variable set (or one that
-            is not a whole number).
+        UsageError: not one of those forms, an index outside 1..N, a count without an index (or an index without a
+            count) over 1 job, or a variable that is not a whole number.
     """
     flag = option_name("shard")
     auto = _AUTO.match(value)
@@ -68,29 +118,77 @@ def resolve_shard(value: str, environ: Mapping[str, str]) -> Shard:
         return _checked(index, total, f"{flag} {value.strip()}")
     if not auto:
         raise UsageError(f"{flag} takes I/N (shard I of N, from 1), auto or auto/N; got {value!r}")
-    if auto.group(1) is None:
-        if GITLAB_INDEX not in environ and GITLAB_TOTAL not in environ:
-            raise UsageError(
-                f"{flag} auto reads GitLab's {GITLAB_INDEX} and {GITLAB_TOTAL} (parallel: N), and neither is set",
-                hint=f"give {flag} I/N, or {flag} auto/N where {KUBERNETES_INDEX} is set (a Kubernetes Indexed Job)",
-            )
-        index, total = _number(environ, GITLAB_INDEX), _number(environ, GITLAB_TOTAL)
-        return _checked(index, total, f"GitLab's {GITLAB_INDEX}={index} and {GITLAB_TOTAL}={total}")
-    total = parse_int(auto.group(1), f"{flag} auto/N")
-    _checked(1, total, f"{flag} {value.strip()}")  # the count first: out of range says so, whatever is set
-    if KUBERNETES_INDEX in environ:
-        index = _number(environ, KUBERNETES_INDEX)
-        return _checked(index + 1, total, f"Kubernetes' {KUBERNETES_INDEX}={index}, counted from 0")
-    if GITLAB_INDEX in environ:
-        index = _number(environ, GITLAB_INDEX)
-        if GITLAB_TOTAL in environ and _number(environ, GITLAB_TOTAL) != total:
-            raise UsageError(f"{flag} {value.strip()} says {total} shards, {GITLAB_TOTAL} says {environ[GITLAB_TOTAL]}")
-        return _checked(index, total, f"GitLab's {GITLAB_INDEX}={index}")
-    raise UsageError(
-        f"{flag} auto/{total} reads the index from {KUBERNETES_INDEX} (a Kubernetes Indexed Job) or {GITLAB_INDEX} "
-        "(GitLab's parallel:), and neither is set",
-        hint=f"give {flag} I/{total}",
+    wanted = None
+    if auto.group(1) is not None:
+        wanted = parse_int(auto.group(1), f"{flag} auto/N")
+        _checked(1, wanted, f"{flag} {value.strip()}")  # the count first: out of range says so, whatever is set
+        if KUBERNETES_INDEX in environ:
+            index = _number(environ, KUBERNETES_INDEX)
+            return _checked(index + 1, wanted, f"Kubernetes' {KUBERNETES_INDEX}={index}, counted from 0")
+    for engine in ENGINES:
+        if engine.index in environ or engine.total in environ:
+            return _from_engine(engine, environ, wanted, value.strip())
+    if wanted is not None and wanted > 1:
+        raise UsageError(
+            f"{flag} {value.strip()} reads this job's index, and none is set (looked for {_looked_for()})",
+            hint=f"give {flag} I/{wanted}",
+        )
+    return Shard(
+        1,
+        1,
+        "no CI index set",
+        note=f"{flag} auto: no CI index set (looked for {_looked_for()}): shard 1 of 1, every bundle",
     )
+
+
+def _from_engine(engine: Engine, environ: Mapping[str, str], wanted: int | None, given: str) -> Shard:
+    flag = option_name("shard")
+    total = _number(environ, engine.total) if engine.total in environ else None
+    if wanted is not None and total is not None and total != wanted:
+        raise UsageError(f"{flag} {given} says {wanted} shards, {engine.total} says {environ[engine.total]}")
+    total = total if total is not None else wanted
+    counted = "" if engine.base == 1 else ", counted from 0"
+    if engine.index not in environ:
+        if total == 1:  # GitLab without parallel: sets CI_NODE_TOTAL=1 and no index
+            return Shard(1, 1, f"{engine.owner} {engine.total}=1 and no {engine.index}")
+        raise UsageError(
+            f"{flag} {given}: {engine.owner} {engine.total} is {environ[engine.total]} and {engine.index} is not set"
+        )
+    index = _number(environ, engine.index)
+    if total is None:
+        raise UsageError(
+            f"{flag} {given}: {engine.owner} {engine.index} is set and {engine.total} is not",
+            hint=f"give {flag} auto/N (N: the count of jobs)",
+        )
+    source = f"{engine.owner} {engine.index}={index}"
+    if engine.total in environ:
+        source += f" and {engine.total}={total}"
+    return _checked(index + 1 - engine.base, total, source + counted)
+
+
+def resolve_run(run_id: str | None, environ: Mapping[str, str]) -> dict[str, str] | None:
+    """The run's identity: ``--run-id``, else the first CI variable of :data:`RUN_IDS` set (none: unknown).
+
+    Raises:
+        UsageError: an empty identity, or one over :data:`MAX_RUN_ID` characters.
+    """
+    if run_id is not None:
+        found, source = run_id.strip(), option_name("run_id")
+    else:
+        named = next(((engine, name) for engine, name in RUN_IDS if environ.get(name, "").strip()), None)
+        if named is None:
+            return None
+        found, source = environ[named[1]].strip(), f"{named[0]}'s {named[1]}"
+    if not found or len(found) > MAX_RUN_ID:
+        raise UsageError(f"{source}: a run's identity is 1 to {MAX_RUN_ID} characters; got {found[:40]!r}")
+    return {"id": found, "from": source}
+
+
+def list_hash(names: Sequence[str]) -> str:
+    """The identity of the bundles a call's paths hold (every shard's, before sharding): the SHA-256 of their
+    names, sorted, one a line."""
+    text = "\n".join(sorted(names))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _number(environ: Mapping[str, str], name: str) -> int:
@@ -147,9 +245,12 @@ def durations_of(report: Any) -> dict[str, float]:
     return seconds
 
 
-def shard_record(shard: Shard, chosen: int, of: int, by: str) -> dict[str, Any]:
-    """What the report says of the shard (docs/reports.md, "The document")."""
-    return {"index": shard.index, "total": shard.total, "from": shard.source, "by": by, "bundles": chosen, "of": of}
+def shard_record(shard: Shard, chosen: int, of: int, by: str, listed: str) -> dict[str, Any]:
+    """What the report says of the shard (docs/reports.md, "Shards, jobs and merged reports")."""
+    return {
+        "index": shard.index, "total": shard.total, "from": shard.source, "by": by, "bundles": chosen, "of": of,
+        "list": listed,
+    }  # fmt: skip
 
 
 def pick(
@@ -171,5 +272,5 @@ def pick(
         by = f"durations of {durations_report}"
     chosen = {id(f) for f in select(found, names, shard, durations)}
     kept = [(f, n) for f, n in zip(found, names, strict=True) if id(f) in chosen]
-    record = shard_record(shard, len(kept), len(found), by)
+    record = shard_record(shard, len(kept), len(found), by, list_hash(names))
     return [f for f, _ in kept], [n for _, n in kept], record

@@ -40,7 +40,7 @@ from ..report.schema import BundleRecord, RunReport, dumps
 from .fitting import config_text, with_config
 from .inputs import files_read
 from .jobs import Done, check_options, run_checks, timing_options, untimed, with_timing
-from .shards import pick, resolve_shard
+from .shards import pick, resolve_run, resolve_shard
 from .tree import expand_tree, report_names
 from .verify import CaseReport, Report, run_outputs, verify
 from .verify_prepare import is_plain_model
@@ -100,6 +100,7 @@ class Summary:
     names: dict[str, str] = field(default_factory=dict)  # path -> what the reports call it (none: unique_names)
     shard: dict[str, Any] | None = None  # the report's shard (--shard)
     jobs: dict[str, Any] | None = None  # the report's jobs (--jobs)
+    run: dict[str, str] | None = None  # the run's identity (--run-id, or the CI's run variable)
     records: IO[bytes] | None = field(default=None, repr=False)  # with workers: every run's record, a JSON line each
 
     @property
@@ -132,6 +133,7 @@ class Summary:
             environment=self.environment,
             shard=self.shard,
             jobs=self.jobs,
+            run=self.run,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -160,6 +162,8 @@ class RunPlan:
     names: tuple[str, ...] = ()  # what the reports call each bundle: its path relative to the folder given
     spread: SpreadOptions = field(default_factory=SpreadOptions)
     shard: dict[str, Any] | None = None  # with --shard: which one, how chosen, how many of how many bundles
+    run: dict[str, str] | None = None  # the run's identity (--run-id, or the CI's run variable)
+    notes: tuple[str, ...] = ()  # what to tell the user before any work (--shard auto found no CI index)
 
     @property
     def many(self) -> bool:
@@ -190,6 +194,7 @@ def plan_runs(
     options, spread = options or VerifyOptions(), spread or SpreadOptions()
     env = os.environ if environ is None else environ
     shard = resolve_shard(spread.shard, env) if spread.shard is not None else None
+    run = resolve_run(spread.run_id, env)
     outputs = run_outputs(options)
     outputs.check()
     found = expand_tree(paths)
@@ -238,7 +243,8 @@ def plan_runs(
         found, names, picked = pick(found, names, shard, spread.shard_durations)
         bundles = [f.path for f in found]
     runs = _runs(bundles, plain, options.variant, options.fitting)
-    return RunPlan(tuple(bundles), options, protected, runs, tuple(names), spread, picked)
+    notes = (shard.note,) if shard is not None and shard.note else ()
+    return RunPlan(tuple(bundles), options, protected, runs, tuple(names), spread, picked, run, notes)
 
 
 def _runs(
@@ -293,7 +299,9 @@ def verify_all(
             folder = getattr(options, name)
             if folder:
                 make_folder(folder, option_name(name))
-    summary = Summary(names=dict(zip(plan.bundles, plan.names, strict=True)) if plan.names else {}, shard=plan.shard)
+    summary = Summary(
+        names=dict(zip(plan.bundles, plan.names, strict=True)) if plan.names else {}, shard=plan.shard, run=plan.run
+    )
     if plan.spread.workers is not None:
         _run_in_workers(plan, summary, protected, on_record)
     else:
@@ -402,12 +410,13 @@ def _run_in_workers(
         if on_record is not None:
             on_record(summary.results[outcome.index], BundleRecord.from_json(record), verbose)
 
+    limit = plan.spread.timeout_s
     with checked:
-        run_checks(tasks, workers, done)
+        run_checks(tasks, workers, done, timeout=limit)
         if waiting:
             alone = timing_options(plan.options)
             run_checks([(k, p, v, options_for(p, alone, True, v), f"{run_name(p, v)}: ") for k, p, v, _, _ in tasks
-                        if k in waiting], 1, timed)  # fmt: skip
+                        if k in waiting], 1, timed, timeout=limit)  # fmt: skip
     summary.jobs = {"workers": workers, "timing": timing, "worker_peak_rss_mib": max(peaks, default=0.0)}
 
 

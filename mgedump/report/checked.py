@@ -41,6 +41,7 @@ _SHARD: dict[str, Any] = {
     "by": "str",
     "bundles": "int",
     "of": "int",
+    "list?": "str",
     "": "null",
 }
 _JOBS: dict[str, Any] = {"workers": "int", "timing": "str", "": "null"}
@@ -141,6 +142,7 @@ _REPORT: dict[str, Any] = {
     "peak_rss_mib?": "fin|null",
     "environment?": _ENVIRONMENT,
     "bundles?": ["list", _BUNDLE],
+    "run?": {"id": "str", "from": "str"},
     "shard?": _SHARD,
     "jobs?": _JOBS,
     "parts?": [
@@ -150,6 +152,7 @@ _REPORT: dict[str, Any] = {
             "bundles": "int",
             "exit_code": "exit",
             "peak_rss_mib?": "fin|null",
+            "run?": {"id": "str", "from": "str"},
             "shard?": _SHARD,
             "jobs?": _JOBS,
             "environment?": _ENVIRONMENT,

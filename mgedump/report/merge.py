@@ -7,8 +7,10 @@ bundles' verdicts (a bundle with a failed test case fails, whatever its own exit
 merged (its file, shard, jobs, exit code and environment), and each bundle's ``part`` says which one ran it, so
 JUnit's ``hostname`` and every page say where each bundle ran.
 
-Refused, naming the reports: reports of different versions (mgedump or onnxruntime), a bundle in two reports,
-shards of different runs (another count of shards, of bundles, or another way of balancing), shards whose bundles
+Refused, naming the reports: reports of different versions (mgedump or onnxruntime), reports of different runs
+(another run identity, or none beside one) or not of the run merging them (a stale report, or a foreign one), a
+bundle in two reports, shards of different runs (another count of shards, of bundles, another list of bundles or
+another way of balancing), shards whose bundles
 do not add up to the count their paths hold (balanced by different duration reports), a shard given twice or
 missing, sharded and unsharded reports together, and a report that is itself merged.
 """
@@ -31,8 +33,9 @@ class MergeError(UsageError):
     """Reports that cannot be merged into one (exit code 2)."""
 
 
-def merge(reports: Sequence[tuple[str, RunReport]]) -> RunReport:
-    """One report of every bundle of ``reports`` ((file, records) pairs, each checked already).
+def merge(reports: Sequence[tuple[str, RunReport]], run: dict[str, str] | None = None) -> RunReport:
+    """One report of every bundle of ``reports`` ((file, records) pairs, each checked already); ``run``, the
+    identity of the run merging them (none: unknown), which every report must carry.
 
     Raises:
         MergeError: what the module docstring lists.
@@ -43,6 +46,7 @@ def merge(reports: Sequence[tuple[str, RunReport]]) -> RunReport:
         if report.parts:
             raise MergeError(f"{path} is a merged report already: merge the reports it was made of")
     _check_versions(reports)
+    common = _check_runs(reports, run)
     reports = _check_shards(reports)
     seen: dict[str, str] = {}
     bundles = []
@@ -64,6 +68,7 @@ def merge(reports: Sequence[tuple[str, RunReport]]) -> RunReport:
         peak_rss_mib=max((r.peak_rss_mib for _, r in reports if r.peak_rss_mib is not None), default=None),
         environment=reports[0][1].environment,
         parts=parts,
+        run=common,
     )
 
 
@@ -85,7 +90,9 @@ def _part(path: str, report: RunReport) -> dict[str, Any]:
         "peak_rss_mib": report.peak_rss_mib,
         "environment": report.environment,
     }
-    part.update({key: value for key, value in (("shard", report.shard), ("jobs", report.jobs)) if value})
+    part.update(
+        {key: value for key, value in (("run", report.run), ("shard", report.shard), ("jobs", report.jobs)) if value}
+    )
     return part
 
 
@@ -103,6 +110,34 @@ def _check_versions(reports: Sequence[tuple[str, RunReport]]) -> None:
         raise MergeError(f"the reports are of different versions: {described}")
 
 
+def _run_text(run: dict[str, str] | None) -> str:
+    return "no run identity" if not run else f"run {run.get('id')!r} ({run.get('from')})"
+
+
+def _check_runs(reports: Sequence[tuple[str, RunReport]], run: dict[str, str] | None) -> dict[str, str] | None:
+    """The run every report is of: one identity (or none) for all, and the merging run's when it has one."""
+    groups: dict[str | None, list[str]] = {}
+    for path, report in reports:
+        groups.setdefault((report.run or {}).get("id"), []).append(path)
+    if len(groups) > 1:
+        described = "; ".join(
+            f"{', '.join(paths)} ({_run_text(next(r.run for p, r in reports if p == paths[0]))})"
+            for paths in groups.values()
+        )
+        raise MergeError(
+            f"the reports are of different runs: {described}",
+            hint="a report left from an earlier run (a shard that wrote none in this one) cannot be merged",
+        )
+    common = reports[0][1].run
+    if run is not None and (common or {}).get("id") != run["id"]:
+        raise MergeError(
+            f"{', '.join(path for path, _ in reports)}: {_run_text(common)}, not of this run ({_run_text(run)})",
+            hint="a shard that wrote no report in this run fails the merge; to merge another run's, give its "
+            f"{option_name('run_id')}",
+        )
+    return common
+
+
 def _check_shards(reports: Sequence[tuple[str, RunReport]]) -> list[tuple[str, RunReport]]:
     """The reports in the order of their shards, after checking they are the shards of one run."""
     sharded = [(path, report) for path, report in reports if report.shard]
@@ -118,13 +153,19 @@ def _check_shards(reports: Sequence[tuple[str, RunReport]]) -> list[tuple[str, R
             raise MergeError(f"{path} says it is shard {index} of {total}: not a shard --shard makes")
     first_path, first = sharded[0]
     assert first.shard is not None
-    for key, what in (("total", "count of shards"), ("of", "count of bundles"), ("by", "way of balancing")):
+    keys = (
+        ("total", "count of shards"),
+        ("of", "count of bundles"),
+        ("list", "list of bundles"),
+        ("by", "way of balancing"),
+    )
+    for key, what in keys:
         for path, report in sharded:
             assert report.shard is not None
-            if report.shard[key] != first.shard[key]:
+            if report.shard.get(key) != first.shard.get(key):
                 raise MergeError(
                     f"{first_path} and {path} are shards of different runs: another {what} "
-                    f"({first.shard[key]} and {report.shard[key]})"
+                    f"({first.shard.get(key)} and {report.shard.get(key)})"
                 )
     by_index: dict[int, str] = {}
     for path, report in sharded:

@@ -45,6 +45,7 @@ class RunReport:
     shard: dict[str, Any] | None = None  # --shard: which shard, how it was chosen, how many bundles (docs/reports.md)
     jobs: dict[str, Any] | None = None  # --jobs: how many workers, and how the bundles were timed
     parts: list[dict[str, Any]] | None = None  # --merge: each report merged (its shard, jobs and environment)
+    run: dict[str, str] | None = None  # the run's identity: id, and where it came from (--run-id, a CI variable)
 
     @property
     def passed(self) -> bool:
@@ -66,7 +67,7 @@ class RunReport:
             "bundles": [bundle.to_json() for bundle in self.bundles],
             **{
                 key: value
-                for key, value in (("shard", self.shard), ("jobs", self.jobs), ("parts", self.parts))
+                for key, value in (("run", self.run), ("shard", self.shard), ("jobs", self.jobs), ("parts", self.parts))
                 if value
             },
         }
@@ -81,6 +82,7 @@ class RunReport:
             shard=data.get("shard"),
             jobs=data.get("jobs"),
             parts=data.get("parts"),
+            run=data.get("run"),
         )
 
 

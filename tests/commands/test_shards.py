@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mgedump.commands.shards import balanced, resolve_shard, shard_of
-from mgedump.commands.tree import Found
+from mgedump.commands.shards import ENGINES, balanced, list_hash, resolve_shard, shard_of
+from mgedump.commands.tree import Found, expand_tree, report_names
 from mgedump.commands.verify_many import plan_runs
 from mgedump.options import SpreadOptions
 from tests.zoo import small_bundle, tree
@@ -65,6 +65,17 @@ def test_the_shard_is_the_hash_of_the_key_alone():
         ("auto/4", {"JOB_COMPLETION_INDEX": "0"}, 1, 4, "Kubernetes' JOB_COMPLETION_INDEX=0, counted from 0"),
         ("auto/4", {"JOB_COMPLETION_INDEX": "3", "CI_NODE_INDEX": "1"}, 4, 4, "Kubernetes' JOB_COMPLETION_INDEX=3"),
         ("auto/4", {"CI_NODE_INDEX": "2"}, 2, 4, "GitLab's CI_NODE_INDEX=2"),
+        # the other engines, each with its own base (their documentation: CircleCI, Buildkite and Bitbucket count
+        # from 0, Azure Pipelines from 1)
+        ("auto", {"CIRCLE_NODE_INDEX": "0", "CIRCLE_NODE_TOTAL": "4"}, 1, 4, "CircleCI's CIRCLE_NODE_INDEX=0 and"),
+        ("auto", {"BUILDKITE_PARALLEL_JOB": "3", "BUILDKITE_PARALLEL_JOB_COUNT": "4"}, 4, 4, "Buildkite's"),
+        ("auto", {"SYSTEM_JOBPOSITIONINPHASE": "1", "SYSTEM_TOTALJOBSINPHASE": "4"}, 1, 4, "Azure Pipelines' SYSTEM_"),
+        ("auto", {"BITBUCKET_PARALLEL_STEP": "1", "BITBUCKET_PARALLEL_STEP_COUNT": "2"}, 2, 2, "Bitbucket's"),
+        ("auto/4", {"CIRCLE_NODE_INDEX": "2"}, 3, 4, "CircleCI's CIRCLE_NODE_INDEX=2, counted from 0"),
+        # GitLab without parallel: sets CI_NODE_TOTAL=1 and no index; no CI at all: every bundle, with a note
+        ("auto", {"CI_NODE_TOTAL": "1"}, 1, 1, "GitLab's CI_NODE_TOTAL=1 and no CI_NODE_INDEX"),
+        ("auto", {}, 1, 1, "no CI index set"),
+        ("auto/1", {}, 1, 1, "no CI index set"),
     ],
 )
 def test_where_the_shard_comes_from(spec, environ, index, total, source):
@@ -73,14 +84,29 @@ def test_where_the_shard_comes_from(spec, environ, index, total, source):
     with spoken_as(lambda name, value=None: "--" + name.replace("_", "-")):
         shard = resolve_shard(spec, environ)
     assert (shard.index, shard.total) == (index, total) and shard.source.startswith(source)
+    if source == "no CI index set":  # the note names every variable looked for
+        assert shard.note is not None and all(e.index in shard.note and e.total in shard.note for e in ENGINES)
+        assert "JOB_COMPLETION_INDEX" in shard.note
+
+
+def test_no_ci_index_checks_every_bundle_with_a_note(zoo, mgerun, monkeypatch):
+    for engine in ENGINES:
+        monkeypatch.delenv(engine.index, raising=False)
+        monkeypatch.delenv(engine.total, raising=False)
+    result = mgerun(zoo, "--shard", "auto", "--iter", "1", "-q", "--no-assert")
+    assert result.code == 0, result.err
+    [note] = [line for line in result.err.splitlines() if line.startswith("mgerun: note: ")]
+    assert "no CI index set (looked for JOB_COMPLETION_INDEX" in note and note.endswith("shard 1 of 1, every bundle")
+    assert "by hash: 200 of 200 bundle(s)" in result.err
 
 
 @pytest.mark.parametrize(
     ("spec", "environ", "message"),
     [
-        ("auto", {}, "--shard auto reads GitLab's CI_NODE_INDEX and CI_NODE_TOTAL (parallel: N), and neither is set"),
-        ("auto/3", {}, "--shard auto/3 reads the index from JOB_COMPLETION_INDEX"),
-        ("auto", {"CI_NODE_INDEX": "1"}, "--shard auto: CI_NODE_TOTAL is not set"),
+        ("auto/3", {}, "--shard auto/3 reads this job's index, and none is set (looked for JOB_COMPLETION_INDEX"),
+        ("auto", {"CI_NODE_INDEX": "1"}, "--shard auto: GitLab's CI_NODE_INDEX is set and CI_NODE_TOTAL is not"),
+        ("auto", {"CI_NODE_TOTAL": "3"}, "--shard auto: GitLab's CI_NODE_TOTAL is 3 and CI_NODE_INDEX is not set"),
+        ("auto", {"CIRCLE_NODE_INDEX": "4", "CIRCLE_NODE_TOTAL": "4"}, "shard 5 is not one of 1 to 4"),
         (
             "auto",
             {"CI_NODE_INDEX": "x", "CI_NODE_TOTAL": "2"},
@@ -101,7 +127,7 @@ def test_where_the_shard_comes_from(spec, environ, index, total, source):
     ],
 )
 def test_a_shard_that_cannot_be_resolved_is_one_line(spec, environ, message, mgerun, tmp_path, monkeypatch):
-    for name in ("CI_NODE_INDEX", "CI_NODE_TOTAL", "JOB_COMPLETION_INDEX"):
+    for name in ["JOB_COMPLETION_INDEX", *(e.index for e in ENGINES), *(e.total for e in ENGINES)]:
         monkeypatch.delenv(name, raising=False)
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
@@ -124,7 +150,7 @@ def test_mgerun_says_which_shard_and_the_report_records_it(zoo, mgerun, tmp_path
     document = json.loads((tmp_path / "r.json").read_text())
     assert document["shard"] == {
         "index": 2, "total": 7, "from": "GitLab's CI_NODE_INDEX=2 and CI_NODE_TOTAL=7", "by": "hash",
-        "bundles": chosen, "of": 200,
+        "bundles": chosen, "of": 200, "list": list_hash(report_names(expand_tree([str(zoo)]))),
     }  # fmt: skip
     assert len(document["bundles"]) == chosen
 

@@ -8,11 +8,11 @@ from typing import Any
 import click
 
 from ...base.errors import UsageError
-from ...base.numbers import parse_int
+from ...base.numbers import parse_float, parse_int
 from ...options import JOBS_TIMINGS, MAX_JOBS, SpreadOptions
 from . import FILE, apply, given
 
-NAMES = ("shard", "shard_durations", "jobs_timing")
+NAMES = ("shard", "shard_durations", "jobs_timing", "run_id")
 
 spread_options_flags = apply(
     [
@@ -21,8 +21,24 @@ spread_options_flags = apply(
             "shard",
             metavar="I/N|auto|auto/N",
             default=None,
-            help="Check only shard I of N (from 1), stable by each bundle's path; auto: GitLab's CI_NODE_INDEX and "
-            "CI_NODE_TOTAL; auto/N: Kubernetes' JOB_COMPLETION_INDEX (from 0) or GitLab's index.",
+            help="Check only shard I of N (from 1), stable by each bundle's path; auto: the CI's parallel-job "
+            "variables (GitLab, CircleCI, Buildkite, Azure Pipelines, Bitbucket); auto/N: Kubernetes' "
+            "JOB_COMPLETION_INDEX (from 0) first.",
+        ),
+        click.option(
+            "--run-id",
+            "run_id",
+            metavar="ID",
+            default=None,
+            help="The run's identity, recorded in the report (default: the CI's, GITHUB_RUN_ID, CI_PIPELINE_ID, ...); "
+            "--merge refuses reports of another run.",
+        ),
+        click.option(
+            "--timeout",
+            "timeout_s",
+            metavar="SECONDS",
+            default=None,
+            help="Fail a bundle still running after SECONDS (its worker process is stopped) and go on with the rest.",
         ),
         click.option(
             "--shard-durations",
@@ -65,6 +81,9 @@ def spread_options(values: dict[str, Any]) -> tuple[SpreadOptions, bool]:
     chosen = given(values, NAMES)
     if jobs is not None:
         chosen["jobs"] = _jobs(jobs)
+    timeout = values.pop("timeout_s", None)
+    if timeout is not None:
+        chosen["timeout_s"] = parse_float(timeout, "--timeout")
     return SpreadOptions(**chosen), merge
 
 
