@@ -454,6 +454,55 @@ class DiffOptions:
         )
 
 
+PERCENTILES = ("p50", "p90", "p99")  # what the latency gate compares (docs/verify.md#latency-gates)
+MAX_LATENCY_MS = 86_400_000.0  # a day
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """The latency gate (:mod:`mgedump.commands.gate`).
+
+    Attributes:
+        max_latency: (test case index or none for every test case, milliseconds) limits; a test case's own first.
+        percentile: what is compared: ``"p50"``, ``"p90"`` or ``"p99"``.
+        baseline: an earlier JSON report of the same bundles to compare with.
+        max_slowdown: how many times the baseline's figure a test case may take (with ``baseline``; default 1.10).
+    """
+
+    max_latency: tuple[tuple[int | None, float], ...] = ()
+    percentile: str = "p90"
+    baseline: str | None = None
+    max_slowdown: float | None = None
+
+    def __post_init__(self) -> None:
+        check_one_of(self.percentile, PERCENTILES, "latency_percentile")
+        for _, ms in self.max_latency:
+            if not 0 < ms <= MAX_LATENCY_MS:
+                raise UsageError(f"{option_name('max_latency')} takes milliseconds over 0 (at most a day); got {ms:g}")
+        if self.max_slowdown is not None:
+            if self.baseline is None:
+                raise UsageError(
+                    f"{option_name('max_slowdown')} compares with {option_name('baseline')}: give that too"
+                )
+            if not 1.0 <= self.max_slowdown <= 1000.0:
+                raise UsageError(
+                    f"{option_name('max_slowdown')} takes a factor from 1 to 1000; got {self.max_slowdown:g}"
+                )
+        if self.baseline is not None and self.max_slowdown is None:
+            object.__setattr__(self, "max_slowdown", 1.10)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.max_latency) or self.baseline is not None
+
+    def limit_for(self, index: int) -> float | None:
+        """The limit of test case ``index``: its own, else the one for every test case (none: no limit)."""
+        own = [ms for case, ms in self.max_latency if case == index]
+        every = [ms for case, ms in self.max_latency if case is None]
+        chosen = own or every
+        return chosen[-1] if chosen else None
+
+
 JOBS_TIMINGS = ("none", "serial")  # how --jobs over 1 times the bundles it checked in parallel (docs/verify.md)
 MAX_JOBS = 256  # worker processes beyond this only wait for the cores and memory
 MAX_TIMEOUT_S = 86400.0  # --timeout: a day at most

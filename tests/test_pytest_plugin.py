@@ -74,16 +74,16 @@ def test_a_run_with_two_workers_and_junit(zoo, tmp_path):
     import xmlschema
 
     xmlschema.XMLSchema(str(XSD)).validate(str(junit))
-    failure = next(c for c in ET.parse(junit).getroot().iter("failure") if "AssertEqual" in (c.get("message") or ""))
-    assert failure.get("message").startswith("test case 0 (-d #1: #rand(0,255)): AssertEqual: err=0.5 (name=score)")
-    assert "worst element at" in failure.text
+    failure = next(c for c in ET.parse(junit).getroot().iter("failure") if "AssertEqual" in (c.text or ""))
+    assert failure.get("message").startswith("score: err=0.5 > maxerr=0.0001")
+    assert "AssertEqual: err=0.5 (name=score) FAILED" in failure.text and "worst element at" in failure.text
 
 
 def test_a_failing_item_shows_what_mgerun_prints(zoo):
     done = pytest_run(zoo.parent, "--mgetest", "zoo/bad", "-p", "no:cacheprovider")
     assert done.returncode == 1
     out = done.stdout
-    assert "test case 0 (-d #1: #rand(0,255)): AssertEqual: err=0.5 (name=score) FAILED (maxerr=0.0001)" in out
+    assert "score: err=0.5 > maxerr=0.0001\ntest case 0 (-d #1: #rand(0,255))\nAssertEqual: err=0.5 (name=score)" in out
     assert "  worst element at [0, 1]: expect=" in out
     assert "not a bundle (corrupt or not a zip archive: File is not a zip file)" in out
     assert "Traceback" not in out
@@ -172,3 +172,32 @@ def test_the_core_never_imports_pytest():
 def test_in_process_runs_the_bundles_in_pytests_process(zoo):
     done = pytest_run(zoo.parent, "--mgetest", "zoo/samples", "--mgetest-in-process", "-p", "no:cacheprovider")
     assert done.returncode == 0 and "3 passed" in done.stdout.splitlines()[-1], done.stdout[-1000:]
+
+
+def test_a_failed_item_reruns_by_the_id_pytest_printed(zoo, monkeypatch):
+    """The id in the short summary reruns that item, given as a path or to --mgetest; at 80 columns the summary
+    line keeps the reason, and the headers name the bundle relative to the root, not by its absolute path."""
+    monkeypatch.setenv("COLUMNS", "80")
+    first = pytest_run(zoo.parent, "--mgetest", "zoo/bad", "-p", "no:cacheprovider", "-p", "no:randomly")
+    [line] = [x for x in first.stdout.splitlines() if x.startswith("FAILED") and "fails.mgetest" in x]
+    assert line == "FAILED zoo/bad/fails.mgetest::case_0 - score: err=0.5 > maxerr=0.0001"
+    assert len(line) <= 80
+    assert str(zoo) not in first.stdout  # no absolute path in the headers
+    assert "zoo/bad/fails.mgetest: test case 0" in first.stdout
+    item = line.split()[1]
+    for args in ([item], ["--mgetest", item]):
+        again = pytest_run(zoo.parent, *args, "-p", "no:cacheprovider", "-p", "no:randomly")
+        assert again.returncode == 1, again.stdout[-2000:]
+        assert again.stdout.splitlines()[-1].startswith("=") and "1 failed in" in again.stdout.splitlines()[-1]
+
+
+def test_a_bundle_that_hangs_fails_at_its_timeout_and_the_rest_run(tmp_path):
+    from tests.zoo import slow_bundle
+
+    zoo = tmp_path / "zoo"
+    slow_bundle(zoo)
+    small_bundle(zoo)
+    done = pytest_run(tmp_path, "--mgetest", "zoo", "--mgetest-timeout", "3", "-p", "no:cacheprovider", timeout=120)
+    assert done.returncode == 1, done.stdout[-2000:]
+    assert "1 failed, 1 passed" in done.stdout.splitlines()[-1]
+    assert "FAILED zoo/slow.mgetest::case_0 - timed out: still running after 3 s (--mgetest-timeout 3)" in (done.stdout)

@@ -8,12 +8,21 @@ surfaces with its traceback.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 EXIT_OK = 0  # done; every assertion passed
 EXIT_FAILED = 1  # an assertion failed, or the model failed to run
 EXIT_USAGE = 2  # bad usage or bad input
+EXIT_TOO_SLOW = 3  # every check passed, and the latency gate failed (docs/exit-codes.md)
+_SEVERITY = (EXIT_OK, EXIT_TOO_SLOW, EXIT_FAILED, EXIT_USAGE)  # best first: 2 over 1 over 3 over 0
+
+
+def worst_exit(codes: Iterable[int]) -> int:
+    """The worst of several exit codes: 2 over 1 over 3 (too slow) over 0."""
+    return max(codes, key=lambda code: _SEVERITY.index(code) if code in _SEVERITY else len(_SEVERITY), default=EXIT_OK)
+
+
 EXIT_INTERRUPTED = 130  # stopped by Ctrl-C (128 + SIGINT), as shells report it
 EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15), as shells report it
 

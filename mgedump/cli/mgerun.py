@@ -10,7 +10,7 @@ import click
 from ..base.streams import is_terminal
 from ..report import stdout_targets
 from .common import CONTEXT, common_options, setup
-from .flags.spread import spread_options, spread_options_flags
+from .flags.spread import gate_options, spread_options, spread_options_flags
 from .flags.verify import VerifyCommand, verify_options, verify_options_flags
 from .output import ProgressBar
 from .spread import SpreadPrinter, run_merge
@@ -42,12 +42,17 @@ def mgerun_command(paths: tuple[str, ...], verbose: int, quiet: bool | None, **v
     from ..commands.verify_many import plan_runs, verify_all
 
     spread, merge = spread_options(values)
+    gate = gate_options(values)
     options, data_flags = verify_options(values)
     # a report on stdout (--report-json -) keeps stdout to itself: the lines people read go to stderr
     to_stdout = bool(stdout_targets((options.report_json, options.junit_xml, options.report_html, options.fitting_out)))
     if merge:
+        if gate.active:
+            from ..base.errors import UsageError
+
+            raise UsageError("--merge merges reports: the latency gate applies where the bundles are timed")
         return run_merge(paths, options, spread, err=to_stdout)
-    plan = plan_runs(paths, options, data_flags=data_flags, spread=spread)
+    plan = plan_runs(paths, options, data_flags=data_flags, spread=spread, gate=gate)
     printer = SpreadPrinter(verbose, plan.many, err=to_stdout)
     printer.plan(plan)
     progress = ProgressBar() if is_terminal(sys.stderr) and not quiet else None

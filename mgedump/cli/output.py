@@ -250,6 +250,12 @@ class RunPrinter:
                 f"{what}: {counts['passed']} passed, {counts['failed']} failed, "
                 f"{counts['error']} could not run; peak memory {summary.peak_rss_mib:.0f} MiB; exit {summary.exit_code}"
             )
+        if getattr(summary, "gate", None):
+            from ..commands.gate import gate_lines
+
+            lines[-1:-1] = gate_lines(summary.gate, self.verbose > 0) if self.many else []
+            if not self.many:
+                lines += gate_lines(summary.gate, self.verbose > 0)
         self._say(lines)
 
 

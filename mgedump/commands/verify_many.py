@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..base.errors import EXIT_OK, MgeError, UsageError
+from ..base.errors import EXIT_OK, EXIT_TOO_SLOW, MgeError, UsageError
 from ..base.fileio import make_folder
 from ..base.limits import peak_rss_mib
 from ..base.log import fresh_warnings, warn_once
@@ -34,7 +34,7 @@ from ..bundle.reader import peek_variants
 from ..data import TestData
 from ..measure.timing import Progress
 from ..model.environment import run_environment
-from ..options import SpreadOptions, VerifyOptions
+from ..options import GateOptions, SpreadOptions, VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
 from .fitting import config_text, with_config
@@ -101,11 +101,13 @@ class Summary:
     shard: dict[str, Any] | None = None  # the report's shard (--shard)
     jobs: dict[str, Any] | None = None  # the report's jobs (--jobs)
     run: dict[str, str] | None = None  # the run's identity (--run-id, or the CI's run variable)
+    gate: dict[str, Any] | None = None  # the latency gate's verdict (--max-latency, --baseline)
     records: IO[bytes] | None = field(default=None, repr=False)  # with workers: every run's record, a JSON line each
 
     @property
     def exit_code(self) -> int:
-        return max((r.exit_code for r in self.results), default=EXIT_OK)
+        worst = max((r.exit_code for r in self.results), default=EXIT_OK)
+        return EXIT_TOO_SLOW if worst == EXIT_OK and self.gate and not self.gate["passed"] else worst
 
     def saved_records(self) -> list[BundleRecord]:
         """With workers, the records they sent back, in the order of the plan (read back from their file)."""
@@ -134,6 +136,7 @@ class Summary:
             shard=self.shard,
             jobs=self.jobs,
             run=self.run,
+            latency_gate=self.gate,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -164,6 +167,7 @@ class RunPlan:
     shard: dict[str, Any] | None = None  # with --shard: which one, how chosen, how many of how many bundles
     run: dict[str, str] | None = None  # the run's identity (--run-id, or the CI's run variable)
     notes: tuple[str, ...] = ()  # what to tell the user before any work (--shard auto found no CI index)
+    gate: GateOptions = field(default_factory=GateOptions)  # the latency gate
 
     @property
     def many(self) -> bool:
@@ -178,6 +182,7 @@ def plan_runs(
     data_flags: Sequence[str] | None = None,
     spread: SpreadOptions | None = None,
     environ: Mapping[str, str] | None = None,
+    gate: GateOptions | None = None,
 ) -> RunPlan:
     """Expand folders, parse the test data, pick the shard and check every output target, once, before any work.
 
@@ -191,7 +196,11 @@ def plan_runs(
         UsageError: no bundle, data flags for bundles, a plain model among several, outputs that collide.
         SpecError: test data that cannot be read.
     """
-    options, spread = options or VerifyOptions(), spread or SpreadOptions()
+    options, spread, gate = options or VerifyOptions(), spread or SpreadOptions(), gate or GateOptions()
+    if gate.active and spread.timing in ("none",):
+        raise UsageError(
+            f"the latency gate needs timing: with {option_name('jobs')} over 1, give {option_name('jobs_timing')} serial"
+        )
     env = os.environ if environ is None else environ
     shard = resolve_shard(spread.shard, env) if spread.shard is not None else None
     run = resolve_run(spread.run_id, env)
@@ -226,7 +235,8 @@ def plan_runs(
     options.session.providers()
     _check_unique_names(bundles, options, many)
     data = options.cases if isinstance(options.cases, TestData) else None
-    protected = tuple(files_read(models=plain, data=[data], others=bundles, options=(options, spread)))
+    others = [*bundles, *([gate.baseline] if gate.baseline else [])]
+    protected = tuple(files_read(models=plain, data=[data], others=others, options=(options, spread)))
     outputs.check(protected)
     if options.fitting_out and len(bundles) > 1:
         raise UsageError(f"{option_name('fitting_out')} holds the choice for one bundle; {len(bundles)} were given")
@@ -244,7 +254,7 @@ def plan_runs(
         bundles = [f.path for f in found]
     runs = _runs(bundles, plain, options.variant, options.fitting)
     notes = (shard.note,) if shard is not None and shard.note else ()
-    return RunPlan(tuple(bundles), options, protected, runs, tuple(names), spread, picked, run, notes)
+    return RunPlan(tuple(bundles), options, protected, runs, tuple(names), spread, picked, run, notes, gate)
 
 
 def _runs(
@@ -311,6 +321,10 @@ def verify_all(
         for path, variant in plan.runs or [(b, None) for b in plan.bundles]:
             summary.results.append(_run_here(path, variant, options, many, protected, *callbacks, usage_once=once))
     summary.peak_rss_mib = peak_rss_mib()
+    if plan.gate.active:
+        from .gate import apply_gate
+
+        summary.gate = apply_gate(summary.record(), plan.gate)
     write_reports(summary, options, protected)
     return summary
 

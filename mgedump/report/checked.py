@@ -138,7 +138,8 @@ _BUNDLE: dict[str, Any] = {
 }
 _REPORT: dict[str, Any] = {
     "report_version": "int",
-    "exit_code": "exit",
+    "exit_code": "run_exit",
+    "latency_gate?": "object|null",
     "peak_rss_mib?": "fin|null",
     "environment?": _ENVIRONMENT,
     "bundles?": ["list", _BUNDLE],
@@ -150,7 +151,7 @@ _REPORT: dict[str, Any] = {
         {
             "report": "str",
             "bundles": "int",
-            "exit_code": "exit",
+            "exit_code": "run_exit",
             "peak_rss_mib?": "fin|null",
             "run?": {"id": "str", "from": "str"},
             "shard?": _SHARD,
@@ -250,6 +251,7 @@ _WORDS = {
     "object": "an object",
     "any": "a value",
     "exit": "an exit code (0, 1 or 2)",
+    "run_exit": "an exit code (0, 1, 2 or 3)",
     "stats": "an object of statistics",
 }
 
@@ -268,6 +270,8 @@ def _is(value: Any, kind: str) -> bool:
         return (is_number(value) and math.isfinite(value)) or value in ("inf", "-inf", "nan")
     if kind == "exit":
         return is_int(value) and value in (0, 1, 2)
+    if kind == "run_exit":
+        return is_int(value) and value in (0, 1, 2, 3)
     if kind == "stats":
         return isinstance(value, dict) and all(k in ("shape", "dtype") or _is(v, "num|null") for k, v in value.items())
     if "|" in kind:

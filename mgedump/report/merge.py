@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..base.errors import EXIT_FAILED, UsageError
+from ..base.errors import EXIT_FAILED, UsageError, worst_exit
 from ..base.naming import option_name
 from .bundles import BundleRecord
 from .schema import RunReport
@@ -64,7 +64,7 @@ def merge(reports: Sequence[tuple[str, RunReport]], run: dict[str, str] | None =
     return RunReport(
         bundles=bundles,
         # from the verdicts, and never better than a report says of itself
-        exit_code=max([report.exit_code for _, report in reports] + [bundle.exit_code for bundle in bundles]),
+        exit_code=worst_exit([report.exit_code for _, report in reports] + [bundle.exit_code for bundle in bundles]),
         peak_rss_mib=max((r.peak_rss_mib for _, r in reports if r.peak_rss_mib is not None), default=None),
         environment=reports[0][1].environment,
         parts=parts,

@@ -46,6 +46,7 @@ class RunReport:
     jobs: dict[str, Any] | None = None  # --jobs: how many workers, and how the bundles were timed
     parts: list[dict[str, Any]] | None = None  # --merge: each report merged (its shard, jobs and environment)
     run: dict[str, str] | None = None  # the run's identity: id, and where it came from (--run-id, a CI variable)
+    latency_gate: dict[str, Any] | None = None  # --max-latency, --baseline: every check and the verdict
 
     @property
     def passed(self) -> bool:
@@ -67,7 +68,13 @@ class RunReport:
             "bundles": [bundle.to_json() for bundle in self.bundles],
             **{
                 key: value
-                for key, value in (("run", self.run), ("shard", self.shard), ("jobs", self.jobs), ("parts", self.parts))
+                for key, value in (
+                    ("run", self.run),
+                    ("shard", self.shard),
+                    ("jobs", self.jobs),
+                    ("parts", self.parts),
+                    ("latency_gate", self.latency_gate),
+                )
                 if value
             },
         }
@@ -83,6 +90,7 @@ class RunReport:
             jobs=data.get("jobs"),
             parts=data.get("parts"),
             run=data.get("run"),
+            latency_gate=data.get("latency_gate"),
         )
 
 

@@ -140,7 +140,7 @@ def test_a_missing_shard_is_named(shards, mgerun, tmp_path):
     ("args", "message"),
     [
         (["--iter", "3"], "--iter does not apply to --merge"),
-        (["--shard", "1/2"], "--merge merges reports: --shard and -j do not apply"),
+        (["--shard", "1/2"], "--merge merges reports: --shard, -j and --timeout do not apply"),
         ([], None),
     ],
 )

@@ -9,7 +9,7 @@ import click
 
 from ...base.errors import UsageError
 from ...base.numbers import parse_float, parse_int
-from ...options import JOBS_TIMINGS, MAX_JOBS, SpreadOptions
+from ...options import JOBS_TIMINGS, MAX_JOBS, GateOptions, SpreadOptions
 from . import FILE, apply, given
 
 NAMES = ("shard", "shard_durations", "jobs_timing", "run_id")
@@ -32,6 +32,36 @@ spread_options_flags = apply(
             default=None,
             help="The run's identity, recorded in the report (default: the CI's, GITHUB_RUN_ID, CI_PIPELINE_ID, ...); "
             "--merge refuses reports of another run.",
+        ),
+        click.option(
+            "--max-latency",
+            "max_latency",
+            metavar="[CASE:]MS",
+            multiple=True,
+            help="Latency gate: fail (exit 3) a test case whose percentile (--latency-percentile) is over MS beyond "
+            "the noise; CASE: one test case's limit (repeatable).",
+        ),
+        click.option(
+            "--latency-percentile",
+            "latency_percentile",
+            type=click.Choice(("p50", "p90", "p99")),
+            default=None,
+            help="What the latency gate compares: p50, p90 (the default) or p99.",
+        ),
+        click.option(
+            "--baseline",
+            "baseline",
+            metavar="REPORT",
+            type=FILE,
+            default=None,
+            help="Latency gate: compare each test case with this earlier --report-json of the same bundles.",
+        ),
+        click.option(
+            "--max-slowdown",
+            "max_slowdown",
+            metavar="R",
+            default=None,
+            help="With --baseline: fail (exit 3) a test case slower than R times the baseline beyond the noise (1.10).",
         ),
         click.option(
             "--timeout",
@@ -72,6 +102,22 @@ spread_options_flags = apply(
         ),
     ]
 )
+
+
+def gate_options(values: dict[str, Any]) -> GateOptions:
+    """The latency gate the flags ask for."""
+    limits = []
+    for text in values.pop("max_latency", None) or ():
+        case, sep, ms = text.rpartition(":")
+        index = parse_int(case, "--max-latency CASE") if sep else None
+        limits.append((index, parse_float(ms, "--max-latency MS")))
+    slowdown = values.pop("max_slowdown", None)
+    return GateOptions(
+        max_latency=tuple(limits),
+        percentile=values.pop("latency_percentile", None) or "p90",
+        baseline=values.pop("baseline", None),
+        max_slowdown=None if slowdown is None else parse_float(slowdown, "--max-slowdown"),
+    )
 
 
 def spread_options(values: dict[str, Any]) -> tuple[SpreadOptions, bool]:

@@ -1,0 +1,130 @@
+"""The latency gate (``mgerun --max-latency [CASE:]MS``, ``--baseline REPORT --max-slowdown R``): each timed test
+case's percentile against a limit, or against the same bundle, variant and test case of an earlier report, decided
+with the tests of :mod:`mgedump.measure.gate` so that the noise of a shared machine does not fail it
+(docs/verify.md#latency-gates). A test case too slow fails the gate: exit code 3, unless something worse happened
+(docs/exit-codes.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..base.naming import option_name
+from ..measure.gate import SIGNIFICANCE, over_limit, slower
+from ..options import GateOptions
+from ..report.schema import RunReport
+
+_KEYS = {"p50": "median", "p90": "p90", "p99": "p99"}  # each percentile's key in a test case's latency_ms
+
+
+def _figure(case: Any, percentile: str) -> float | None:
+    value = case.timing.latency.to_json().get(_KEYS[percentile])
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def baseline_cases(path: str) -> dict[tuple[str, int], Any]:
+    """An earlier report's timed test cases, by (bundle name, test case index).
+
+    Raises:
+        ReportError: a report that cannot be read.
+    """
+    from ..report.checked import read_report
+
+    report, _ = read_report(path, f"{option_name('baseline')} report")
+    return {(bundle.name, case.index): case for bundle in report.bundles for case in bundle.test_cases}
+
+
+def apply_gate(report: RunReport, gate: GateOptions) -> dict[str, Any] | None:
+    """The gate's verdict on every timed test case of ``report`` (none: no gate asked for); the record goes into
+    the report as ``latency_gate`` (docs/reports.md#the-latency-gate)."""
+    if not gate.active:
+        return None
+    base = baseline_cases(gate.baseline) if gate.baseline else {}
+    checks: list[dict[str, Any]] = []
+    unmatched = 0
+    for bundle in report.bundles:
+        for case in bundle.test_cases:
+            runs = list(case.timing.latencies_ms)
+            figure = _figure(case, gate.percentile)
+            if case.error is not None or not runs or figure is None:
+                continue
+            where = f"{bundle.name} test case {case.index}"
+            limit = gate.limit_for(case.index)
+            if limit is not None:
+                checks.append(_against_limit(where, bundle.name, case.index, runs, figure, limit, gate.percentile))
+            if gate.baseline:
+                earlier = base.get((bundle.name, case.index))
+                then = None if earlier is None else _figure(earlier, gate.percentile)
+                if earlier is None or then is None or not earlier.timing.latencies_ms:
+                    unmatched += 1
+                    continue
+                checks.append(
+                    _against_baseline(where, bundle.name, case.index, runs, figure, earlier, then, gate)
+                )  # fmt: skip
+    return {
+        "percentile": gate.percentile,
+        "max_latency": [{"test_case": case, "ms": ms} for case, ms in gate.max_latency],
+        "baseline": gate.baseline,
+        "max_slowdown": gate.max_slowdown if gate.baseline else None,
+        "significance": SIGNIFICANCE,
+        "passed": all(check["passed"] for check in checks),
+        "no_baseline": unmatched,
+        "checks": checks,
+    }
+
+
+def _against_limit(
+    where: str, name: str, index: int, runs: Sequence[float], figure: float, limit: float, percentile: str
+) -> dict[str, Any]:
+    chance = over_limit(runs, limit, percentile)
+    failed = figure > limit and chance < SIGNIFICANCE
+    above = sum(ms > limit for ms in runs)
+    line = (
+        f"{where}: {percentile} {figure:.4g} ms, limit {limit:.4g} ms ({above} of {len(runs)} runs over it, "
+        f"p = {chance:.2g})"
+    )
+    return {
+        "bundle": name, "test_case": index, "kind": "limit", "ms": figure, "limit_ms": limit, "p": chance,
+        "passed": not failed, "line": f"{line}: {'TOO SLOW' if failed else 'ok'}",
+    }  # fmt: skip
+
+
+def _against_baseline(
+    where: str,
+    name: str,
+    index: int,
+    runs: Sequence[float],
+    figure: float,
+    earlier: Any,
+    then: float,
+    gate: GateOptions,
+) -> dict[str, Any]:
+    factor = gate.max_slowdown or 1.0
+    ratio = figure / then if then > 0 else float("inf")
+    chance = slower(runs, earlier.timing.latencies_ms, factor)
+    failed = ratio > factor and (chance is None or chance < SIGNIFICANCE)
+    test = "too few runs for the rank test" if chance is None else f"rank test p = {chance:.2g}"
+    line = (
+        f"{where}: {gate.percentile} {figure:.4g} ms, baseline {then:.4g} ms: {ratio:.2f}x, at most {factor:g}x "
+        f"({test})"
+    )
+    return {
+        "bundle": name, "test_case": index, "kind": "baseline", "ms": figure, "baseline_ms": then, "ratio": ratio,
+        "p": chance, "passed": not failed, "line": f"{line}: {'TOO SLOW' if failed else 'ok'}",
+    }  # fmt: skip
+
+
+def gate_lines(gate: dict[str, Any] | None, verbose: bool) -> list[str]:
+    """What the console says of the gate: every check with ``verbose``, else the failed ones; then the total."""
+    if not gate:
+        return []
+    checks = gate["checks"]
+    lines = [f"latency gate: {c['line']}" for c in checks if verbose or not c["passed"]]
+    failed = sum(not c["passed"] for c in checks)
+    total = f"latency gate ({gate['percentile']}): {len(checks)} check(s), {failed} too slow"
+    if gate.get("no_baseline"):
+        total += f"; {gate['no_baseline']} test case(s) not in the baseline, not compared"
+    if not checks:
+        total += " (no timed test case: with --jobs over 1, give --jobs-timing serial)"
+    return [*lines, total]

@@ -1,0 +1,68 @@
+"""The latency gate's statistics: is a test case too slow, given the noise of its runs (docs/verify.md#latency-gates)?
+
+Both gates compare a percentile (``p50``, ``p90`` or ``p99``) and decide with a test, so that a machine's noise
+does not fail them:
+
+- against a limit (``--max-latency MS``): the percentile is over the limit, and more runs than the percentile
+  allows went over it than chance explains: a one-sided binomial test of the count of runs over the limit (the
+  sign test's generalisation; ``p90`` allows one run in ten over it) at :data:`SIGNIFICANCE`;
+- against an earlier report (``--baseline``, ``--max-slowdown R``): the percentile is over R times the baseline's,
+  and the runs are slower than the baseline's runs scaled by R beyond chance: a one-sided Mann-Whitney rank test
+  (normal approximation, ties corrected) at :data:`SIGNIFICANCE`.
+
+Why a rank test and not fitting's interleaved rounds (:mod:`.fitting`): the baseline ran earlier, elsewhere; there
+are no rounds to pair. The rank test compares the two samples as they are, needs no assumption about their shape
+(latencies have long right tails) and is not moved by one stalled run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+SIGNIFICANCE = 0.05  # the chance of failing a test case that is fast enough, at most, per test
+PERCENTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
+MIN_RUNS = 5  # runs on each side below which the rank test cannot tell: the gate then reads the percentiles alone
+
+
+def binomial_tail(count: int, runs: int, chance: float) -> float:
+    """The chance of at least ``count`` of ``runs`` events, each of chance ``chance``."""
+    if count <= 0:
+        return 1.0
+    return min(1.0, sum(math.comb(runs, k) * chance**k * (1 - chance) ** (runs - k) for k in range(count, runs + 1)))
+
+
+def over_limit(latencies_ms: Sequence[float], limit_ms: float, percentile: str) -> float:
+    """The chance that a test case whose ``percentile`` is at the limit has as many runs over it as these: small
+    means the percentile is over the limit beyond the noise."""
+    above = sum(ms > limit_ms for ms in latencies_ms)
+    return binomial_tail(above, len(latencies_ms), 1 - PERCENTILES[percentile])
+
+
+def slower(current_ms: Sequence[float], baseline_ms: Sequence[float], factor: float) -> float | None:
+    """The chance that runs no slower than ``factor`` times the baseline's rank as high as these (the one-sided
+    Mann-Whitney U test of ``current_ms`` against ``baseline_ms`` scaled by ``factor``); none: too few runs."""
+    if len(current_ms) < MIN_RUNS or len(baseline_ms) < MIN_RUNS:
+        return None
+    a, b = list(current_ms), [ms * factor for ms in baseline_ms]
+    n, m = len(a), len(b)
+    ranked = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
+    ranks = [0.0] * len(ranked)
+    ties = 0.0
+    k = 0
+    while k < len(ranked):
+        j = k
+        while j + 1 < len(ranked) and ranked[j + 1][0] == ranked[k][0]:
+            j += 1
+        for i in range(k, j + 1):
+            ranks[i] = (k + j) / 2 + 1
+        t = j - k + 1
+        ties += t**3 - t
+        k = j + 1
+    u = sum(r for r, (_, side) in zip(ranks, ranked, strict=True) if side == 0) - n * (n + 1) / 2
+    total = n + m
+    variance = n * m / 12 * ((total + 1) - ties / (total * (total - 1)))
+    if variance <= 0:
+        return 1.0 if u <= n * m / 2 else 0.0
+    z = (u - n * m / 2 - 0.5) / math.sqrt(variance)  # continuity-corrected
+    return 0.5 * math.erfc(z / math.sqrt(2))
