@@ -385,7 +385,7 @@ REPORT_MUTATIONS = [
     (("bundles", 0, "test_cases", 0, "outputs", 0, "err"), "set", "small"),
     (("bundles", 0, "test_cases", 0, "outputs", 0, "failure"), "set", ["a passing output has no failure lines"]),
     (("bundles", 0, "error"), "set", "an error beside test cases that ran"),
-    (("exit_code",), "set", 3),
+    (("exit_code",), "set", 4),
 ]
 
 
