@@ -12,7 +12,7 @@ import pytest
 from mgedump.base.errors import RunError
 from mgedump.measure import timing
 from mgedump.measure.timing import Timing, latency_stats, time_runs
-from mgedump.model.runtime import open_session
+from mgedump.model.runtime import open_runner
 from tests.support import sample
 
 
@@ -36,7 +36,7 @@ def test_throughput():
 
 @pytest.fixture
 def session():
-    return open_session(str(sample("cnn.onnx").path))
+    return open_runner(str(sample("cnn.onnx").path))
 
 
 STEP_S = 1 / 64  # what a run moves the clock by: a power of two, so that the clock's sums are exact
@@ -58,13 +58,13 @@ class Clock:
 
 
 class Ticking:
-    """The real session; each of its runs moves the clock by :data:`STEP_S`."""
+    """The real runner; each of its runs moves the clock by :data:`STEP_S`."""
 
     def __init__(self, session, clock: Clock) -> None:
         self.session, self.clock = session, clock
 
-    def run(self, names, feeds):
-        values = self.session.run(names, feeds)
+    def run(self, feeds):
+        values = self.session.run(feeds)
         self.clock.advance(STEP_S)
         return values
 
@@ -82,7 +82,7 @@ def test_time_runs_counts_and_returns_the_first_outputs(session):
     assert len(timing.latencies_ms) == 7 and all(ms > 0 for ms in timing.latencies_ms)
     assert len(timing.warmup_ms) == 2 and timing.first_run_ms() == timing.warmup_ms[0]
     assert timing.concurrency == 1 and timing.wall_s >= sum(timing.latencies_ms) / 1e3
-    np.testing.assert_array_equal(first[0], session.run(None, feeds)[0])
+    np.testing.assert_array_equal(first[0], session.run(feeds)[0])
     without_warmup, _ = time_runs(session, feeds, iters=3, warmup=0)
     assert without_warmup.warmup_ms == [] and without_warmup.first_run_ms() == without_warmup.latencies_ms[0]
 
@@ -92,7 +92,7 @@ def test_a_duration_runs_at_least_that_long_and_at_least_iters(ticking):
     timed, first = time_runs(ticking, feeds, iters=3, warmup=0, duration_s=0.3)
     assert len(timed.latencies_ms) == 20 and timed.wall_s == 20 * STEP_S  # the first run at or past 0.3 s
     assert timed.latencies_ms == [STEP_S * 1e3] * 20
-    np.testing.assert_array_equal(first[0], ticking.session.run(None, feeds)[0])
+    np.testing.assert_array_equal(first[0], ticking.session.run(feeds)[0])
     many, _ = time_runs(ticking, feeds, iters=50, warmup=0, duration_s=1e-6)
     assert len(many.latencies_ms) == 50
 
@@ -102,7 +102,7 @@ def test_concurrent_runs_count_in_all_and_give_throughput_from_wall_time(session
     timing, first = time_runs(session, feeds, iters=40, warmup=1, concurrency=3)
     assert len(timing.latencies_ms) == 40 and timing.concurrency == 3
     assert timing.throughput()["inferences_per_s"] == pytest.approx(40 / timing.wall_s)
-    np.testing.assert_allclose(first[0], session.run(None, feeds)[0], rtol=1e-6)
+    np.testing.assert_allclose(first[0], session.run(feeds)[0], rtol=1e-6)
 
 
 def test_concurrent_runs_go_on_for_the_duration(ticking):
@@ -113,7 +113,7 @@ def test_concurrent_runs_go_on_for_the_duration(ticking):
 
 
 def test_a_failing_run_under_load_is_a_run_error():
-    session = open_session(str(sample("bad/gather_index.onnx").path))
+    session = open_runner(str(sample("bad/gather_index.onnx").path))
     with pytest.raises(RunError, match="'idx'"):
         time_runs(session, {"idx": np.array([0, 99, 1])}, iters=10, warmup=0, concurrency=2)
 
@@ -130,7 +130,7 @@ def test_progress_only_for_long_loops(ticking, monkeypatch):
 
 
 def test_a_failing_run_is_a_run_error():
-    session = open_session(str(sample("bad/gather_index.onnx").path))
+    session = open_runner(str(sample("bad/gather_index.onnx").path))
     with pytest.raises(RunError, match="'idx'"):
         time_runs(session, {"idx": np.array([0, 99, 1])}, iters=3, warmup=0)
 
@@ -154,7 +154,7 @@ class _TwoSpeeds:
     def clock(self) -> float:
         return getattr(self.local, "now", 0.0)
 
-    def run(self, names, feeds):
+    def run(self, feeds):
         if not hasattr(self.local, "step"):
             with self.lock:
                 self.local.step = 0.020 if self.seen == 0 else 0.003
