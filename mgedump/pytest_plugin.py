@@ -88,13 +88,16 @@ def _state(config: pytest.Config) -> dict[str, Any]:
 def _options(config: pytest.Config) -> Any:
     state = _state(config)
     if state["options"] is None:
-        from .cli.flags.pack import parse_maxerr
+        from .base.bounds import parse_bounds
+        from .base.naming import spoken_as
+        from .cli.flags.spelling import speller
+        from .cli.mgerun import mgerun_command
         from .options import VerifyOptions
 
-        maxerr, per_output = parse_maxerr(tuple(config.getoption("mgetest_maxerr") or ()))
+        with spoken_as(speller(mgerun_command)):  # a bad bound is named as mgerun names it: its options are mgerun's
+            bounds = parse_bounds(tuple(config.getoption("mgetest_maxerr") or ()))
         state["options"] = VerifyOptions(
-            maxerr=maxerr,
-            output_maxerr=per_output,
+            bounds=bounds,
             provider=config.getoption("mgetest_provider"),
             threads=config.getoption("mgetest_thread"),
             graph_opt=config.getoption("mgetest_graph_opt"),
