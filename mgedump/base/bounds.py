@@ -32,7 +32,7 @@ OutputBounds = Mapping[str, float] | Iterable[tuple[str, float]]
 OutputStats = Mapping[str, str] | Iterable[tuple[str, str]]
 """Outputs' own statistics as a caller gives them: a mapping of output name to statistic, or (name, stat) pairs."""
 BoundsJson = dict[str, float | str | dict[str, float] | dict[str, str]]
-"""The manifest's keys of the bound (docs/bundle.md, "assertion"): ``maxerr``, and when given ``output_maxerr``,
+"""The manifest's keys of the bound (docs/bundle.md#assertion): ``maxerr``, and when given ``output_maxerr``,
 ``error_stat`` and ``output_error_stat``."""
 
 
@@ -212,7 +212,7 @@ class Bounds:
         return f"{default.maxerr:g}{stat}" + (f" ({own})" if own else "")
 
     def to_json(self) -> BoundsJson:
-        """The manifest's keys (docs/bundle.md, "assertion"): ``maxerr`` always, the others when given."""
+        """The manifest's keys (docs/bundle.md#assertion): ``maxerr`` always, the others when given."""
         default = self.default
         document: BoundsJson = {"maxerr": default.maxerr}
         if self.output_maxerr:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..base.bounds import Bounds
 from .cases import CaseRecord
 from .fitting import FittingRecord
 from .jsonvalues import optional
@@ -198,20 +197,21 @@ class BundleRecord:
         """The differences from a known packing environment: what a failing check should be read beside."""
         return list(self.environment_differences) if self.packed_environment else []
 
-    def bounds(self) -> Bounds:
-        """The bounds the checks applied, as the report records them: the bundle's maxerr (``assertion``), and the
-        outputs held to another (``--maxerr NAME:X``, or the bundle's per-output bounds) from their checks."""
-        every = self.assertion.maxerr if self.assertion is not None else None
-        checked = next((case.outputs for case in self.test_cases if case.outputs), [])
-        return Bounds(every, output_maxerr=tuple((out.name, out.maxerr) for out in checked if out.maxerr != every))
+    def output_maxerr(self) -> dict[str, float]:
+        """The outputs held to a maxerr of their own (``--maxerr NAME:X``, or the bundle's per-output bounds): name
+        to maxerr, as the checks applied them."""
+        assert_all = self.assertion.maxerr if self.assertion is not None else None
+        for case in self.test_cases:
+            if case.outputs:
+                return {out.name: out.maxerr for out in case.outputs if out.maxerr != assert_all}
+        return {}
 
     def maxerr_text(self) -> str:
         """``maxerr 0.0001``, with the outputs bound otherwise (``; prob 0.01``), or ``no assertions``."""
         if self.assertion is None or not self.assertion.enabled:
             return "no assertions"
-        bounds = self.bounds()
-        own = "".join(f"; {name} {bound:g}" for name, bound in bounds.output_maxerr)
-        return f"maxerr {bounds.default.maxerr:g}{own}"
+        own = "".join(f"; {name} {bound:g}" for name, bound in self.output_maxerr().items())
+        return f"maxerr {self.assertion.maxerr:g}{own}"
 
     def failed_cases(self) -> list[CaseRecord]:
         return [case for case in self.test_cases if not case.passed]

@@ -290,7 +290,7 @@ def test_each_outputs_own_maxerr_is_shown():
     case = _case(0)
     case.outputs = [OutputRecord("prob", True, 0.002, 0.01), OutputRecord("box", True, 0.0, 1e-4)]
     bundle = _bundle("m.mgetest", [case])
-    assert bundle.bounds().of("prob").maxerr == 0.01 and bundle.maxerr_text() == "maxerr 0.0001; prob 0.01"
+    assert bundle.output_maxerr() == {"prob": 0.01} and bundle.maxerr_text() == "maxerr 0.0001; prob 0.01"
     root = ET.fromstring(render_junit(RunReport([bundle])))
     properties = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert properties["maxerr (m)"] == "0.0001; prob 0.01"
