@@ -214,7 +214,9 @@ def verify(
             outputs.check(protected)
         max_runs = _check_budget(prepared, options)
         report = _new_report(path, prepared, options, protected)
-        bounds = _bounds(prepared, options) if report.assertion else None
+        if report.assertion:  # a --maxerr OUTPUT:X given now names an output of the model
+            options.bounds.check_outputs([info.name for info in prepared.outputs])
+        bounds = report.bounds if report.assertion else None
         for index, case in enumerate(prepared.cases):
             result = _run_case(prepared, index, case, bounds, options, progress, label, max_runs)
             if max_runs is not None and len(result.timing.latencies_ms) >= max_runs:
@@ -234,17 +236,6 @@ def verify(
         if options.io_dump:
             _io_dump_after_timing(prepared, report, options)
     return report
-
-
-def _bounds(prepared: Prepared, options: VerifyOptions) -> Bounds:
-    """The bounds checked: the bundle's, with a --maxerr X given now over every output's, then a --maxerr
-    OUTPUT:X over that output's.
-
-    Raises:
-        UsageError: a --maxerr OUTPUT:X for an output the model does not have.
-    """
-    options.bounds.check_outputs([info.name for info in prepared.outputs])
-    return prepared.bounds.overridden_by(options.bounds)
 
 
 def _check_budget(prepared: Prepared, options: VerifyOptions) -> int | None:
@@ -280,7 +271,7 @@ def _new_report(path: str, prepared: Prepared, options: VerifyOptions, protected
         inputs=prepared.inputs,
         outputs=prepared.outputs,
         assertion=prepared.assertion and not options.no_assert,
-        bounds=prepared.bounds.overridden_by(options.bounds),
+        bounds=prepared.bounds.overridden_by(options.bounds),  # mgerun --maxerr X over every output's, then OUTPUT:X
         verbose=prepared.verbose if options.silent is None else not options.silent,
         session=session_info,
         session_create_ms=prepared.session_ms,
