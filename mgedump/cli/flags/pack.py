@@ -8,7 +8,7 @@ import click
 
 from ...base.bounds import DEFAULT_MAXERR, parse_bounds
 from ...options import PackOptions
-from . import FILE, Decorator, apply, comma_list, given, path_option, switch
+from . import FILE, INT, Decorator, apply, comma_list, given, path_option, switch
 from .data import data_from, data_options
 from .optimize import optimize_from, optimize_options
 
@@ -81,7 +81,7 @@ pack_options_flags = apply(
         click.option(
             "--embed-io-dump",
             "embed_io_dump",
-            type=int,
+            type=INT,
             is_flag=False,
             flag_value=1,
             default=None,
