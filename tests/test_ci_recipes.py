@@ -1,7 +1,8 @@
 """The recipes of docs/ci.md, tested as far as this machine can: every YAML block parses, and the sharded recipes'
 mgerun lines run on a zoo of bundles with the CI's variables set by hand (GitHub's matrix values, GitLab's
 CI_NODE_INDEX and CI_NODE_TOTAL, Kubernetes' JOB_COMPLETION_INDEX and volumes as folders); the merge job's line
-then gives the JUnit test cases, counts and verdicts of one unsharded run."""
+then gives the JUnit test cases, counts and verdicts of one unsharded run. The recipes' runs are slow checks
+(``-m full``, which .ci/run runs too): mgerun's shards and merges are tested on their own in tests/commands/."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from tests.commands.test_merge import _cases
+from tests.shared import made_once
 from tests.support import ROOT
 from tests.zoo import failing_bundle, small_bundle, tree, two_case_bundle
 
@@ -51,17 +53,20 @@ def sh(command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory) -> Path:
-    """models/: 10 bundles in 3 subfolders, one failing; and the JUnit report of one unsharded run over it."""
-    root = tmp_path_factory.mktemp("ci")
-    scratch = root / "scratch"
-    tree(root / "models" / "vision", two_case_bundle(scratch), 4, 2)
-    tree(root / "models" / "gray", small_bundle(scratch), 5, 1)
-    failing_bundle(small_bundle(scratch), root / "models" / "fails.mgetest")
-    shutil.rmtree(scratch)
-    done = sh("mgerun models/ --iter 1 --junit-xml whole.xml -q", root)
-    assert done.returncode == 1, done.stderr
-    return root
+def zoo() -> Path:
+    """models/: 10 bundles in 3 subfolders, one failing; and the JUnit report of one unsharded run over it (made once
+    per test run: each test copies models/)."""
+
+    def make(root: Path) -> None:
+        scratch = root / "scratch"
+        tree(root / "models" / "vision", two_case_bundle(scratch), 4, 2)
+        tree(root / "models" / "gray", small_bundle(scratch), 5, 1)
+        failing_bundle(small_bundle(scratch), root / "models" / "fails.mgetest")
+        shutil.rmtree(scratch)
+        done = sh("mgerun models/ --iter 1 --junit-xml whole.xml -q", root)
+        assert done.returncode == 1, done.stderr
+
+    return made_once("docs/ci.md's zoo and its unsharded JUnit report", make)
 
 
 def _workspace(zoo: Path, tmp_path: Path) -> Path:
@@ -83,6 +88,7 @@ def test_github_recipes_may_publish_checks():
         assert workflow["permissions"] == {"contents": "read", "checks": "write"}
 
 
+@pytest.mark.full
 def test_github_single_machine_gates_latency_on_a_baseline(zoo, tmp_path):
     [workflow] = _recipe(lambda docs: "verify" in docs[0].get("jobs", {}) and "strategy" not in str(docs))
     [line] = [s["run"] for s in workflow["jobs"]["verify"]["steps"] if s.get("run", "").startswith("mgerun")]
@@ -98,6 +104,7 @@ def test_github_single_machine_gates_latency_on_a_baseline(zoo, tmp_path):
     assert report["latency_gate"]["max_slowdown"] == 1.10 and len(report["latency_gate"]["checks"]) == 14
 
 
+@pytest.mark.full
 def test_gitlab_single_machine_gates_latency_on_a_limit(zoo, tmp_path):
     [pipeline] = _recipe(lambda docs: "model-gate" in docs[0] and "model-gate-report" not in docs[0])
     [line] = [x for x in pipeline["model-gate"]["script"] if x.startswith("mgerun")]
@@ -108,6 +115,7 @@ def test_gitlab_single_machine_gates_latency_on_a_limit(zoo, tmp_path):
     assert json.loads((work / "report.json").read_text())["latency_gate"]["percentile"] == "p90"
 
 
+@pytest.mark.full
 def test_github_actions_matrix(zoo, tmp_path):
     [workflow] = _recipe(lambda docs: "strategy" in str(docs))
     verify, report = workflow["jobs"]["verify"], workflow["jobs"]["report"]
@@ -134,6 +142,7 @@ def test_github_actions_matrix(zoo, tmp_path):
     assert json.loads((work / "report.json").read_text())["run"]["id"] == "501"
 
 
+@pytest.mark.full
 def test_gitlab_parallel(zoo, tmp_path):
     [pipeline] = _recipe(lambda docs: "model-gate-report" in docs[0])
     job, report = pipeline["model-gate"], pipeline["model-gate-report"]
@@ -169,6 +178,7 @@ def test_gitlab_without_parallel_is_one_shard(zoo, tmp_path):
     assert "shard 1 of 1 (GitLab's CI_NODE_TOTAL=1 and no CI_NODE_INDEX), by hash: 11 of 11 bundle(s)" in done.stderr
 
 
+@pytest.mark.full
 def test_kubernetes_indexed_job(zoo, tmp_path):
     [shards] = _recipe(lambda docs: "Indexed" in str(docs))
     [merge] = _recipe(lambda docs: docs[0].get("metadata", {}).get("name") == "model-gate-report")
