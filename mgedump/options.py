@@ -416,18 +416,18 @@ class GateOptions:
 
     Attributes:
         max_latency: (test case index or none for every test case, milliseconds) limits; a test case's own first.
-        percentile: what is compared: ``"p50"``, ``"p90"`` or ``"p99"``.
+        latency_percentile: what is compared: ``"p50"``, ``"p90"`` or ``"p99"``.
         baseline: an earlier JSON report of the same bundles to compare with.
         max_slowdown: how many times the baseline's figure a test case may take (with ``baseline``; default 1.10).
     """
 
     max_latency: tuple[tuple[int | None, float], ...] = ()
-    percentile: str = "p90"
+    latency_percentile: str = "p90"
     baseline: str | None = None
     max_slowdown: float | None = None
 
     def __post_init__(self) -> None:
-        check_one_of(self.percentile, PERCENTILES, "latency_percentile")
+        check_one_of(self.latency_percentile, PERCENTILES, "latency_percentile")
         for _, ms in self.max_latency:
             if not 0 < ms <= MAX_LATENCY_MS:
                 raise UsageError(f"{option_name('max_latency')} takes milliseconds over 0 (at most a day); got {ms:g}")

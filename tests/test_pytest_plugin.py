@@ -195,9 +195,10 @@ def test_a_failed_item_reruns_by_the_id_pytest_printed(zoo, monkeypatch):
         assert again.stdout.splitlines()[-1].startswith("=") and "1 failed in" in again.stdout.splitlines()[-1]
 
 
-def test_a_bundle_that_hangs_fails_at_its_timeout_and_the_rest_run(tmp_path):
+def test_a_bundle_that_hangs_fails_at_its_timeout_and_the_rest_run(tmp_path, monkeypatch):
     from tests.zoo import slow_bundle
 
+    monkeypatch.setenv("COLUMNS", "200")
     zoo = tmp_path / "zoo"
     slow_bundle(zoo)
     small_bundle(zoo)

@@ -46,16 +46,18 @@ def apply_gate(report: RunReport, gate: GateOptions) -> dict[str, Any] | None:
     for bundle in report.bundles:
         for case in bundle.test_cases:
             runs = list(case.timing.latencies_ms)
-            figure = _figure(case, gate.percentile)
+            figure = _figure(case, gate.latency_percentile)
             if case.error is not None or not runs or figure is None:
                 continue
             where = f"{bundle.name} test case {case.index}"
             limit = gate.limit_for(case.index)
             if limit is not None:
-                checks.append(_against_limit(where, bundle.name, case.index, runs, figure, limit, gate.percentile))
+                checks.append(
+                    _against_limit(where, bundle.name, case.index, runs, figure, limit, gate.latency_percentile)
+                )
             if gate.baseline:
                 earlier = base.get((bundle.name, case.index))
-                then = None if earlier is None else _figure(earlier, gate.percentile)
+                then = None if earlier is None else _figure(earlier, gate.latency_percentile)
                 if earlier is None or then is None or not earlier.timing.latencies_ms:
                     unmatched += 1
                     continue
@@ -63,7 +65,7 @@ def apply_gate(report: RunReport, gate: GateOptions) -> dict[str, Any] | None:
                     _against_baseline(where, bundle.name, case.index, runs, figure, earlier, then, gate)
                 )  # fmt: skip
     return {
-        "percentile": gate.percentile,
+        "percentile": gate.latency_percentile,
         "max_latency": [{"test_case": case, "ms": ms} for case, ms in gate.max_latency],
         "baseline": gate.baseline,
         "max_slowdown": gate.max_slowdown if gate.baseline else None,
@@ -106,7 +108,7 @@ def _against_baseline(
     failed = ratio > factor and (chance is None or chance < SIGNIFICANCE)
     test = "too few runs for the rank test" if chance is None else f"rank test p = {chance:.2g}"
     line = (
-        f"{where}: {gate.percentile} {figure:.4g} ms, baseline {then:.4g} ms: {ratio:.2f}x, at most {factor:g}x "
+        f"{where}: {gate.latency_percentile} {figure:.4g} ms, baseline {then:.4g} ms: {ratio:.2f}x, at most {factor:g}x "
         f"({test})"
     )
     return {

@@ -16,7 +16,7 @@ from mgedump.cli import mgediff_command, mgedump_command, mgerun_command
 from mgedump.cli.common import invoke
 from mgedump.cli.flags import default as default_of
 from mgedump.cli.flags.optimize import REFUSED
-from mgedump.options import DataOptions, DiffOptions, PackOptions, SpreadOptions, VerifyOptions
+from mgedump.options import DataOptions, DiffOptions, GateOptions, PackOptions, SpreadOptions, VerifyOptions
 
 # (command, option as written, options dataclass, field): every option whose default --help states
 HELP_DEFAULTS = [
@@ -36,7 +36,7 @@ HELP_DEFAULTS = [
 ]
 COMMANDS = [
     (mgedump_command, PackOptions),
-    (mgerun_command, (VerifyOptions, SpreadOptions)),
+    (mgerun_command, (VerifyOptions, SpreadOptions, GateOptions)),
     (mgediff_command, DiffOptions),
 ]
 # the options every command has that are about the command itself, not the library's options (--merge: mgerun's

@@ -100,7 +100,7 @@ def test_every_field_damaged_is_one_error_or_still_a_report(document):
         (b'{"report_version": 2, "exit_code": Infinity}', "(Infinity is not JSON)"),
         (b"[" * 100000 + b"]" * 100000, "is not a JSON report"),
         (b'{"report_version": true, "exit_code": 0}', "is report version true"),
-        (b'{"report_version": 2, "exit_code": 3}', "exit_code: expected an exit code (0, 1 or 2), got 3"),
+        (b'{"report_version": 2, "exit_code": 4}', "exit_code: expected an exit code (0, 1, 2 or 3), got 4"),
         (b'{"report_version": 2, "exit_code": 0, "bundles": {}}', "bundles: expected a list, got {}"),
         (b'{"report_version": 2, "exit_code": 0, "bundles": [{"source": "a"}]}', "bundles[0].exit_code is missing"),
         (b'{"report_version": 2, "exit_code": 0, "environment": {"cpu": "x"}}', "environment.cpu: expected an object"),

@@ -38,6 +38,7 @@ spread_options_flags = apply(
             "max_latency",
             metavar="[CASE:]MS",
             multiple=True,
+            default=(),
             help="Latency gate: fail (exit 3) a test case whose percentile (--latency-percentile) is over MS beyond "
             "the noise; CASE: one test case's limit (repeatable).",
         ),
@@ -114,7 +115,7 @@ def gate_options(values: dict[str, Any]) -> GateOptions:
     slowdown = values.pop("max_slowdown", None)
     return GateOptions(
         max_latency=tuple(limits),
-        percentile=values.pop("latency_percentile", None) or "p90",
+        latency_percentile=values.pop("latency_percentile", None) or "p90",
         baseline=values.pop("baseline", None),
         max_slowdown=None if slowdown is None else parse_float(slowdown, "--max-slowdown"),
     )
