@@ -94,7 +94,7 @@ def test_github_single_machine_gates_latency_on_a_baseline(zoo, tmp_path):
     [line] = [s["run"] for s in workflow["jobs"]["verify"]["steps"] if s.get("run", "").startswith("mgerun")]
     assert "--baseline baseline/report.json --max-slowdown 1.10" in line
     work = _workspace(zoo, tmp_path)
-    made = sh("mgerun models/ --report-json baseline/report.json -q", work)
+    made = sh("mkdir -p baseline && mgerun models/ --report-json baseline/report.json -q", work)
     assert made.returncode == 1, made.stderr  # the zoo's failing bundle
     done = sh(line, work, GITHUB_RUN_ID="77")
     assert done.returncode == 1, done.stderr
