@@ -8,7 +8,7 @@ int8 is left out when they carry more than half of the model's multiply-accumula
 from __future__ import annotations
 
 from . import Precision
-from .int8_modes import int8_lines, int8_maker, int8_requirements
+from .int8_modes import int8_check, int8_lines, int8_maker, int8_requirements
 
 MODE = Precision(
     name="int8",
@@ -21,5 +21,6 @@ MODE = Precision(
     needs_data=True,
     requirements=int8_requirements,
     lines=int8_lines,
+    check=int8_check,
     record_mode="static",
 )

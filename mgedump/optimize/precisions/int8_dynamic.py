@@ -4,7 +4,7 @@ dynamic``): for MatMul-heavy models (transformers) where static ranges do not su
 from __future__ import annotations
 
 from . import Precision
-from .int8_modes import int8_lines, int8_maker, int8_requirements
+from .int8_modes import int8_check, int8_lines, int8_maker, int8_requirements
 
 MODE = Precision(
     name="int8-dynamic",
@@ -18,5 +18,6 @@ MODE = Precision(
     needs_data=True,
     requirements=int8_requirements,
     lines=int8_lines,
+    check=int8_check,
     record_mode="dynamic",
 )

@@ -16,7 +16,7 @@ from typing import Any
 from ...model.runtime import open_session
 from ..offline import save
 from . import Job, Precision
-from .float16_modes import READS, float16_lines, float16_maker
+from .float16_modes import READS, float16_check, float16_lines, float16_maker
 
 LATENCY_ROUNDS, LATENCY_RUNS = 3, 5
 
@@ -70,4 +70,5 @@ MODE = Precision(
     reads=READS,
     rounds_inputs=True,
     lines=float16_lines,
+    check=float16_check,
 )

@@ -8,7 +8,7 @@ as float16 unless float16 cannot hold them. The nodes kept float32 are decided o
 from __future__ import annotations
 
 from . import Precision
-from .float16_modes import READS, float16_lines, float16_maker
+from .float16_modes import READS, float16_check, float16_lines, float16_maker
 
 MODE = Precision(
     name="ioc16",
@@ -19,4 +19,5 @@ MODE = Precision(
     reads=READS,
     rounds_inputs=True,
     lines=float16_lines,
+    check=float16_check,
 )
