@@ -132,7 +132,9 @@ class Bundle {
 
   // Test case `c`'s input k, decoded and checked against the manifest's input k (check 6: its dtype, its rank
   // and fixed dims; a sequence/map/optional against its type). Throws Refusal.
-  Value input(std::size_t c, std::size_t k) const;
+  // `against`: the model's own input when the caller has it (version 1: mgerun checks against the session's
+  // inputs, version 2 against the manifest's); nullptr: the manifest's input k.
+  Value input(std::size_t c, std::size_t k, const IoInfo* against = nullptr) const;
   // Test case `c`'s expected output k (the reference every variant is held to). Throws Refusal.
   Value expected(std::size_t c, std::size_t k) const;
 
