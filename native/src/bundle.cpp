@@ -451,8 +451,8 @@ void Bundle::check_members() {
   for (std::size_t i = 1; i < entries.size(); ++i) {
     const ZipEntry& e = entries[i];
     const auto& [name, listed] = listed_[i - 1];
-    unsigned __int128 end = static_cast<unsigned __int128>(e.header_offset) + e.compressed_size;
-    if (end > zip_->file_size())
+    __int128 end = static_cast<__int128>(e.header_offset) + e.compressed_size;
+    if (end > static_cast<__int128>(zip_->file_size()))
       throw Refusal(path_ + ": member " + py_repr(name) + " runs past the end of the file (truncated or crafted)");
     if (e.size != listed.first)
       throw Refusal(path_ + ": member " + py_repr(name) + " is " + std::to_string(e.size) + " bytes, manifest says " +

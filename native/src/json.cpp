@@ -116,6 +116,33 @@ std::string py_repr(const std::string& s) {
   return out;
 }
 
+std::string py_bytes_repr(const std::string& bytes) {
+  bool single = bytes.find('\'') != std::string::npos, dbl = bytes.find('"') != std::string::npos;
+  char quote = (single && !dbl) ? '"' : '\'';
+  std::string out = "b";
+  out += quote;
+  char buf[8];
+  for (unsigned char c : bytes) {
+    if (c == static_cast<unsigned char>(quote) || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c >= 0x7F) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += quote;
+  return out;
+}
+
 std::string fold_case(const std::string& s) {
   std::string out;
   for (uint32_t c : code_points(s)) {
@@ -173,6 +200,76 @@ const JNode* JNode::get(const std::string& key) const {
 namespace {
 
 constexpr std::size_t kMaxIntDigits = 4300;  // Python's limit on converting a long integer string
+// Python's json reads NaN, Infinity, -Infinity and numbers beyond a double (an infinity, or an integer of any
+// size); nlohmann-json reads none of them. They are rewritten to these numbers before parsing (mark values no
+// writer gives), and read back as what Python reads.
+const char* const kPlusInf = "8.98846567431158e307";
+const char* const kMinusInf = "-8.98846567431158e307";
+const char* const kNaN = "8.98846567431157e307";
+const std::string kHugeInt = "1" + std::string(308, '0');
+
+struct TooManyDigits {};
+
+// The text with Python's extra literals and out-of-range numbers rewritten (strings untouched).
+std::string python_literals(const std::string& t) {
+  std::string out;
+  bool changed = false;
+  std::size_t i = 0, n = t.size(), copied = 0;
+  auto replace = [&](std::size_t from, std::size_t to, const std::string& with) {
+    out.append(t, copied, from - copied);
+    out += with;
+    copied = to;
+    changed = true;
+  };
+  while (i < n) {
+    char c = t[i];
+    if (c == '"') {  // skip a string, escapes included
+      ++i;
+      while (i < n && t[i] != '"') i += t[i] == '\\' ? 2 : 1;
+      ++i;
+    } else if (c == 'N' && t.compare(i, 3, "NaN") == 0) {
+      replace(i, i + 3, kNaN);
+      i += 3;
+    } else if (c == 'I' && t.compare(i, 8, "Infinity") == 0) {
+      replace(i, i + 8, kPlusInf);
+      i += 8;
+    } else if (c == '-' && t.compare(i, 9, "-Infinity") == 0) {
+      replace(i, i + 9, kMinusInf);
+      i += 9;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      std::size_t start = i;
+      if (t[i] == '-') ++i;
+      std::size_t digits_from = i;
+      while (i < n && t[i] >= '0' && t[i] <= '9') ++i;
+      std::size_t int_digits = i - digits_from;
+      bool integer = true;
+      if (i < n && t[i] == '.') {
+        integer = false;
+        ++i;
+        while (i < n && t[i] >= '0' && t[i] <= '9') ++i;
+      }
+      if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+        integer = false;
+        ++i;
+        if (i < n && (t[i] == '+' || t[i] == '-')) ++i;
+        while (i < n && t[i] >= '0' && t[i] <= '9') ++i;
+      }
+      if (integer && int_digits > kMaxIntDigits) throw TooManyDigits{};
+      if (integer && int_digits > 300) {
+        replace(start, i, (t[start] == '-' ? "-" : "") + kHugeInt);
+      } else if (!integer && i - start > 0) {
+        double v = std::strtod(t.substr(start, i - start).c_str(), nullptr);
+        if (std::isinf(v)) replace(start, i, v > 0 ? kPlusInf : kMinusInf);
+      }
+      if (i == start) ++i;
+    } else {
+      ++i;
+    }
+  }
+  if (!changed) return t;
+  out.append(t, copied, std::string::npos);
+  return out;
+}
 
 // Builds JNodes from nlohmann's SAX events (its parser keeps its own stack: no recursion on nested input).
 class Builder : public nlohmann::json_sax<nlohmann::json> {
@@ -207,11 +304,12 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
   }
   bool number_float(number_float_t v, const string_t& text) override {
     JNode n;
-    bool integer = text.find_first_of(".eE") == std::string::npos;
-    if (integer && text.size() > kMaxIntDigits) {
-      error = "a number with thousands of digits";
-      return false;
+    if (text == kPlusInf || text == kMinusInf || text == kNaN) {  // written by python_literals() below
+      n.kind = JNode::kFloat;
+      n.d = text == kNaN ? std::nan("") : text == kPlusInf ? HUGE_VAL : -HUGE_VAL;
+      return put(std::move(n));
     }
+    bool integer = text.find_first_of(".eE") == std::string::npos;
     n.kind = integer ? JNode::kBigInt : JNode::kFloat;
     n.d = v;
     return put(std::move(n));
@@ -292,12 +390,42 @@ class Builder : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
+// Python's words for the first byte its strict UTF-8 decoder refuses.
+std::string utf8_problem(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  std::size_t i = 0, n = s.size();
+  char buf[160];
+  while (i < n) {
+    std::size_t at = i;
+    uint32_t cp;
+    if (next_cp(s, i, cp)) continue;
+    unsigned char c = p[at];
+    int len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    const char* reason = "invalid start byte";
+    if (len) {
+      reason = "invalid continuation byte";
+      std::size_t k = 1;
+      while (k < static_cast<std::size_t>(len) && at + k < n && (p[at + k] & 0xC0) == 0x80) ++k;
+      if (at + k >= n && k < static_cast<std::size_t>(len)) reason = "unexpected end of data";
+    }
+    std::snprintf(buf, sizeof buf, "'utf-8' codec can't decode byte 0x%02x in position %zu: %s", c, at, reason);
+    return buf;
+  }
+  return "invalid UTF-8";
+}
+
 JNode parse_json(const std::string& text, std::size_t max_depth) {
   if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0)
     throw JsonError("Unexpected UTF-8 BOM (decode using utf-8-sig)");
-  if (!valid_utf8(text)) throw JsonError("'utf-8' codec can't decode the manifest");
+  if (!valid_utf8(text)) throw JsonError(utf8_problem(text));
+  std::string rewritten;
+  try {
+    rewritten = python_literals(text);
+  } catch (const TooManyDigits&) {
+    throw JsonError("a number with thousands of digits");
+  }
   Builder b(max_depth);
-  bool ok = nlohmann::json::sax_parse(text, &b, nlohmann::json::input_format_t::json, true);
+  bool ok = nlohmann::json::sax_parse(rewritten, &b, nlohmann::json::input_format_t::json, true);
   if (!ok) {
     if (b.error == "nested too deep") throw JsonError("nested too deep");
     throw JsonError(b.error.empty() ? "invalid JSON" : b.error);

@@ -17,6 +17,8 @@ std::vector<uint32_t> code_points(const std::string& s);
 void append_utf8(std::string& out, uint32_t cp);
 // Python's repr() of a str holding this UTF-8 text ('a', "it's", '\x00').
 std::string py_repr(const std::string& s);
+// Python's repr() of bytes (b'abc\x9e').
+std::string py_bytes_repr(const std::string& bytes);
 // The text with ASCII letters lower-cased and other letters folded as far as a bundle needs (a name that
 // differs from another only in case): Python's str.casefold() for Latin-1 and Greek/Cyrillic basics.
 std::string fold_case(const std::string& s);

@@ -4,6 +4,9 @@
 // (never the data) for its nesting. Every length is checked against its message before it is used.
 #include "tensorproto.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -139,14 +142,15 @@ std::string size_text(double n) {
   return buf;
 }
 
-// Refuse what needs more memory than the machine has (mgedump/base/limits.py require_memory).
-void require_memory(double n_bytes, const std::string& what) {
+// What needs more memory than the machine has (mgedump/base/limits.py require_memory), as its one line.
+std::string memory_problem(double n_bytes, const std::string& what) {
   uint64_t available = available_memory();
-  if (n_bytes > static_cast<double>(available))
-    throw Refusal(what + " needs " + size_text(n_bytes) + " of memory, and this process can have " +
-                      size_text(static_cast<double>(available)),
-                  "ask for less (a smaller shape, count or repeat)");
+  if (n_bytes <= static_cast<double>(available)) return "";
+  return what + " needs " + size_text(n_bytes) + " of memory, and this process can have " +
+         size_text(static_cast<double>(available));
 }
+
+constexpr const char* kMemoryHint = "ask for less (a smaller shape, count or repeat)";
 
 bool known_data_type(uint64_t t) { return t >= 1 && t <= 23; }  // onnx.TensorProto.DataType (UNDEFINED is not data)
 
@@ -315,12 +319,14 @@ Tensor decode_tensor(const uint8_t* data, std::size_t size, std::string* name) {
   Field raw_field{};
   std::vector<Field> typed;  // the typed data fields, decoded once the type is known
   bool external = false;
+  bool other = false;  // a field beyond dims, data_type, name and raw_data: mgedump reads it with onnx
   name->clear();
   while (r.next(f)) {
     if (f.number == 1 && f.wire == kVarint) {
       t.shape.push_back(static_cast<int64_t>(f.value));
       if (t.shape.size() > kMaxRank) throw Bad("more than 64 dims");
     } else if (f.number == 1 && f.wire == kLengthDelimited) {  // packed dims
+      other = true;
       Reader d(f.payload, f.length);
       while (!d.done()) {
         t.shape.push_back(static_cast<int64_t>(d.varint()));
@@ -334,12 +340,21 @@ Tensor decode_tensor(const uint8_t* data, std::size_t size, std::string* name) {
       raw_field = f;
       raw = &raw_field;
     } else if (f.number == 14 && f.wire == kVarint) {
+      other = true;
       external = f.value == 1;
     } else if (f.number == 4 || f.number == 5 || f.number == 6 || f.number == 7 || f.number == 10 ||
                f.number == 11) {
+      other = true;
       typed.push_back(f);
+    } else {
+      other = true;
     }
     // anything else (segment, doc_string, external_data entries, metadata) holds no element
+  }
+  bool fast = !other && raw && (data_type >= 1 && data_type <= 15 && data_type != kString);
+  if (!fast) {  // protobuf's parse may take 24 bytes per byte of a tensor (tensorproto.py PARSED_BYTES_PER_BYTE)
+    std::string problem = memory_problem(size * 24.0, "a tensor of " + std::to_string(size) + " bytes");
+    if (!problem.empty()) throw Bad("DataError: " + problem + " (hint: " + kMemoryHint + ")");
   }
   if (external) throw Bad("the tensor refers to external data");
   for (int64_t d : t.shape)
@@ -353,10 +368,16 @@ Tensor decode_tensor(const uint8_t* data, std::size_t size, std::string* name) {
     uint64_t n_strings = 0;
     for (const Field& g : typed)
       if (g.number == 6) ++n_strings;
-    if (fits && count > kFewStrings && count * 4 > size)
-      throw Refusal("a string tensor of " + std::to_string(count) + " elements in " + std::to_string(size) +
-                    " bytes (mostly empty strings) asks for " + size_text(count * 64.0) +
-                    " as objects: more than its bytes justify");
+    if (fits && count > kFewStrings && count * 4 > size) {
+      char gib[32];
+      std::snprintf(gib, sizeof gib, "%.1f", count * 64.0 / static_cast<double>(1ull << 30));
+      throw Bad("DataError: a string tensor of " + std::to_string(count) + " elements in " + std::to_string(size) +
+                " bytes (mostly empty strings) asks for " + gib + " GiB as objects: more than its bytes justify");
+    }
+    if (fits) {
+      std::string problem = memory_problem(count * 64.0, "a string tensor of " + std::to_string(count) + " elements");
+      if (!problem.empty()) throw Bad("DataError: " + problem + " (hint: " + kMemoryHint + ")");
+    }
     if (!fits || n_strings != count)
       throw Bad("cannot reshape array of size " + std::to_string(n_strings) + " into shape " + dims_text(t.shape));
     t.strings.reserve(n_strings);
@@ -405,7 +426,6 @@ Tensor decode_tensor(const uint8_t* data, std::size_t size, std::string* name) {
   if (!fits) throw Bad("dims " + dims_text(t.shape) + " hold more elements than any tensor");
   std::size_t item = (t.elem_type == kComplex64 || t.elem_type == kComplex128) ? width / 2 : width;
   uint64_t values = (t.elem_type == kComplex64 || t.elem_type == kComplex128) ? count * 2 : count;
-  require_memory(static_cast<double>(values) * item, "a tensor of " + std::to_string(size) + " bytes");
   for (const Field& g : typed)
     if (g.number == want_field) typed_values(g, fixed_wire, item, t.data, values);
   if (t.data.size() != values * item)
@@ -560,9 +580,11 @@ Value decode_at(const uint8_t* data, std::size_t size, const ValueType& type, st
 }  // namespace
 
 Value decode_value(const uint8_t* data, std::size_t size, const ValueType& type, std::string* name) {
-  if (type.kind != ValueType::kTensor)  // every element costs at least 2 bytes on the wire
-    require_memory(static_cast<double>(size / 2) * 128, std::string("a ") + kind_word(type) + " of " +
-                                                            std::to_string(size) + " bytes");
+  if (type.kind != ValueType::kTensor) {  // every element costs at least 2 bytes on the wire
+    std::string problem = memory_problem(static_cast<double>(size / 2) * 128,
+                                         std::string("a ") + kind_word(type) + " of " + std::to_string(size) + " bytes");
+    if (!problem.empty()) throw Refusal(problem, kMemoryHint);
+  }
   return decode_at(data, size, type, name);
 }
 

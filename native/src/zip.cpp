@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <system_error>
@@ -160,43 +161,50 @@ Zip::Zip(const std::string& path) {
     if (u32(c) != kCentralSig) throw ZipError("Bad magic number for central directory");
     pos += kCentralSize;
     ZipEntry z;
-    z.version_needed = u16(c + 6);
+    z.version_needed = c[6];  // zipfile reads one byte: the version, the next byte the host system
     z.flags = u16(c + 8);
     z.method = u16(c + 10);
     z.crc = u32(c + 16);
     z.compressed_size = u32(c + 20);
     z.size = u32(c + 24);
     uint16_t name_len = u16(c + 28), extra_len = u16(c + 30), comment_len = u16(c + 32);
-    z.header_offset = u32(c + 42);
+    uint64_t header_offset = u32(c + 42);
     std::string raw = take(name_len);
     std::string extra = take(extra_len);
     take(comment_len);
     z.orig_name = decode_name(raw, z.flags & 0x800);
-    if (z.version_needed > kMaxExtractVersion) throw ZipError("zip file version too new");
+    if (z.version_needed > kMaxExtractVersion) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "zip file version %.1f", z.version_needed / 10.0);
+      throw ZipError(buf);
+    }
     // ZIP64 extra field: the 64-bit sizes and offset where the 32-bit ones are all ones
     std::size_t x = 0;
     while (extra.size() - x >= 4) {
       uint16_t tag = u16(reinterpret_cast<const uint8_t*>(extra.data() + x));
       uint16_t len = u16(reinterpret_cast<const uint8_t*>(extra.data() + x + 2));
-      if (len + 4u > extra.size() - x) throw ZipError("Corrupt extra field");
+      if (len + 4u > extra.size() - x) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "Corrupt extra field %04x (size=%u)", tag, static_cast<unsigned>(len));
+        throw ZipError(buf);
+      }
       if (tag == 0x0001) {
         const uint8_t* d = reinterpret_cast<const uint8_t*>(extra.data() + x + 4);
         uint16_t left = len;
-        auto field = [&](uint64_t& v) {
-          if (left < 8) throw ZipError("Corrupt zip64 extra field");
+        auto field = [&](uint64_t& v, const char* what) {
+          if (left < 8) throw ZipError(std::string("Corrupt zip64 extra field. ") + what + " not found.");
           v = u64(d);
           d += 8;
           left -= 8;
         };
-        if (z.size == 0xFFFFFFFFu) field(z.size);
-        if (z.compressed_size == 0xFFFFFFFFu) field(z.compressed_size);
-        if (z.header_offset == 0xFFFFFFFFu) field(z.header_offset);
+        if (z.size == 0xFFFFFFFFu) field(z.size, "File size");
+        if (z.compressed_size == 0xFFFFFFFFu) field(z.compressed_size, "Compress size");
+        if (header_offset == 0xFFFFFFFFu) field(header_offset, "Header offset");
       }
       x += 4u + len;
     }
-    __int128 at = static_cast<__int128>(z.header_offset) + concat;
-    if (at < 0 || at > static_cast<__int128>(UINT64_MAX / 2)) throw ZipError("Bad offset for a member");
-    z.header_offset = static_cast<uint64_t>(at);
+    __int128 at = static_cast<__int128>(header_offset) + concat;
+    z.header_offset = at < INT64_MIN ? INT64_MIN : at > INT64_MAX ? INT64_MAX : static_cast<int64_t>(at);
     z.name = z.orig_name.substr(0, z.orig_name.find('\0'));
     entries_.push_back(std::move(z));
     total += kCentralSize + name_len + extra_len + comment_len;
@@ -209,22 +217,25 @@ Zip::~Zip() {
 }
 
 const uint8_t* Zip::member_data(const ZipEntry& e, uint64_t* length) const {
-  if (e.header_offset > size_ || size_ - e.header_offset < kLocalSize) throw ZipError("Truncated file header");
-  const uint8_t* h = map_ + e.header_offset;
+  if (e.header_offset < 0) throw ZipError("[Errno 22] Invalid argument");
+  uint64_t at = static_cast<uint64_t>(e.header_offset);
+  if (at > size_ || size_ - at < kLocalSize) throw ZipError("Truncated file header");
+  const uint8_t* h = map_ + at;
   if (u32(h) != kLocalSig) throw ZipError("Bad magic number for file header");
   uint64_t name_len = u16(h + 26), extra_len = u16(h + 28);
-  uint64_t left = size_ - e.header_offset - kLocalSize;
+  uint64_t left = size_ - at - kLocalSize;
   std::string raw(reinterpret_cast<const char*>(h + kLocalSize), name_len < left ? name_len : left);
   if (e.flags & 0x20) throw ZipError("compressed patched data (flag bit 5)");
   if (e.flags & 0x40) throw ZipError("strong encryption (flag bit 6)");
   if (decode_name(raw, u16(h + 6) & 0x800) != e.orig_name)
-    throw ZipError("File name in directory " + py_repr(e.orig_name) + " and header differ.");
+    throw ZipError("File name in directory " + py_repr(e.orig_name) + " and header " + py_bytes_repr(raw) +
+                   " differ.");
   if (e.flags & 0x1) throw ZipError("File " + py_repr(e.name) + " is encrypted, password required for extraction");
   if (e.method != 0) throw ZipError("compression method " + std::to_string(e.method) + " (members are stored)");
-  uint64_t data_at = e.header_offset + kLocalSize + name_len + extra_len;
+  uint64_t data_at = at + kLocalSize + name_len + extra_len;
   uint64_t want = e.size;
   if (e.compressed_size < e.size) throw ZipError("Bad CRC-32 for file " + py_repr(e.name));  // a short stream
-  if (data_at > size_ || size_ - data_at < want) throw ZipError("the member's data runs past the end of the file");
+  if (data_at > size_ || size_ - data_at < want) throw ZipError("");  // zipfile's EOFError, which says nothing
   *length = want;
   return map_ + data_at;
 }

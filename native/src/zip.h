@@ -24,7 +24,8 @@ struct ZipEntry {
   uint16_t version_needed = 0, flags = 0, method = 0;
   uint32_t crc = 0;
   uint64_t compressed_size = 0, size = 0;
-  uint64_t header_offset = 0;  // of its local header in the file (bytes before the archive counted)
+  int64_t header_offset = 0;  // of its local header in the file (bytes before the archive counted); a crafted
+                              // directory may give a negative one, refused when the member is read
 };
 
 class Zip {
