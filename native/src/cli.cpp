@@ -261,8 +261,8 @@ bool parse_double(const std::string& text, double& out) {
   return end && !*end;
 }
 
-double check_maxerr(double v, const std::string& what, const std::string& text) {
-  if (!std::isfinite(v) || v < 0) throw usage_error(what + " must be a finite number >= 0, got " + text);
+double check_maxerr(double v, const std::string& what) {
+  if (!std::isfinite(v) || v < 0) throw usage_error(what + " must be a finite number >= 0, got " + python_float_repr(v));
   return v;
 }
 
@@ -332,7 +332,7 @@ Options parse(int argc, char** argv, bool& done) {
       std::string text = take();
       double v;
       if (parse_double(text, v)) {
-        o.maxerr = check_maxerr(v, "--maxerr", text);
+        o.maxerr = check_maxerr(v, "--maxerr");
         continue;
       }
       auto colon = text.rfind(':');
@@ -340,7 +340,7 @@ Options parse(int argc, char** argv, bool& done) {
         throw usage_error("--maxerr '" + text + "': give a number (e.g. 1e-4) or OUTPUT:number (e.g. prob:1e-3)");
       }
       std::string name = text.substr(0, colon);
-      check_maxerr(v, "--maxerr " + name + ":X", text.substr(colon + 1));
+      check_maxerr(v, "--maxerr " + name + ":");
       bool replaced = false;
       for (auto& [n, b] : o.output_maxerr)
         if (n == name) {
@@ -628,7 +628,7 @@ void verify(Bundle& bundle, const std::optional<std::string>& variant, Context& 
     if (!found) {
       std::string names;
       for (const auto& out : outputs) names += (names.empty() ? "" : ", ") + python_str_repr(out.name);
-      throw usage_error("--maxerr " + name + ":X names no output of the model (its outputs: " + names + ")");
+      throw usage_error("--maxerr " + name + ": names no output of the model (its outputs: " + names + ")");
     }
   }
   for (const auto& out : outputs) {

@@ -12,6 +12,10 @@
 #include <cstdio>
 #include <cstring>
 
+#ifndef MGEDUMP_VERSION
+#define MGEDUMP_VERSION "0.1.0"  // mgedump/__init__.py's __version__; the build passes it
+#endif
+
 namespace mgerun {
 
 using nlohmann::json;
@@ -167,7 +171,7 @@ json environment_json(const Environment& e) {
       {"logical_cpus", e.logical_cpus},
   };
   return {
-      {"mgedump", nullptr},
+      {"mgedump", MGEDUMP_VERSION},  // the mgedump this program was built from: reports merge by it
       {"onnxruntime", e.onnxruntime.empty() ? json(nullptr) : json(e.onnxruntime)},
       {"onnxruntime_packages", json::array()},
       {"providers", e.providers},
