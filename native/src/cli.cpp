@@ -695,6 +695,7 @@ int run_cli(int argc, char** argv) {
     if (done) return 0;
     paths = expand(ctx.options.paths);
     g_lines_to_stderr = ctx.options.report_json == "-";
+    if (!ctx.options.report_json.empty()) check_target(ctx.options.report_json, paths);
     ctx.rt = &Runtime::load(ctx.options.ort_lib);
     ctx.providers = resolve_providers(*ctx.rt, ctx.options.provider);
     ctx.env = run_environment(*ctx.rt);

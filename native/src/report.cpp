@@ -229,6 +229,44 @@ json report_document(const std::vector<BundleResult>& runs, int exit_code, doubl
   };
 }
 
+void check_target(const std::string& path, const std::vector<std::string>& inputs) {
+  if (path == "-") return;
+  if (path.empty()) throw Failure(2, "an output path is empty: give a file name");
+  if (path.back() == '/') throw Failure(2, "output '" + path + "' names a folder, not a file: give a file name");
+  char real[PATH_MAX];
+  std::string target = ::realpath(path.c_str(), real) ? std::string(real) : path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) {
+      const char* kind = S_ISDIR(st.st_mode)    ? "a folder"
+                         : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                         : S_ISCHR(st.st_mode)  ? "a character device"
+                         : S_ISBLK(st.st_mode)  ? "a block device"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "not a regular file";
+      throw Failure(2, "output " + path + " is " + kind + "; " +
+                           (S_ISDIR(st.st_mode) ? "give a file name" : "give a regular file"));
+    }
+    for (const auto& input : inputs) {
+      struct stat in;
+      if (::stat(input.c_str(), &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino) {
+        throw Failure(2, "output " + target + " is the input " + input + ": writing it would destroy it; give another path");
+      }
+    }
+  } else if (errno != ENOENT && errno != ENOTDIR) {
+    throw Failure(2, "output " + path + ": " + std::strerror(errno));
+  }
+  auto slash = path.rfind('/');
+  std::string shown = slash == std::string::npos ? "." : path.substr(0, slash);
+  auto tslash = target.rfind('/');
+  std::string folder = tslash == std::string::npos ? "." : (tslash == 0 ? "/" : target.substr(0, tslash));
+  if (slash != std::string::npos && slash > 0 && shown.empty()) shown = "/";
+  struct stat fs;
+  if (::stat(folder.c_str(), &fs) != 0) throw Failure(2, "output folder does not exist: " + shown);
+  if (!S_ISDIR(fs.st_mode)) throw Failure(2, "output folder is not a folder: " + shown);
+  if (::access(folder.c_str(), W_OK) != 0) throw Failure(2, "output folder is not writable: " + shown);
+}
+
 void write_text_atomic(const std::string& path, const std::string& text) {
   if (path == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);

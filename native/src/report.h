@@ -68,6 +68,11 @@ struct BundleResult {
 nlohmann::json report_document(const std::vector<BundleResult>& runs, int exit_code, double peak_rss_mib,
                                const Environment& env);
 
+// Refuse a report target that cannot be written, before any work (mgedump.base.fileio.check_target): a
+// folder, a FIFO, a device or a socket, one of the inputs (a bundle), a missing or read-only folder.
+// Throws Failure(2).
+void check_target(const std::string& path, const std::vector<std::string>& inputs);
+
 // Write text to `path` ("-": standard output) through a temporary file beside it, renamed into place.
 // Throws Failure(2) when it cannot.
 void write_text_atomic(const std::string& path, const std::string& text);
