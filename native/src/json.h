@@ -11,6 +11,8 @@ namespace mgerun {
 
 // Whether `s` is valid UTF-8 as Python's strict decoder takes it (no overlong forms, no surrogates, <= U+10FFFF).
 bool valid_utf8(const std::string& s);
+// Python's words for the first byte its strict UTF-8 decoder refuses in s.
+std::string utf8_problem(const std::string& s);
 // The code points of valid UTF-8 text.
 std::vector<uint32_t> code_points(const std::string& s);
 // One code point as UTF-8.

@@ -24,6 +24,13 @@ constexpr int kMaxTypeDepth = 8;    // nesting of seq / map / optional in one ty
 constexpr uint64_t kFewStrings = 1 << 20;  // a string tensor up to this many elements is read whatever its bytes
 
 using Bad = std::invalid_argument;
+// The bytes are not protobuf (mgedump/model/protowire.py WireError), or a name is not UTF-8.
+struct WireBad : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+// what protobuf says of a TensorProto that is not one (mgedump reads such a member with onnx)
+const char* const kDecodeError =
+    "DecodeError: Error parsing message with type 'onnx.TensorProto': Wire format was corrupt";
 
 struct Field {
   uint32_t number;
@@ -51,7 +58,7 @@ class Reader {
         break;
       case kLengthDelimited: {
         uint64_t len = varint();
-        if (len > static_cast<uint64_t>(end_ - p_)) throw Bad("field runs past its message");
+        if (len > static_cast<uint64_t>(end_ - p_)) throw WireBad("field runs past its message");
         f.payload = p_;
         f.length = static_cast<std::size_t>(len);
         p_ += len;
@@ -60,21 +67,21 @@ class Reader {
       case kFixed64:
       case kFixed32: {
         std::size_t width = f.wire == kFixed64 ? 8 : 4;
-        if (width > static_cast<std::size_t>(end_ - p_)) throw Bad("message runs past its end");
+        if (width > static_cast<std::size_t>(end_ - p_)) throw WireBad("message runs past its end");
         f.payload = p_;
         f.length = width;
         p_ += width;
         break;
       }
       default:
-        throw Bad("wire type " + std::to_string(f.wire));
+        throw WireBad("wire type " + std::to_string(f.wire));
     }
     return true;
   }
   uint64_t varint() {
     uint64_t result = 0;
     for (int shift = 0;; shift += 7) {
-      if (p_ >= end_ || shift > 63) throw Bad("truncated varint");
+      if (p_ >= end_ || shift > 63) throw WireBad("truncated varint");
       uint8_t byte = *p_++;
       result |= static_cast<uint64_t>(byte & 0x7F) << shift;
       if (byte < 0x80) return result;
@@ -89,7 +96,7 @@ class Reader {
 
 std::string utf8_text(const uint8_t* p, std::size_t n) {
   std::string s(reinterpret_cast<const char*>(p), n);
-  if (!valid_utf8(s)) throw Bad("'utf-8' codec can't decode a name");
+  if (!valid_utf8(s)) throw WireBad(utf8_problem(s));
   return s;
 }
 
@@ -321,6 +328,7 @@ Tensor decode_tensor(const uint8_t* data, std::size_t size, std::string* name) {
   bool external = false;
   bool other = false;  // a field beyond dims, data_type, name and raw_data: mgedump reads it with onnx
   name->clear();
+  try {
   while (r.next(f)) {
     if (f.number == 1 && f.wire == kVarint) {
       t.shape.push_back(static_cast<int64_t>(f.value));
@@ -350,6 +358,9 @@ Tensor decode_tensor(const uint8_t* data, std::size_t size, std::string* name) {
       other = true;
     }
     // anything else (segment, doc_string, external_data entries, metadata) holds no element
+  }
+  } catch (const WireBad&) {
+    throw Bad(kDecodeError);
   }
   bool fast = !other && raw && (data_type >= 1 && data_type <= 15 && data_type != kString);
   if (!fast) {  // protobuf's parse may take 24 bytes per byte of a tensor (tensorproto.py PARSED_BYTES_PER_BYTE)
@@ -383,8 +394,10 @@ Tensor decode_tensor(const uint8_t* data, std::size_t size, std::string* name) {
     t.strings.reserve(n_strings);
     for (const Field& g : typed) {
       if (g.number != 6) continue;
-      if (g.wire != kLengthDelimited) throw Bad("a string of the wrong wire type");
-      t.strings.push_back(utf8_text(g.payload, g.length));
+      if (g.wire != kLengthDelimited) throw Bad(kDecodeError);
+      std::string text(reinterpret_cast<const char*>(g.payload), g.length);
+      if (!valid_utf8(text)) throw Bad("UnicodeDecodeError: " + utf8_problem(text));
+      t.strings.push_back(std::move(text));
     }
     return t;
   }
@@ -426,8 +439,12 @@ Tensor decode_tensor(const uint8_t* data, std::size_t size, std::string* name) {
   if (!fits) throw Bad("dims " + dims_text(t.shape) + " hold more elements than any tensor");
   std::size_t item = (t.elem_type == kComplex64 || t.elem_type == kComplex128) ? width / 2 : width;
   uint64_t values = (t.elem_type == kComplex64 || t.elem_type == kComplex128) ? count * 2 : count;
-  for (const Field& g : typed)
-    if (g.number == want_field) typed_values(g, fixed_wire, item, t.data, values);
+  try {
+    for (const Field& g : typed)
+      if (g.number == want_field) typed_values(g, fixed_wire, item, t.data, values);
+  } catch (const WireBad&) {
+    throw Bad(kDecodeError);
+  }
   if (t.data.size() != values * item)
     throw Bad("cannot reshape array of size " + std::to_string(t.data.size() / item) + " into shape " +
               dims_text(t.shape));
@@ -585,7 +602,11 @@ Value decode_value(const uint8_t* data, std::size_t size, const ValueType& type,
                                          std::string("a ") + kind_word(type) + " of " + std::to_string(size) + " bytes");
     if (!problem.empty()) throw Refusal(problem, kMemoryHint);
   }
-  return decode_at(data, size, type, name);
+  try {
+    return decode_at(data, size, type, name);
+  } catch (const WireBad& e) {
+    throw Bad("not a valid " + type.text() + " (" + e.what() + ")");
+  }
 }
 
 }  // namespace mgerun
