@@ -538,16 +538,30 @@ class Outcome:
     code: int | None  # None: timed out
     seconds: float
     stderr: str
+    stdout: str = ""
     problems: list[str] = field(default_factory=list)
     traced: bool = False
+    compared: bool = False
+    differences: list[str] = field(default_factory=list)  # from mgerun's verdict on the same bundle
 
 
 ALLOWED_READ = ("/etc/ld.so.cache", "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/local/lib/", "/proc/",
                 "/sys/", "/dev/urandom", "/dev/null", "/usr/aarch64-linux-gnu/", "/etc/ld.so.preload",
-                "/usr/share/zoneinfo/", "/etc/localtime")  # fmt: skip
+                "/usr/share/zoneinfo/", "/etc/localtime", "/etc/os-release", "/usr/lib/os-release")  # fmt: skip
 OPEN_LINE = re.compile(
     r'^\d+\s+(open|openat|openat2|creat)\((?:AT_FDCWD|\d+)?,?\s*"((?:[^"\\]|\\.)*)"(?:,\s*([A-Z_|]+))?'
 )
+
+
+def refusal_shape(stderr: str) -> str:
+    """A refusal's first line with its paths, quoted names and numbers taken out: which check refused."""
+    lines = stderr.strip().splitlines()
+    line = lines[0] if lines else ""
+    line = re.sub(r"^[\w.-]+: error: ", "", line)
+    line = re.sub(r"^\S+\.mgetest(:\S+)?: ", "", line)
+    line = re.sub(r"'[^']*'", "'…'", line)
+    line = re.sub(r"\d+", "N", line)
+    return line[:120]
 
 
 def check_trace(trace: str, allowed: list[str], writable: str) -> list[str]:
@@ -580,10 +594,18 @@ class Runner:
         self.work = work
         self.variants = variants
         self.allowed = [os.path.dirname(os.path.realpath(self.binary))]
-        if self.ort_lib:
-            self.allowed.append(os.path.dirname(os.path.realpath(self.ort_lib)))
+        for lib in (self.ort_lib, os.environ.get("MGERUN_ORT_LIB")):
+            if lib:
+                self.allowed.append(os.path.dirname(os.path.realpath(lib)))
         self.extra_allowed = [os.path.realpath(p) for p in (args.allow_read or [])]
         self.allowed += self.extra_allowed
+        self.compare_every = args.compare_every
+        self.harness = None
+        if self.compare_every:
+            sys.path.insert(0, str(ROOT))
+            from tests.native import harness  # the conformance corpus's comparison (docs/native.md)
+
+            self.harness = harness
 
     def run(self, index: int, base: str, kind: str, what: str, data: bytes) -> Outcome:
         folder = Path(tempfile.mkdtemp(prefix=f"case{index}-", dir=self.work))
@@ -605,6 +627,9 @@ class Runner:
         if traced:
             cmd = ["strace", "-f", "-qq", "-e", "trace=open,openat,openat2,creat", "-o", str(trace_file), *cmd]
         env = {**os.environ, "TMPDIR": str(tmp), **SAN_ENV}
+        # onnxruntime 1.32's own usage records (a session file in TMPDIR, a database under ~/.cache) are not the
+        # program's: switched off (the library reads ORT_DISABLE_TELEMETRY) so that what is left is the program's
+        env.setdefault("ORT_DISABLE_TELEMETRY", "1")
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=env, cwd=folder, start_new_session=True)  # fmt: skip
@@ -617,7 +642,7 @@ class Runner:
             code = None
         seconds = time.perf_counter() - start
         text = err.decode("utf-8", "replace")
-        outcome = Outcome(index, base, kind, what, code, seconds, text, traced=traced)
+        outcome = Outcome(index, base, kind, what, code, seconds, text, out.decode("utf-8", "replace"), traced=traced)
         p = outcome.problems
         if code is None:
             p.append(f"no end within {self.timeout} s")
@@ -645,7 +670,18 @@ class Runner:
         if traced and trace_file.exists():
             allowed = [str(bundle), *self.allowed]
             p += check_trace(trace_file.read_text(errors="replace"), allowed, str(tmp))[:5]
+        if self.harness and code is not None and index % self.compare_every == 0:
+            outcome.compared = True
+            args = [str(bundle), "--iter", "1", "--warmup-iter", "0", "--silent"]
+            reference = subprocess.run([self.mgerun, *args], capture_output=True, text=True, cwd=folder, env=env)
+            mine = self.harness.Outcome(code, outcome.stdout, text)
+            theirs = self.harness.Outcome(reference.returncode, reference.stdout, reference.stderr)
+            outcome.differences = self.harness.differences(theirs, mine)
         return outcome
+
+    @property
+    def mgerun(self) -> str:
+        return shutil.which("mgerun", path=os.path.dirname(sys.executable)) or shutil.which("mgerun") or "mgerun"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -660,6 +696,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds one run may take")
     parser.add_argument("--budget", type=float, default=3600.0, help="seconds for the whole run: no new case after")
     parser.add_argument("--strace-every", type=int, default=25, help="every N-th run under strace (0: none)")
+    parser.add_argument("--compare-every", type=int, default=0,
+                        help="every N-th run also by mgerun: its verdict must be the same (0: none)")  # fmt: skip
     parser.add_argument("--allow-read", action="append", help="one more folder a run may read (repeatable)")
     parser.add_argument("--seeds", default=None, help="comma-separated seed bundles to use (default: all)")
     parser.add_argument("--work", default=None, help="folder for the seed bundles and the runs (default: a temp one)")
@@ -668,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     own_work = args.work is None
-    work = Path(args.work or tempfile.mkdtemp(prefix="native-fuzz-"))
+    work = Path(args.work or tempfile.mkdtemp(prefix="native-fuzz-")).resolve()
     try:
         seeds = pack_seeds(work / "seeds", args.seeds.split(",") if args.seeds else None)
         if args.write_case:
@@ -693,6 +731,7 @@ def _fuzz(args: argparse.Namespace, seeds: dict[str, bytes], runner: Runner) -> 
     deadline = start + args.budget
     done: list[Outcome] = []
     findings: list[Outcome] = []
+    differing: list[Outcome] = []
     stop = threading.Event()
 
     def one(index: int) -> Outcome | None:
@@ -712,6 +751,10 @@ def _fuzz(args: argparse.Namespace, seeds: dict[str, bytes], runner: Runner) -> 
                 first = outcome.stderr.strip().splitlines()[:1]
                 print(f"FINDING {outcome.index} [{outcome.base}, {outcome.kind}: {outcome.what}]: "
                       f"{'; '.join(outcome.problems)} | {first[0][:200] if first else ''}", flush=True)  # fmt: skip
+            if outcome.differences:
+                differing.append(outcome)
+                print(f"DIFFERENCE {outcome.index} [{outcome.base}, {outcome.kind}: {outcome.what}]: "
+                      f"{' / '.join(d.splitlines()[0] for d in outcome.differences)[:300]}", flush=True)  # fmt: skip
             if len(done) % 1000 == 0:
                 print(
                     f"... {len(done)} runs, {time.perf_counter() - start:.0f} s, {len(findings)} finding(s)", flush=True
@@ -724,6 +767,10 @@ def _fuzz(args: argparse.Namespace, seeds: dict[str, bytes], runner: Runner) -> 
     print(f"{len(done)} runs of {args.count} in {wall:.0f} s ({args.jobs} at a time, seed {args.seed}); "
           f"exit codes {dict(sorted(codes.items()))}; slowest run {slowest:.2f} s; {traced} under strace")  # fmt: skip
     print(f"mutations: {dict(sorted(kinds.items()))}")
+    compared = sum(o.compared for o in done)
+    if compared:
+        print(f"{compared} run(s) also by mgerun: {len(differing)} with a different verdict")
+    refusals = Counter(refusal_shape(o.stderr) for o in done if o.code == 2)
     print(f"{len(findings)} finding(s)")
     if args.json:
         report = {
@@ -736,6 +783,18 @@ def _fuzz(args: argparse.Namespace, seeds: dict[str, bytes], runner: Runner) -> 
             "mutations": dict(kinds),
             "slowest_run_seconds": round(slowest, 2),
             "traced": traced,
+            "compared": compared,
+            "refusals": dict(refusals.most_common(60)),
+            "differences": [
+                {
+                    "index": o.index,
+                    "seed_bundle": o.base,
+                    "mutation": o.kind,
+                    "what": o.what,
+                    "differences": o.differences,
+                }
+                for o in differing
+            ],
             "findings": [
                 {
                     "index": o.index,
