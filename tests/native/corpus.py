@@ -12,12 +12,12 @@ lie, a model that is not ONNX, a requirement no reader knows.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import struct
 import warnings
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,7 +240,7 @@ def _stored_zip(members: list[tuple[str, bytes]], *, zip64: bool = False, lie: d
     out, central = bytearray(), bytearray()
     for name, data in members:
         raw = name.encode()
-        crc = 0 if name in lie else __import__("zlib").crc32(data)
+        crc = 0 if name in lie else zlib.crc32(data)
         size = lie.get(name, len(data))
         offset = len(out)
         if zip64:
@@ -785,7 +785,3 @@ def build(root: Path) -> dict[str, dict]:
         index[entry.id] = {"path": str(path), "args": list(entry.args), "kind": entry.kind}
     (root / "index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
     return index
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
