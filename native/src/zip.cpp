@@ -233,8 +233,8 @@ const uint8_t* Zip::member_data(const ZipEntry& e, uint64_t* length) const {
   if (e.flags & 0x1) throw ZipError("File " + py_repr(e.name) + " is encrypted, password required for extraction");
   if (e.method != 0) throw ZipError("compression method " + std::to_string(e.method) + " (members are stored)");
   uint64_t data_at = at + kLocalSize + name_len + extra_len;
-  uint64_t want = e.size;
-  if (e.compressed_size < e.size) throw ZipError("Bad CRC-32 for file " + py_repr(e.name));  // a short stream
+  // zipfile reads a stored member's data until either size ends (the compressed one, or the file size)
+  uint64_t want = e.compressed_size < e.size ? e.compressed_size : e.size;
   if (data_at > size_ || size_ - data_at < want) throw ZipError("");  // zipfile's EOFError, which says nothing
   *length = want;
   return map_ + data_at;

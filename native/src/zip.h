@@ -39,7 +39,7 @@ class Zip {
   const std::vector<ZipEntry>& entries() const { return entries_; }
   uint64_t file_size() const { return size_; }
 
-  // The first `length` bytes of a member's data, after its local header is checked as zipfile checks it when it
+  // A member's data (`length`: the smaller of its two sizes, as zipfile reads a stored member), after its local header is checked as zipfile checks it when it
   // opens a member (signature, the same name, no encryption or patched data, a stored member). Throws ZipError.
   const uint8_t* member_data(const ZipEntry& e, uint64_t* length) const;
 
