@@ -81,6 +81,9 @@ MUTATORS = {  # name: weight
     "external": 4,
 }
 
+# onnxruntime's aarch64 library under qemu-user (an emulated CPU names no vendor) says so on stderr in every run:
+# the emulator's, not the program's; dropped when a runner prefix is given
+EMULATION_NOISE = re.compile(r"^onnxruntime cpuid_info warning: .*\n?", re.M)
 SANITIZER = re.compile(r"(AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:|==\d+==ERROR)")
 ASAN_EXIT, UBSAN_EXIT = 86, 87
 SAN_ENV = {
@@ -642,6 +645,8 @@ class Runner:
             code = None
         seconds = time.perf_counter() - start
         text = err.decode("utf-8", "replace")
+        if self.prefix:
+            text = EMULATION_NOISE.sub("", text)
         outcome = Outcome(index, base, kind, what, code, seconds, text, out.decode("utf-8", "replace"), traced=traced)
         p = outcome.problems
         if code is None:

@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def _native(binary: str, *args, env: dict | None = None) -> subprocess.Completed
     """The binary (behind MGERUN_NATIVE_PREFIX, e.g. qemu, when set) with onnxruntime's usage records off."""
     base = {**os.environ, "ORT_DISABLE_TELEMETRY": "1"} if env is None else env
     prefix = shlex.split(os.environ.get(PREFIX_ENV, ""))
+    if prefix:  # found before PATH is changed (a test takes python3 off it)
+        prefix[0] = shutil.which(prefix[0]) or prefix[0]
     return subprocess.run([*prefix, binary, *map(str, args)], capture_output=True, text=True, env=base, timeout=300)
 
 
