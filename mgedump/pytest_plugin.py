@@ -14,9 +14,10 @@ imports it: the package itself never imports pytest. Without its options it does
   packed). A test case whose outputs are not checked is skipped, as in ``mgerun``'s JUnit report.
 - The bundles run in a worker process (:class:`mgedump.commands.jobs.Checker`): a crash in onnxruntime fails that
   bundle's items with the signal, and the session goes on (``--mgetest-in-process`` runs them in pytest's process).
-- Options map to ``mgerun``'s: ``--mgetest-maxerr``, ``--mgetest-provider``, ``--mgetest-thread``,
-  ``--mgetest-graph-opt``, ``--mgetest-variant``, ``--mgetest-iter`` and ``--mgetest-warmup-iter`` (1 and 0: a
-  test checks, it does not time).
+- Options map to ``mgerun``'s: ``--mgetest-maxerr``, ``--mgetest-variant``, ``--mgetest-iter`` and
+  ``--mgetest-warmup-iter`` (1 and 0: a test checks, it does not time), and one for each session setting
+  (:mod:`mgedump.model.session`), named after ``mgerun``'s flag: ``--mgetest-provider``, ``--mgetest-thread``,
+  ``--mgetest-graph-opt``, ``--mgetest-execution-mode``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ _KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from .options import GRAPH_OPT_LEVELS
+    from .model.session import settings
 
     group = parser.getgroup("mgetest", "mgedump bundles as tests (docs/ci.md)")
     group.addoption("--mgetest", action="append", default=[], metavar="PATH", help="Check the bundles at PATH.")
@@ -40,9 +41,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--mgetest-collect", action="store_true", help="Also check the *.mgetest bundles under the paths collected."
     )
     group.addoption("--mgetest-maxerr", action="append", default=[], metavar="[OUTPUT:]X", help="As mgerun --maxerr.")
-    group.addoption("--mgetest-provider", metavar="NAME", help="As mgerun --provider.")
-    group.addoption("--mgetest-thread", type=int, metavar="N", help="As mgerun --thread.")
-    group.addoption("--mgetest-graph-opt", choices=GRAPH_OPT_LEVELS, help="As mgerun --graph-opt.")
+    for entry in settings():
+        flag = entry.command_flag
+        kind: dict[str, Any] = {"choices": entry.choices} if entry.choices else {"type": entry.kind}
+        if not entry.choices:
+            kind["metavar"] = entry.metavar or ("N" if entry.kind is int else "VALUE")
+        group.addoption(f"--mgetest-{flag[2:]}", dest=f"mgetest_{entry.name}", help=f"As mgerun {flag}.", **kind)
     group.addoption("--mgetest-variant", metavar="NAME", help="As mgerun --variant.")
     group.addoption("--mgetest-iter", type=int, default=1, metavar="N", help="Timed runs per test case (1).")
     group.addoption("--mgetest-warmup-iter", type=int, default=0, metavar="N", help="Untimed runs first (0).")
@@ -89,15 +93,15 @@ def _options(config: pytest.Config) -> Any:
     state = _state(config)
     if state["options"] is None:
         from .cli.flags.pack import parse_maxerr
+        from .model.session import SessionSettings, settings
         from .options import VerifyOptions
 
         maxerr, per_output = parse_maxerr(tuple(config.getoption("mgetest_maxerr") or ()))
+        given = {entry.name: config.getoption(f"mgetest_{entry.name}", None) for entry in settings()}
         state["options"] = VerifyOptions(
             maxerr=maxerr,
             output_maxerr=per_output,
-            provider=config.getoption("mgetest_provider"),
-            threads=config.getoption("mgetest_thread"),
-            graph_opt=config.getoption("mgetest_graph_opt"),
+            session=SessionSettings.given(given),
             iters=config.getoption("mgetest_iter"),
             warmup=config.getoption("mgetest_warmup_iter"),
         )

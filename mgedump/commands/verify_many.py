@@ -34,7 +34,6 @@ from ..bundle.reader import peek_variants
 from ..data import TestData
 from ..measure.timing import Progress
 from ..model.environment import run_environment
-from ..model.runtime import resolve_providers
 from ..options import SpreadOptions, VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.schema import BundleRecord, RunReport, dumps
@@ -219,12 +218,10 @@ def plan_runs(
                 )
     if options.cases:
         options = dataclasses.replace(options, cases=TestData.parse(options.cases))
-    resolve_providers(options.provider)
+    options.session.providers()
     _check_unique_names(bundles, options, many)
     data = options.cases if isinstance(options.cases, TestData) else None
-    protected = tuple(
-        files_read(models=plain, data=[data], others=[*bundles, *([options.config] if options.config else [])])
-    )
+    protected = tuple(files_read(models=plain, data=[data], others=bundles, options=(options, spread)))
     outputs.check(protected)
     if options.fitting_out and len(bundles) > 1:
         raise UsageError(f"{option_name('fitting_out')} holds the choice for one bundle; {len(bundles)} were given")

@@ -7,8 +7,10 @@ from typing import Any
 import click
 
 from ...base.errors import UsageError
-from ...options import EXECUTION_MODES, GRAPH_OPT_LEVELS, VerifyOptions
-from . import apply, choice_option, given, path_option, stating, switch, value_option
+from ...base.numbers import parse_int
+from ...model.session import SessionSettings, Setting, settings
+from ...options import VerifyOptions
+from . import FLOAT, INT, apply, given, path_option, stating, switch, value_option
 from .data import data_from, data_options
 from .pack import maxerr_option, parse_maxerr
 
@@ -19,9 +21,6 @@ NAMES = (
     "warmup",
     "duration_s",
     "concurrency",
-    "threads",
-    "provider",
-    "graph_opt",
     "profile",
     "bin_out_dump",
     "report_json",
@@ -30,7 +29,6 @@ NAMES = (
     "io_dump",
     "io_dump_budget_mb",
     "variant",
-    "execution_mode",
     "fitting",
     "fitting_out",
     "fitting_budget_s",
@@ -38,12 +36,44 @@ NAMES = (
 )
 
 
+def _session_param(entry: Setting) -> tuple[list[str], dict[str, Any]]:
+    """A session setting's click option: its declarations and attributes."""
+    attrs: dict[str, Any] = {"default": None, "help": entry.about}
+    if entry.choices:
+        attrs["type"] = click.Choice(entry.choices)
+    else:
+        attrs["type"] = {int: INT, float: FLOAT}.get(entry.kind, entry.kind)  # numbers in ASCII digits
+        if entry.metavar:
+            attrs["metavar"] = entry.metavar
+    return [entry.command_flag, entry.name], attrs
+
+
+def session_option(name: str) -> Any:
+    """The flag of one session setting, as a decorator (for its place in ``--help``)."""
+    decls, attrs = _session_param(next(s for s in settings() if s.name == name))
+    return click.option(*decls, **attrs)
+
+
+class VerifyCommand(click.Command):
+    """``mgerun``: its flags, and one for each session setting registered after it was made (a plugin's)."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)  # the command's own, then --help
+        known = {p.name for p in params}
+        late: list[click.Parameter] = []
+        for entry in settings():
+            if entry.name not in known:
+                decls, attrs = _session_param(entry)
+                late.append(click.Option(decls, **attrs))
+        return params[:-1] + late + params[-1:] if late else params
+
+
 def io_dump_budget(help: str, cls: type) -> Any:
     """``--io-dump-budget MB``: how much of a run's tensors one run may expose (mgerun and mgediff)."""
     return click.option(
         "--io-dump-budget",
         "io_dump_budget_mb",
-        type=int,
+        type=INT,
         metavar="MB",
         default=None,
         help=stating(help, cls, "io_dump_budget_mb"),
@@ -59,19 +89,19 @@ verify_options_flags = apply(
         click.option("--silent", "silent", is_flag=True, default=None, help="Print failures only."),
         click.option("--no-assert", "no_assert", is_flag=True, default=None, help="Run and time only; check nothing."),
         click.option(
-            "--iter", "iters", type=int, default=None, help=stating("Timed runs per test case.", VerifyOptions, "iters")
+            "--iter", "iters", type=INT, default=None, help=stating("Timed runs per test case.", VerifyOptions, "iters")
         ),
         click.option(
             "--warmup-iter",
             "warmup",
-            type=int,
+            type=INT,
             default=None,
             help=stating("Untimed runs before timing.", VerifyOptions, "warmup"),
         ),
         click.option(
             "--duration",
             "duration_s",
-            type=float,
+            type=FLOAT,
             metavar="SECONDS",
             default=None,
             help="Time each test case for at least SECONDS (and at least --iter runs).",
@@ -79,7 +109,7 @@ verify_options_flags = apply(
         click.option(
             "--concurrency",
             "concurrency",
-            type=int,
+            type=INT,
             metavar="N",
             default=None,
             help=stating(
@@ -88,22 +118,9 @@ verify_options_flags = apply(
                 "concurrency",
             ),
         ),
-        click.option(
-            "--thread",
-            "threads",
-            type=int,
-            default=None,
-            help="onnxruntime intra-op threads (default: onnxruntime's choice).",
-        ),
-        value_option(
-            "--provider", "provider", "NAME", "Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU)."
-        ),
-        choice_option(
-            "--graph-opt",
-            "graph_opt",
-            GRAPH_OPT_LEVELS,
-            "onnxruntime graph optimisation level (default: onnxruntime's, all).",
-        ),
+        session_option("threads"),
+        session_option("provider"),
+        session_option("graph_opt"),
         path_option("--profile", "profile", "Write onnxruntime's profile (JSON) to FILE.", output=True),
         path_option(
             "--bin-out-dump", "bin_out_dump", "Write every output as DIR/test_data_set_N/NAME.npy.", metavar="DIR"
@@ -133,12 +150,7 @@ verify_options_flags = apply(
             "NAME",
             "Of a bundle of several variants (mgedump --variants), run and time this one (default: every variant).",
         ),
-        choice_option(
-            "--execution-mode",
-            "execution_mode",
-            EXECUTION_MODES,
-            "onnxruntime's execution of the graph: sequential (its default) or parallel branches.",
-        ),
+        session_option("execution_mode"),
         switch(
             "--fitting",
             "fitting",
@@ -154,7 +166,7 @@ verify_options_flags = apply(
         click.option(
             "--fitting-budget",
             "fitting_budget_s",
-            type=float,
+            type=FLOAT,
             metavar="SECONDS",
             default=None,
             help=stating("With --fitting: the seconds the whole search may take.", VerifyOptions, "fitting_budget_s"),
@@ -173,8 +185,8 @@ def parse_sweep(value: str) -> tuple[int, ...]:
         UsageError: not a comma-separated list of whole numbers.
     """
     try:
-        return tuple(int(part) for part in value.split(","))
-    except ValueError:
+        return tuple(parse_int(part, "--repeat-sweep") for part in value.split(","))
+    except UsageError:
         raise UsageError(
             f"--repeat-sweep {value!r} is not a comma-separated list of batch sizes, e.g. 1,2,4,8"
         ) from None
@@ -186,7 +198,9 @@ def verify_options(values: dict[str, Any]) -> tuple[VerifyOptions, list[str]]:
     maxerr, per_output = parse_maxerr(values.pop("maxerr", None) or ())
     sweep = values.pop("repeat_sweep", None)
     chosen = given(values, NAMES)
+    session = SessionSettings.given({entry.name: values.pop(entry.name, None) for entry in settings()})
     options = VerifyOptions(
+        session=session,
         cases=cases,
         data=data,
         maxerr=maxerr,
