@@ -27,6 +27,7 @@ from ..model.runtime import TensorInfo, resolve_providers, to_values
 from ..options import VerifyOptions
 from ..report import bundle_name
 from ..report.fitting import FittingRecord
+from ..report.formats import asked
 from ..report.schema import (
     Assertion,
     BundleRecord,
@@ -155,9 +156,7 @@ def run_outputs(options: VerifyOptions) -> Outputs:
     folders of outputs and io dumps."""
     return Outputs(
         [
-            Output("report_json", options.report_json or "", stdout=True),
-            Output("junit_xml", options.junit_xml or "", stdout=True),
-            Output("report_html", options.report_html or "", stdout=True),
+            *(Output(entry.option, target, stdout=entry.stdout) for entry, target in asked(options)),
             Output("profile", options.profile or ""),
             Output("bin_out_dump", options.bin_out_dump or "", folder=True),
             Output("io_dump", options.io_dump or "", folder=True),

@@ -8,7 +8,8 @@ import click
 
 from ...base.errors import UsageError
 from ...options import EXECUTION_MODES, GRAPH_OPT_LEVELS, VerifyOptions
-from . import apply, choice_option, given, path_option, stating, switch, value_option
+from ...report.formats import ReportFormat, formats
+from . import OUTPUT, apply, choice_option, given, path_option, stating, switch, value_option
 from .data import data_from, data_options
 from .pack import maxerr_option, parse_maxerr
 
@@ -24,9 +25,6 @@ NAMES = (
     "graph_opt",
     "profile",
     "bin_out_dump",
-    "report_json",
-    "junit_xml",
-    "report_html",
     "io_dump",
     "io_dump_budget_mb",
     "variant",
@@ -115,14 +113,6 @@ verify_options_flags = apply(
             default=None,
             help="Also time each test case with its inputs repeated N times along axis 0.",
         ),
-        path_option("--report-json", "report_json", "Write a machine-readable report (docs/reports.md).", output=True),
-        path_option("--junit-xml", "junit_xml", "Write a JUnit XML report (for CI test reporters).", output=True),
-        path_option(
-            "--report-html",
-            "report_html",
-            "Write a self-contained HTML report with plots (no network needed to view it).",
-            output=True,
-        ),
         path_option(
             "--io-dump", "io_dump", "Write every tensor of every test case into DIR (an io dump).", metavar="DIR"
         ),
@@ -166,6 +156,31 @@ verify_options_flags = apply(
 )
 
 
+_REPORT_FLAGS: dict[ReportFormat, click.Option] = {}
+REPORTS_BEFORE = "io_dump"  # in --help, the report flags come just before --io-dump
+
+
+def report_flag(entry: ReportFormat) -> click.Option:
+    """The flag of a report format: its option's keyword spelled as a flag (``junit_xml`` is ``--junit-xml``),
+    taking the path to write (``-``: standard output, where the format allows it)."""
+    if entry not in _REPORT_FLAGS:
+        flag = "--" + entry.option.replace("_", "-")
+        _REPORT_FLAGS[entry] = click.Option(
+            [flag, entry.option], metavar="FILE", type=OUTPUT, default=None, help=entry.help
+        )
+    return _REPORT_FLAGS[entry]
+
+
+class VerifyCommand(click.Command):
+    """A command with ``mgerun``'s flags: its report flags are the registry's (:mod:`mgedump.report.formats`) when
+    it runs, so a format registered after this module was imported has its flag too."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        at = next(k for k, param in enumerate(params) if param.name == REPORTS_BEFORE)
+        return [*params[:at], *(report_flag(entry) for entry in formats()), *params[at:]]
+
+
 def parse_sweep(value: str) -> tuple[int, ...]:
     """``--repeat-sweep 1,2,4,8`` as batch sizes.
 
@@ -186,12 +201,14 @@ def verify_options(values: dict[str, Any]) -> tuple[VerifyOptions, list[str]]:
     maxerr, per_output = parse_maxerr(values.pop("maxerr", None) or ())
     sweep = values.pop("repeat_sweep", None)
     chosen = given(values, NAMES)
+    reports = given(values, [entry.option for entry in formats()])
     options = VerifyOptions(
         cases=cases,
         data=data,
         maxerr=maxerr,
         output_maxerr=per_output,
         repeat_sweep=parse_sweep(sweep) if sweep is not None else (),
+        reports=reports,
         **chosen,
     )
     return options, data_flags
