@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.runtime import open_session, session_options
-from .expose import DEFAULT_BUDGET, ExposedRunner, load_for_exposure
+from .in_parts import DEFAULT_BUDGET, ExposedRunner, load_for_exposure
 from .iodump import IoDump, MemoryDump, write_case
 
 
