@@ -171,10 +171,7 @@ class DataOptions:
 
     def given(self) -> list[str]:
         """The options whose values differ from their defaults, as the surface in use names them."""
-        return [option_name(name) for name, default in _DATA_DEFAULTS.items() if getattr(self, name) != default]
-
-
-_DATA_DEFAULTS = {"seed": 0, "repeat": 1, "resize_input": False, "input_transform": None, "input_shapes": ()}
+        return [option_name(f.name) for f in fields(self) if getattr(self, f.name) != f.default]
 
 
 @dataclass(frozen=True)

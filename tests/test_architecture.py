@@ -89,3 +89,35 @@ def test_the_table_of_test_cases_says_where_each_class_lives():
         defined = {n.name for n in ast.walk(ast.parse((PACKAGE / module).read_text())) if isinstance(n, ast.ClassDef)}
         for name in re.findall(r"`(\w+)`", classes):
             assert name in defined, f"{name} is not defined in {module}"
+
+
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
+
+
+def _flags_in_code(source: str) -> list[tuple[int, str]]:
+    """The flags a module's code spells in its strings (docstrings and comments aside)."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    return [
+        (node.lineno, found.group())
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+        for found in FLAG.finditer(node.value)
+    ]
+
+
+def test_flags_are_spelled_only_in_the_command_line():
+    """Outside cli/, code names an option by its keyword (base/naming.option_name), never by a flag's text: the
+    pytest plugin reads its options from cli/plugin_options.py."""
+    spelled = []
+    for module in _modules():
+        if not module.startswith("cli/"):
+            spelled += [f"{module}:{line} {flag}" for line, flag in _flags_in_code((PACKAGE / module).read_text())]
+    assert spelled == []
+    assert _flags_in_code('"""--in-a-docstring"""\nx = f"--maxerr {y}"\n') == [(2, "--maxerr")]  # it can fail

@@ -10,31 +10,50 @@ OpenCV) are imported only inside the commands, so ``--help`` stays fast.
 - :mod:`.mgedump`: ``mgedump MODEL -d SPEC -o OUT``
 - :mod:`.mgerun`: ``mgerun BUNDLE``
 - :mod:`.mgediff`: ``mgediff A B``
+- :mod:`.plugin_options`: the pytest plugin's options (:mod:`mgedump.pytest_plugin`)
+
+The commands are imported when first asked for, so the pytest plugin reads its options without loading click.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from .common import invoke
-from .mgediff import mgediff_command
-from .mgedump import mgedump_command
-from .mgerun import mgerun_command
+if TYPE_CHECKING:
+    from .mgediff import mgediff_command
+    from .mgedump import mgedump_command
+    from .mgerun import mgerun_command
 
 __all__ = ["mgediff_command", "mgediff_main", "mgedump_command", "mgedump_main", "mgerun_command", "mgerun_main"]
+
+_COMMANDS = {"mgedump_command": ".mgedump", "mgerun_command": ".mgerun", "mgediff_command": ".mgediff"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _COMMANDS:
+        return getattr(importlib.import_module(_COMMANDS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _main(prog: str, argv: Sequence[str] | None) -> None:
+    from .common import invoke
+
+    sys.exit(invoke(__getattr__(f"{prog}_command"), prog, argv))
 
 
 def mgedump_main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``mgedump`` console script."""
-    sys.exit(invoke(mgedump_command, "mgedump", argv))
+    _main("mgedump", argv)
 
 
 def mgerun_main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``mgerun`` console script."""
-    sys.exit(invoke(mgerun_command, "mgerun", argv))
+    _main("mgerun", argv)
 
 
 def mgediff_main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``mgediff`` console script."""
-    sys.exit(invoke(mgediff_command, "mgediff", argv))
+    _main("mgediff", argv)
