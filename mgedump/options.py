@@ -25,17 +25,15 @@ from typing import Any
 
 from .base.errors import UsageError
 from .base.naming import option_name
+from .model.session import SessionSettings, check_threads
 
 DEFAULT_MAXERR = 1e-4  # AssertEqual's threshold when none is given (docs/assertion.md)
 FLOAT16_MAXERR = 1e-2  # mgediff's default when either side holds float16: float16's own precision
 FLOAT16_MARGIN = 0.5  # the float16 search aims this fraction below maxerr (measured on held-out data: docs/float16.md)
 IO_DUMP_BUDGET_MB = 1024  # MiB of exposed tensors one run may hold (docs/io-dump.md)
-GRAPH_OPT_LEVELS = ("disable", "basic", "extended", "all")
-EXECUTION_MODES = ("sequential", "parallel")  # onnxruntime's execution of the graph's independent branches
 ERROR_STATS = ("max", "p99", "mean", "median")  # what a bound applies to, over an output's element errors
 CALIBRATE_METHODS = ("minmax", "entropy", "percentile")  # onnxruntime's calibrators; minmax measured best (docs)
 INT8_WEIGHTS = ("per-channel", "per-tensor")
-MAX_THREADS = max(64, 4 * (os.cpu_count() or 1))  # intra-op threads beyond the cores only wait; beyond this, refused
 MAX_DURATION_S = 86400
 REPORT = {"report": True}  # marks a field that is a report format's target (mgedump.report.formats)
 FITTING_BUDGET_S = 60.0  # seconds a fitting may take, sessions included (docs/fitting.md)
@@ -71,15 +69,6 @@ def check_at_least(value: Any, low: int, name: str, unit: str = "") -> None:
     """Refuse a whole number below ``low``."""
     if value < low:
         raise UsageError(f"{option_name(name)} must be >= {low}{unit}, got {value}")
-
-
-def check_threads(value: int | None, name: str) -> None:
-    """A count of threads: at least 1, at most :data:`MAX_THREADS` (none: the runtime's choice)."""
-    if value is None:
-        return
-    check_at_least(value, 1, name)
-    if value > MAX_THREADS:
-        raise UsageError(f"{option_name(name)} must be at most {MAX_THREADS} (four per core, 64 at least), got {value}")
 
 
 def output_bounds(value: Any) -> tuple[tuple[str, float], ...]:
@@ -347,11 +336,9 @@ class VerifyOptions:
             at least ``iters`` runs); 0: exactly ``iters`` runs.
         concurrency: threads issuing runs on the one session at once; the
             latency of each run under that load, and throughput, are reported.
-        threads: onnxruntime intra-op threads (none: onnxruntime's choice).
-        provider: execution provider, ``CPU`` or ``CUDAExecutionProvider``, ...
-            (none: the CPU provider).
-        graph_opt: onnxruntime's graph optimisation level, one of
-            :data:`GRAPH_OPT_LEVELS` (none: onnxruntime's default, ``all``).
+        session: how the model's session runs (provider and its options, threads, graph optimisation,
+            execution mode: :class:`~mgedump.model.session.SessionSettings`, or a mapping of its settings by
+            name); none given: the CPU provider with onnxruntime's defaults.
         profile: write onnxruntime's profile JSON to this file; the report then
             also holds the time per operator type.
         bin_out_dump: write each test case's outputs as ``.npy`` into this folder.
@@ -368,7 +355,6 @@ class VerifyOptions:
             beyond it, a test case is run several times, a part of the tensors each.
         variant: the variant of a bundle of several to run (docs/fitting.md); none: every variant
             (:func:`mgedump.verify_all`; :func:`mgedump.verify` asks for one).
-        execution_mode: onnxruntime's ``sequential`` or ``parallel`` execution of the graph (none: sequential).
         fitting: verify every variant, time the passing ones under the settings this machine offers, and run the
             fastest proven one (docs/fitting.md); ``fitting_budget_s`` bounds the search; ``fitting_out`` writes the
             choice (JSON) to this file.
@@ -385,9 +371,7 @@ class VerifyOptions:
     warmup: int = 1
     duration_s: float = 0.0
     concurrency: int = 1
-    threads: int | None = None
-    provider: str | None = None
-    graph_opt: str | None = None
+    session: SessionSettings = field(default_factory=SessionSettings)
     profile: str | None = None
     bin_out_dump: str | None = None
     repeat_sweep: Sequence[int] = ()
@@ -398,7 +382,6 @@ class VerifyOptions:
     io_dump: str | None = None
     io_dump_budget_mb: int = IO_DUMP_BUDGET_MB
     variant: str | None = None
-    execution_mode: str | None = None
     fitting: bool = False
     fitting_budget_s: float = FITTING_BUDGET_S
     fitting_out: str | None = None
@@ -406,8 +389,12 @@ class VerifyOptions:
 
     def __post_init__(self) -> None:
         check_at_least(self.iters, 1, "iters")
-        if self.execution_mode is not None:
-            check_one_of(self.execution_mode, EXECUTION_MODES, "execution_mode")
+        session = self.session
+        if isinstance(session, Mapping):
+            session = SessionSettings.given(session)
+        if not isinstance(session, SessionSettings):
+            raise UsageError(f"{option_name('session')} must be SessionSettings, got {type(session).__name__}")
+        session.check()
         budget = self.fitting_budget_s
         if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= MAX_DURATION_S:
             raise UsageError(
@@ -423,10 +410,7 @@ class VerifyOptions:
             )
         check_at_least(self.warmup, 0, "warmup")
         check_threads(self.concurrency, "concurrency")
-        check_threads(self.threads, "threads")
         check_at_least(self.io_dump_budget_mb, 1, "io_dump_budget_mb", " (MiB)")
-        if self.graph_opt is not None:
-            check_one_of(self.graph_opt, GRAPH_OPT_LEVELS, "graph_opt")
         duration = self.duration_s
         if not (isinstance(duration, (int, float)) and math.isfinite(duration) and duration >= 0):
             raise UsageError(f"{option_name('duration_s')} must be a finite number of seconds >= 0, got {duration}")
@@ -442,6 +426,7 @@ class VerifyOptions:
             output_maxerr=output_bounds(self.output_maxerr),
             cases=given_cases(self.cases),
             repeat_sweep=tuple(self.repeat_sweep),
+            session=session,
             **self._report_fields(),
         )
 

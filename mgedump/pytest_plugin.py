@@ -15,9 +15,10 @@ declared with every other flag, in :mod:`mgedump.cli.plugin_options`.
   packed). A test case whose outputs are not checked is skipped, as in ``mgerun``'s JUnit report.
 - The bundles run in a worker process (:class:`mgedump.commands.jobs.Checker`): a crash in onnxruntime fails that
   bundle's items with the signal, and the session goes on (``--mgetest-in-process`` runs them in pytest's process).
-- Options map to ``mgerun``'s: ``--mgetest-maxerr``, ``--mgetest-provider``, ``--mgetest-thread``,
-  ``--mgetest-graph-opt``, ``--mgetest-variant``, ``--mgetest-iter`` and ``--mgetest-warmup-iter`` (1 and 0: a
-  test checks, it does not time).
+- Options map to ``mgerun``'s: ``--mgetest-maxerr``, ``--mgetest-variant``, ``--mgetest-iter`` and
+  ``--mgetest-warmup-iter`` (1 and 0: a test checks, it does not time), and one for each session setting
+  (:mod:`mgedump.model.session`), named after ``mgerun``'s flag: ``--mgetest-provider``, ``--mgetest-thread``,
+  ``--mgetest-graph-opt``, ``--mgetest-execution-mode``.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ _KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from .cli.plugin_options import PLUGIN_OPTIONS
+    from .cli.plugin_options import plugin_options
 
     group = parser.getgroup("mgetest", "mgedump bundles as tests (docs/ci.md)")
-    for option in PLUGIN_OPTIONS:
+    for option in plugin_options():
         group.addoption(option.flag, dest=option.dest, **option.settings)
 
 
@@ -82,15 +83,15 @@ def _options(config: pytest.Config) -> Any:
     state = _state(config)
     if state["options"] is None:
         from .cli.flags.pack import parse_maxerr
+        from .model.session import SessionSettings, settings
         from .options import VerifyOptions
 
         maxerr, per_output = parse_maxerr(tuple(config.getoption("mgetest_maxerr") or ()))
+        given = {entry.name: config.getoption(f"mgetest_{entry.name}", None) for entry in settings()}
         state["options"] = VerifyOptions(
             maxerr=maxerr,
             output_maxerr=per_output,
-            provider=config.getoption("mgetest_provider"),
-            threads=config.getoption("mgetest_thread"),
-            graph_opt=config.getoption("mgetest_graph_opt"),
+            session=SessionSettings.given(given),
             iters=config.getoption("mgetest_iter"),
             warmup=config.getoption("mgetest_warmup_iter"),
         )

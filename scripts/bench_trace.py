@@ -47,7 +47,8 @@ import mgedump.functional as F
 import mgedump.module as M
 from mgedump import Tensor, tensor
 from mgedump.jit import trace
-from mgedump.model.runtime import open_session, session_options
+from mgedump.model.runtime import open_session
+from mgedump.model.session import SessionSettings
 
 BATCH = 8
 TARGET_SPEEDUP = 2.0
@@ -115,7 +116,7 @@ def section_trace(runs: int, quick: bool) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="mgedump-bench-trace-") as tmp:
         path = os.path.join(tmp, "cnn.onnx")
         compiled.dump(path)
-        session = open_session(path, options=session_options(graph_opt="extended"))
+        session = open_session(path, settings=SessionSettings(graph_opt="extended"))
     name = session.get_inputs()[0].name
     array = x.numpy()
     np.testing.assert_allclose(session.run(None, {name: array})[0], expect, atol=1e-5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mgedump.base.errors import UsageError
+from mgedump.model.session import SessionSettings
 from mgedump.options import DataOptions, DiffOptions, OptimizeOptions, PackOptions, VerifyOptions
 from tests.support import SAMPLES
 
@@ -72,9 +73,16 @@ def test_defaults():
         (lambda: VerifyOptions(maxerr=float("inf")), "maxerr must be a finite number >= 0"),
         (lambda: VerifyOptions(iters=0), "iters must be >= 1, got 0"),
         (lambda: VerifyOptions(warmup=-1), "warmup must be >= 0, got -1"),
-        (lambda: VerifyOptions(threads=0), "threads must be >= 1, got 0"),
-        (lambda: VerifyOptions(threads=2**40), r"threads must be at most \d+ \(four per core, 64 at least\)"),
-        (lambda: VerifyOptions(graph_opt="max"), "graph_opt must be one of disable, basic, extended, all"),
+        (lambda: VerifyOptions(session={"threads": 0}), "threads must be >= 1, got 0"),
+        (
+            lambda: VerifyOptions(session=SessionSettings(threads=2**40)),
+            r"threads must be at most \d+ \(four per core, 64 at least\)",
+        ),
+        (lambda: VerifyOptions(session={"graph_opt": "max"}), "graph_opt must be one of disable, basic, extended, all"),
+        (
+            lambda: VerifyOptions(session={"device": 1}),
+            "no session setting 'device': the settings are provider, threads",
+        ),
         (lambda: VerifyOptions(repeat_sweep=(1, 0)), "repeat_sweep batch sizes must be >= 1"),
         (lambda: DataOptions(repeat=0), "repeat must be >= 1, got 0"),
         (lambda: PackOptions(embed_io_dump=-1), "embed_io_dump takes a count of test cases >= 1"),

@@ -179,11 +179,11 @@ def test_the_plugins_options_that_mirror_mgerun_name_its_flags():
     import click
 
     from mgedump.cli import mgerun_command
-    from mgedump.cli.plugin_options import PLUGIN_OPTIONS
+    from mgedump.cli.plugin_options import plugin_options
 
     ctx = click.Context(mgerun_command, **mgerun_command.context_settings)
     flags = {flag for param in mgerun_command.get_params(ctx) for flag in param.opts}
-    mirrored = [o for o in PLUGIN_OPTIONS if str(o.settings.get("help", "")).startswith("As mgerun ")]
+    mirrored = [o for o in plugin_options() if str(o.settings.get("help", "")).startswith("As mgerun ")]
     assert len(mirrored) >= 5
     for option in mirrored:
         flag = option.settings["help"].removeprefix("As mgerun ").removesuffix(".")

@@ -1,8 +1,10 @@
-"""The pytest plugin's options (:mod:`mgedump.pytest_plugin`), spelled here with every other flag of the package.
+"""The pytest plugin's options (:mod:`mgedump.pytest_plugin`) and the session settings' flags, spelled here with
+every other flag of the package.
 
-Most are an ``mgerun`` flag in a pytest session (:func:`as_mgerun`: ``--mgetest-thread`` is ``mgerun --thread``);
-the rest are the plugin's own. Plain data: this module imports neither click nor pytest, so a pytest session that
-does not use the plugin loads little of the package.
+Most of the plugin's options are an ``mgerun`` flag in a pytest session (:func:`as_mgerun`: ``--mgetest-thread``
+is ``mgerun --thread``), one for each session setting among them (:mod:`mgedump.model.session`); the rest are the
+plugin's own. This module imports neither click nor pytest, so a pytest session that does not use the plugin loads
+little of the package.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..options import GRAPH_OPT_LEVELS
+from ..model.session import Setting, settings
 
 PREFIX = "--mgetest"
+RENAMED = {"threads": "--thread"}  # the session settings whose flag is not named after them
 
 
 @dataclass(frozen=True)
@@ -43,15 +46,30 @@ def as_mgerun(flag: str, **settings: Any) -> PluginOption:
     return own(flag.removeprefix("--"), **{"help": f"As mgerun {flag}.", **settings})
 
 
-PLUGIN_OPTIONS = (
-    own("", action="append", default=[], metavar="PATH", help="Check the bundles at PATH."),
-    own("collect", action="store_true", help="Also check the *.mgetest bundles under the paths collected."),
-    as_mgerun("--maxerr", action="append", default=[], metavar="[OUTPUT:]X"),
-    as_mgerun("--provider", metavar="NAME"),
-    as_mgerun("--thread", type=int, metavar="N"),
-    as_mgerun("--graph-opt", choices=GRAPH_OPT_LEVELS),
-    as_mgerun("--variant", metavar="NAME"),
-    as_mgerun("--iter", type=int, default=1, metavar="N", help="Timed runs per test case (1)."),
-    as_mgerun("--warmup-iter", type=int, default=0, metavar="N", help="Untimed runs first (0)."),
-    own("in-process", action="store_true", help="Run the bundles in pytest's process, not in a worker."),
-)
+def setting_flag(entry: Setting) -> str:
+    """``mgerun``'s flag for a session setting: the one it names (a plugin's setting may), else its keyword's
+    (``--graph-opt`` for ``graph_opt``) unless :data:`RENAMED` says otherwise."""
+    return entry.flag or RENAMED.get(entry.name) or "--" + entry.name.replace("_", "-")
+
+
+def _as_setting(entry: Setting) -> PluginOption:
+    """A session setting's option: read by its keyword (``mgetest_threads``)."""
+    kind: dict[str, Any] = {"choices": entry.choices} if entry.choices else {"type": entry.kind}
+    if not entry.choices:
+        kind["metavar"] = entry.metavar or ("N" if entry.kind is int else "VALUE")
+    option = as_mgerun(setting_flag(entry), **kind)
+    return PluginOption(option.flag, f"mgetest_{entry.name}", option.settings)
+
+
+def plugin_options() -> list[PluginOption]:
+    """The plugin's options, in the order ``pytest --help`` lists them; the session settings as registered now."""
+    return [
+        own("", action="append", default=[], metavar="PATH", help="Check the bundles at PATH."),
+        own("collect", action="store_true", help="Also check the *.mgetest bundles under the paths collected."),
+        as_mgerun("--maxerr", action="append", default=[], metavar="[OUTPUT:]X"),
+        *(_as_setting(entry) for entry in settings()),
+        as_mgerun("--variant", metavar="NAME"),
+        as_mgerun("--iter", type=int, default=1, metavar="N", help="Timed runs per test case (1)."),
+        as_mgerun("--warmup-iter", type=int, default=0, metavar="N", help="Untimed runs first (0)."),
+        own("in-process", action="store_true", help="Run the bundles in pytest's process, not in a worker."),
+    ]

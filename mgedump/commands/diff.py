@@ -28,10 +28,11 @@ from ..base.outputs import Output, Outputs
 from ..bundle import Bundle
 from ..data import TestData
 from ..diagnose.divergence import DiffReport, diff_dumps
-from ..diagnose.exposed import ModelDumper, RunSettings, dump_to_scratch
+from ..diagnose.exposed import ModelDumper, dump_to_scratch
 from ..diagnose.iodump import IoDump
 from ..diagnose.locate import inputs_for
-from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers
+from ..model.runtime import TensorInfo, model_io, open_session
+from ..model.session import SessionSettings
 from ..options import DiffOptions
 from .inputs import files_read
 
@@ -120,14 +121,14 @@ def _test_cases(a: _Side, b: _Side, data: TestData | None, options: DiffOptions)
     raise UsageError("A and B are models: give test data with -d (e.g. -d '#rand(0,1)'), or compare a bundle")
 
 
-def _run(side: _Side, cases: Cases, settings: RunSettings, scratch: str) -> IoDump:
+def _run(side: _Side, cases: Cases, settings: SessionSettings, budget: int, scratch: str) -> IoDump:
     """Run one side on the test cases with every tensor exposed.
 
     Raises:
         UsageError: the test data does not give the model's inputs (the sides are not related models).
         SpecError: the model fails to run on the data (the data must change, as at pack time).
     """
-    with ModelDumper(side.model_path, side.sha256, settings, label=side.label) as dumper:
+    with ModelDumper(side.model_path, side.sha256, settings, budget=budget, label=side.label) as dumper:
         dtypes = {
             v.name: _np_dtype(v.type.tensor_type.elem_type)
             for v in dumper.runner.model.graph.input
@@ -174,7 +175,8 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
     protected = files_read(models=[a, b], data=[data], others=[*_files_of(a), *_files_of(b)])
     outputs = Outputs([Output("report_json", options.report_json or "", stdout=True)])
     outputs.check(protected)
-    settings = RunSettings(providers=tuple(resolve_providers(options.provider)), budget=options.io_dump_budget_mb << 20)
+    settings = SessionSettings(provider=options.provider)
+    settings.providers()  # an unknown provider refused before any work
     with tempfile.TemporaryDirectory(prefix="mgediff-") as scratch:
         side_a = _open_side(a, "A", scratch)
         side_b = _open_side(b, "B", scratch)
@@ -187,7 +189,7 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
                 dumps.append(side.dump)
             else:
                 assert cases is not None
-                dumps.append(_run(side, cases, settings, scratch))
+                dumps.append(_run(side, cases, settings, options.io_dump_budget_mb << 20, scratch))
         report = diff_dumps(dumps[0], dumps[1], maxerr=options.maxerr, label_a=side_a.label, label_b=side_b.label)
     if options.report_json:
         import json

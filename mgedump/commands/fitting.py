@@ -22,10 +22,11 @@ from ..base.naming import option_name
 from ..bundle import Bundle
 from ..bundle.reader import peek_variants
 from ..data.casts import as_inputs_of
-from ..measure.fitting import Candidate, Fitting, Settings, fit, settings_space
+from ..measure.fitting import Candidate, Fitting, fit, settings_space
 from ..measure.timing import Progress
-from ..model.runtime import TensorInfo, open_session, session_options
-from ..options import EXECUTION_MODES, FITTING_BUDGET_S, GRAPH_OPT_LEVELS, VerifyOptions
+from ..model.runtime import TensorInfo, open_runner
+from ..model.session import CPU, EXECUTION_MODES, GRAPH_OPT_LEVELS, SessionSettings
+from ..options import FITTING_BUDGET_S, VerifyOptions
 
 CONFIG_FORMAT = "mgedump-fitting"
 CONFIG_VERSION = 1
@@ -160,18 +161,16 @@ def _candidates(path: str, names: Sequence[str], options: VerifyOptions, tmp: st
     return candidates
 
 
-def _starter(model_path: str, feeds: dict[str, Any], settings: Settings) -> Callable[[], Callable[[], None]]:
-    """Opens the candidate's session when it is first timed; returns one run of the test case."""
+def _starter(model_path: str, feeds: dict[str, Any], settings: SessionSettings) -> Callable[[], Callable[[], None]]:
+    """Opens the candidate's runner when it is first timed; returns one run of the test case."""
 
     def start() -> Callable[[], None]:
-        opts = session_options(
-            threads=settings.threads, graph_opt=settings.graph_opt, execution_mode=settings.execution_mode
-        )
-        providers = [settings.provider] + (
-            ["CPUExecutionProvider"] if settings.provider != "CPUExecutionProvider" else []
-        )
-        session = open_session(model_path, providers=providers, options=opts)
-        return lambda: session.run(None, feeds)
+        run = open_runner(model_path, settings).run
+
+        def once() -> None:
+            run(feeds)
+
+        return once
 
     return start
 
@@ -237,22 +236,32 @@ def with_config(options: VerifyOptions, path: str) -> VerifyOptions:
         UsageError: the file is not a choice, or an option given beside it says otherwise.
     """
     choice = read_config(path)
-    provider = choice["provider"]
-    wanted = {
-        "variant": choice["variant"],
-        "provider": None if provider == "CPUExecutionProvider" else provider,
-        "threads": choice["threads"],
-        "graph_opt": choice["graph_opt"],
-        "execution_mode": choice["execution_mode"],
-    }
+    session = chosen_session(options.session, choice)
+    wanted = {"variant": choice["variant"], **{key: session.value(key) for key in _CHOSEN}}
     for key, value in wanted.items():
-        given = getattr(options, key)
+        given = options.variant if key == "variant" else options.session.value(key)
         if given is not None and given != value:
             raise UsageError(
                 f"{option_name(key)} {given} and {option_name('config')} {path} ({key} {value}) say otherwise: "
                 "give one of them"
             )
-    return dataclasses.replace(options, **wanted, config=None)
+    return dataclasses.replace(options, variant=choice["variant"], session=session, config=None)
+
+
+_CHOSEN = ("provider", "threads", "graph_opt", "execution_mode")  # the settings fitting chooses
+
+
+def chosen_session(base: SessionSettings, choice: dict[str, Any]) -> SessionSettings:
+    """The settings a fitting chose (``--fitting-out``'s shape) in place of those of ``base``; the CPU provider as
+    when none is given."""
+    chosen = SessionSettings.from_json(choice)
+    return dataclasses.replace(
+        base,
+        provider=None if chosen.provider == CPU else chosen.provider,
+        threads=chosen.threads,
+        graph_opt=chosen.graph_opt,
+        execution_mode=chosen.execution_mode,
+    )
 
 
 def fit_and_verify(
@@ -282,17 +291,13 @@ def fit_and_verify(
         failed.fitting = found
         return failed
     chosen = found.chosen
-    provider = None if chosen["provider"] == "CPUExecutionProvider" else chosen["provider"]
     chosen_options = dataclasses.replace(
         options,
         fitting=False,
         fitting_out=None,
         fitting_budget_s=FITTING_BUDGET_S,
         variant=chosen["variant"] if peek_variants(path) else None,
-        provider=provider,
-        threads=chosen["threads"],
-        graph_opt=chosen["graph_opt"],
-        execution_mode=chosen["execution_mode"],
+        session=chosen_session(options.session, chosen),
     )
     report = run(path, chosen_options, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
     report.fitting = found

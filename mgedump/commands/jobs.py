@@ -79,9 +79,9 @@ def check_options(options: VerifyOptions, workers: int, timing: str) -> VerifyOp
     if timing == "alone":
         return options
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    threads = options.threads or max(1, usable // workers)
+    session = dataclasses.replace(options.session, threads=options.session.threads or max(1, usable // workers))
     return dataclasses.replace(
-        options, iters=1, warmup=0, duration_s=0.0, concurrency=1, repeat_sweep=(), threads=threads
+        options, iters=1, warmup=0, duration_s=0.0, concurrency=1, repeat_sweep=(), session=session
     )
 
 

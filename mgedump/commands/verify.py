@@ -23,7 +23,7 @@ from ..measure.assertion import OutputCheck, by_value
 from ..measure.structured import check_value
 from ..measure.timing import Progress, Timing, batch_of, time_runs
 from ..model.environment import differences, run_environment
-from ..model.runtime import TensorInfo, resolve_providers, to_values
+from ..model.runtime import TensorInfo, to_values
 from ..options import VerifyOptions
 from ..report import bundle_name
 from ..report.fitting import FittingRecord
@@ -202,7 +202,7 @@ def verify(
     protected = files_read(models=[path] if plain else [], data=[data], others=[path])
     outputs = run_outputs(options)
     outputs.check(protected)
-    resolve_providers(options.provider)
+    options.session.providers()  # an unknown provider refused before any work
     with tempfile.TemporaryDirectory(prefix="mgerun-") as tmp:
         stage = on_stage or no_status
         prepared = from_model(path, data, options, tmp, stage) if plain else from_bundle(path, options, tmp, stage)
@@ -228,7 +228,7 @@ def verify(
             if on_case is not None:
                 on_case(result, report)
         if options.profile:
-            report.profile, report.op_profile = save_profile(prepared.session, options.profile, protected)
+            report.profile, report.op_profile = save_profile(prepared.runner, options.profile, protected)
         if options.io_dump:
             _io_dump_after_timing(prepared, report, options)
     return report
@@ -274,10 +274,8 @@ def _check_budget(prepared: Prepared, options: VerifyOptions) -> int | None:
 def _new_report(path: str, prepared: Prepared, options: VerifyOptions, protected: Sequence[str]) -> Report:
     """The report before any test case ran: the bundle's settings with the command line's overrides."""
     session_info = {
-        "providers": list(prepared.session.get_providers()),
-        "threads": options.threads,
-        "graph_opt": options.graph_opt or "all",
-        **({"execution_mode": options.execution_mode} if options.execution_mode else {}),
+        "providers": prepared.runner.providers,
+        **options.session.report_json(),
         "iters": options.iters,
         "warmup": options.warmup,
         "duration_s": options.duration_s,
@@ -303,7 +301,7 @@ def _io_dump_after_timing(prepared: Prepared, report: Report, options: VerifyOpt
     """The --io-dump of every test case that ran, after timing (the timing session's memory let go first)."""
     from ..diagnose.in_parts import release_memory
 
-    prepared.session = None
+    prepared.runner.close()
     release_memory()
     ran = [
         (k, case.feeds)
@@ -329,7 +327,7 @@ def _run_case(
 
     def timed(feeds: dict[str, np.ndarray], what: str) -> tuple[Timing, Any]:
         return time_runs(
-            prepared.session,
+            prepared.runner,
             feeds,
             options.iters,
             options.warmup,

@@ -34,7 +34,6 @@ from ..bundle.reader import peek_variants
 from ..data import TestData
 from ..measure.timing import Progress
 from ..model.environment import run_environment
-from ..model.runtime import resolve_providers
 from ..options import SpreadOptions, VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.formats import asked, check_known
@@ -221,7 +220,7 @@ def plan_runs(
                 )
     if options.cases:
         options = dataclasses.replace(options, cases=TestData.parse(options.cases))
-    resolve_providers(options.provider)
+    options.session.providers()
     _check_unique_names(bundles, options, many)
     data = options.cases if isinstance(options.cases, TestData) else None
     protected = tuple(

@@ -17,7 +17,8 @@ from ..base.fileio import atomic_output, make_folder, write_bytes_atomic
 from ..base.naming import option_name
 from ..bundle import case_folder
 from ..bundle.valueproto import encode_value
-from ..model.runtime import TensorInfo, resolve_providers
+from ..model.runner import Runner
+from ..model.runtime import TensorInfo
 from ..options import VerifyOptions
 from .verify_prepare import Prepared, PreparedCase
 
@@ -48,24 +49,18 @@ def dump_outputs(
             np.save(f, array, allow_pickle=False)
 
 
-def run_settings(options: VerifyOptions) -> Any:
-    """The onnxruntime settings and memory budget of the runs with every tensor exposed, from mgerun's options."""
-    from ..diagnose.exposed import RunSettings
-
-    return RunSettings(
-        providers=tuple(resolve_providers(options.provider)),
-        threads=options.threads,
-        graph_opt=options.graph_opt,
-        budget=options.io_dump_budget_mb << 20,
-    )
-
-
 def io_dump(prepared: Prepared, cases: Sequence[tuple[int, dict[str, np.ndarray]]], options: VerifyOptions) -> None:
     """Write every tensor of these test cases (that ran) into the --io-dump folder."""
     from ..diagnose.exposed import ModelDumper
 
     assert options.io_dump is not None
-    with ModelDumper(prepared.model_path, prepared.model_sha256, run_settings(options), label=prepared.model_path) as d:
+    with ModelDumper(
+        prepared.model_path,
+        prepared.model_sha256,
+        options.session,
+        budget=options.io_dump_budget_mb << 20,
+        label=prepared.model_path,
+    ) as d:
         d.dump(options.io_dump, cases)
 
 
@@ -84,7 +79,11 @@ def diagnose_case(
     run_folder = os.path.join(tmp, f"run-{index}")
     try:
         with ModelDumper(
-            prepared.model_path, prepared.model_sha256, run_settings(options), label="the bundled model"
+            prepared.model_path,
+            prepared.model_sha256,
+            options.session,
+            budget=options.io_dump_budget_mb << 20,
+            label="the bundled model",
         ) as d:
             d.dump(run_folder, [(index, case.feeds)])
         diff = diff_dumps(
@@ -103,11 +102,11 @@ def diagnose_case(
     }
 
 
-def save_profile(session: Any, target: str, protected: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
-    """Copy onnxruntime's profile to the target; return it and the time per operator type it records."""
+def save_profile(runner: Runner, target: str, protected: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
+    """Copy the runner's profile to the target; return it and the time per operator type it records."""
     from ..measure.profiling import op_table
 
-    produced = session.end_profiling()
+    produced = runner.end_profiling()
     table = op_table(produced)
     with open(produced, "rb") as src, atomic_output(target, protected) as dst:
         shutil.copyfileobj(src, dst)

@@ -19,7 +19,8 @@ from ..bundle.requirements import check_requirements
 from ..data import TestData, check_shape
 from ..data.casts import as_inputs_of
 from ..model.modelfile import external_locations
-from ..model.runtime import TensorInfo, model_io, open_session, resolve_providers, session_options
+from ..model.runner import Runner
+from ..model.runtime import TensorInfo, open_runner
 from ..options import VerifyOptions
 
 
@@ -36,11 +37,11 @@ class PreparedCase:
 
 @dataclass
 class Prepared:
-    """What a run of ``mgerun`` starts from: the session, the model's inputs and outputs, the test cases, the
-    assertion, and (for a bundle) its model file, its embedded io dump and where it was packed."""
+    """What a run of ``mgerun`` starts from: the runner (the model's session), the model's inputs and outputs, the
+    test cases, the assertion, and (for a bundle) its model file, its embedded io dump and where it was packed."""
 
     kind: str
-    session: Any
+    runner: Runner
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
     cases: list[PreparedCase]
@@ -60,18 +61,12 @@ class Prepared:
     output_error_stat: dict[str, str] = field(default_factory=dict)
 
 
-def open_timed(model: str | bytes, label: str, options: VerifyOptions, tmp: str) -> tuple[Any, float]:
-    """The session, and how long creating it took (ms): the cold start."""
+def open_timed(model: str | bytes, label: str, options: VerifyOptions, tmp: str) -> tuple[Runner, float]:
+    """The runner, and how long creating its session took (ms): the cold start."""
     profile_prefix = os.path.join(tmp, "profile") if options.profile else None
-    opts = session_options(
-        threads=options.threads,
-        graph_opt=options.graph_opt,
-        profile=profile_prefix,
-        execution_mode=options.execution_mode,
-    )
     began = time.perf_counter()
-    session = open_session(model, label=label, providers=resolve_providers(options.provider), options=opts)
-    return session, (time.perf_counter() - began) * 1e3
+    runner = open_runner(model, options.session, label=label, profile=profile_prefix)
+    return runner, (time.perf_counter() - began) * 1e3
 
 
 def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
@@ -110,7 +105,7 @@ def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[st
         chosen = choose_variant(bundle, options.variant)
         model = chosen.model
         label = f"{path}:{model.member}"
-        check_requirements(chosen.requirements, resolve_providers(options.provider)[0])
+        check_requirements(chosen.requirements, options.session.providers()[0])
         # onnxruntime loads a file with a third less memory than the same bytes from Python; the model and its
         # data get a folder of their own, which no name in the bundle can collide with
         model_folder = os.path.join(tmp, "model")
@@ -120,11 +115,11 @@ def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[st
             bundle.extract(model.external_data, model_folder)
         _check_external_data(label, model_path, model.external_data)
         stage("loading the model")
-        session, session_ms = open_timed(model_path, label, options, tmp)
+        runner, session_ms = open_timed(model_path, label, options, tmp)
         stage("reading the test cases and checking the bundle's hashes")
         inputs = [TensorInfo.from_json(d) for d in manifest.inputs]
         outputs = [TensorInfo.from_json(d) for d in manifest.outputs]
-        got_in, got_out = model_io(session)
+        got_in, got_out = runner.inputs, runner.outputs
         if [i.name for i in got_in] != [i.name for i in inputs] or [o.name for o in got_out] != [
             o.name for o in outputs
         ]:
@@ -138,7 +133,7 @@ def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[st
     assertion = manifest.assertion
     return Prepared(
         kind="bundle",
-        session=session,
+        runner=runner,
         inputs=inputs,
         outputs=outputs,
         cases=cases,
@@ -234,14 +229,14 @@ def from_model(
     if data is None:
         raise UsageError(f"{path} is a plain model: give test data with -d (e.g. -d '#rand(0,255)')")
     stage(f"loading {os.path.basename(path)}")
-    session, session_ms = open_timed(path, path, options, tmp)
+    runner, session_ms = open_timed(path, path, options, tmp)
     stage("building the test data")
-    inputs, outputs = model_io(session)
+    inputs, outputs = runner.inputs, runner.outputs
     built = data.build(inputs, options.data)
     cases = [PreparedCase(case.spec.text, case.spec.origin, dict(case.inputs), None, case.defaulted) for case in built]
     return Prepared(
         kind="model",
-        session=session,
+        runner=runner,
         inputs=inputs,
         outputs=outputs,
         cases=cases,

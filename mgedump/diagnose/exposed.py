@@ -7,30 +7,13 @@ import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.runtime import open_session, session_options
+from ..model.runtime import OrtRunner, open_runner
+from ..model.session import SessionSettings
 from .in_parts import DEFAULT_BUDGET, ExposedRunner, load_for_exposure
 from .iodump import IoDump, MemoryDump, write_case
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """How the exposed runs are made: the caller's onnxruntime settings and the memory budget.
-
-    Attributes:
-        providers: execution providers (none: the CPU provider).
-        threads: intra-op threads (none: onnxruntime's choice).
-        graph_opt: onnxruntime's optimisation level (none: its default).
-        budget: bytes of exposed tensors one run may hold at once.
-    """
-
-    providers: tuple[str, ...] | None = None
-    threads: int | None = None
-    graph_opt: str | None = None
-    budget: int = DEFAULT_BUDGET
 
 
 class ModelDumper(AbstractContextManager["ModelDumper"]):
@@ -38,31 +21,34 @@ class ModelDumper(AbstractContextManager["ModelDumper"]):
 
     Use as a context manager: a large model's weights may be moved to a
     temporary folder for the time of the runs.
+
+    Args:
+        settings: the caller's session settings (none: the CPU provider with onnxruntime's defaults).
+        budget: bytes of exposed tensors one run may hold at once.
     """
 
     def __init__(
-        self, path: str, sha256: str, settings: RunSettings | None = None, *, label: str | None = None
+        self,
+        path: str,
+        sha256: str,
+        settings: SessionSettings | None = None,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        label: str | None = None,
     ) -> None:
         self.path = path
         self.sha256 = sha256
-        self.settings = settings or RunSettings()
+        self.settings = settings or SessionSettings()
         self.label = label or path
         self._scratch = tempfile.TemporaryDirectory(prefix="mgedump-expose-")
         model, data_folder = load_for_exposure(path, self._scratch.name)
         settings = self.settings
-        opts = session_options(
-            threads=settings.threads, graph_opt=settings.graph_opt, data_folder=data_folder, arena=False
-        )
+        label = f"{self.label} (every tensor exposed)"
 
-        def open_exposed(model_bytes: bytes):
-            return open_session(
-                model_bytes,
-                label=f"{self.label} (every tensor exposed)",
-                providers=settings.providers,
-                options=opts,
-            )
+        def open_exposed(model_bytes: bytes) -> OrtRunner:
+            return open_runner(model_bytes, settings, label=label, data_folder=data_folder, arena=False)
 
-        self.runner = ExposedRunner(model, open_exposed, settings.budget)
+        self.runner = ExposedRunner(model, open_exposed, budget)
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -108,13 +94,13 @@ def reference_dump(
     path: str,
     sha256: str,
     cases: Sequence[tuple[int, Mapping[str, np.ndarray]]],
-    settings: RunSettings | None,
+    settings: SessionSettings | None,
     scratch: str,
     *,
     label: str,
+    budget: int = DEFAULT_BUDGET,
 ) -> IoDump | MemoryDump:
     """Every tensor of a model on these test cases, for candidates to be compared with: held in memory when it fits
     the memory budget, else dumped into a new folder under ``scratch``."""
-    budget = (settings or RunSettings()).budget
-    with ModelDumper(path, sha256, settings, label=label) as dumper:
+    with ModelDumper(path, sha256, settings, budget=budget, label=label) as dumper:
         return dumper.collect(cases) if dumper.estimate(cases) <= budget else dump_to_scratch(dumper, cases, scratch)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from ..base.deps import require
 from ..options import IO_DUMP_BUDGET_MB
 from .iodump import Plan
 from .structured import structured, type_text, value_key, value_nbytes
+
+if TYPE_CHECKING:
+    from ..model.runtime import OrtRunner
 
 DEFAULT_BUDGET = IO_DUMP_BUDGET_MB << 20  # bytes
 EMBEDDED_WEIGHTS_LIMIT = 64 << 20  # a model file larger than this has its weights moved out before exposing
@@ -128,7 +131,7 @@ def partition(names: Sequence[str], sizes: Mapping[str, int], budget: int) -> li
     return [p for p in parts if p]
 
 
-SessionFactory = Callable[[bytes], Any]
+SessionFactory = Callable[[bytes], "OrtRunner"]  # exposing is onnxruntime's: the graph is rewritten as ONNX
 
 
 def release_memory() -> None:
@@ -154,7 +157,7 @@ class ExposedRunner:
 
     Args:
         model: the ONNX ModelProto (loaded without its external data).
-        open_exposed: opens an onnxruntime session on serialized model bytes
+        open_exposed: opens an onnxruntime runner on serialized model bytes
             (with the caller's providers, options and external data folder).
         budget: the bytes of exposed tensors one run may hold at once.
     """
@@ -164,7 +167,7 @@ class ExposedRunner:
         self.plan = Plan.of(model)
         self.budget = budget
         self._open = open_exposed
-        self._sessions: dict[tuple[str, ...], Any] = {}
+        self._runners: dict[tuple[str, ...], OrtRunner] = {}
         self._sizes: dict[tuple[Any, ...], dict[str, int]] = {}
         self._hints: dict[str, int] = {}
         self.parts_run = 0
@@ -220,16 +223,17 @@ class ExposedRunner:
         keep_sessions = len(parts) == 1  # a whole-model session is reused across test cases
         for part in parts:
             key = tuple(part)
-            session = self._sessions.get(key)
-            if session is None:
-                session = self._open(exposed_model(self.model, part))
+            runner = self._runners.get(key)
+            if runner is None:
+                runner = self._open(exposed_model(self.model, part))
             if keep_sessions:
-                self._sessions[key] = session
+                self._runners[key] = runner
+            session = runner.session
             available = {o.name: o.type for o in session.get_outputs()}
             wanted = [n for n in part if n in available]
             values = infer(session, dict(feeds), output_names=wanted)
             self.parts_run += 1
-            del session
+            del session, runner
             held: list[Any] = list(values)
             del values
             for k, name in enumerate(wanted):

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..model.session import SessionSettings
 from .divergence import DiffReport, diff_dumps
-from .exposed import ModelDumper, RunSettings, dump_to_scratch
+from .exposed import ModelDumper, dump_to_scratch
 from .iodump import IoDump
 
 Cases = Sequence[tuple[int, Mapping[str, np.ndarray]]]
@@ -28,7 +29,7 @@ def inputs_for(model_inputs: Mapping[str, str], feeds: Mapping[str, np.ndarray])
 
 
 def dump_model(
-    path: str, sha256: str, cases: Cases, scratch: str, settings: RunSettings | None = None, *, label: str
+    path: str, sha256: str, cases: Cases, scratch: str, settings: SessionSettings | None = None, *, label: str
 ) -> IoDump:
     """Run a model with every tensor exposed on test cases; the dump goes under ``scratch``."""
     with ModelDumper(path, sha256, settings, label=label) as dumper:
@@ -54,7 +55,7 @@ def compare_models(
     scratch: str,
     *,
     maxerr: float | None = None,
-    settings: RunSettings | None = None,
+    settings: SessionSettings | None = None,
     labels: tuple[str, str] = ("A", "B"),
 ) -> DiffReport:
     """Run models A and B (each a (path, sha256)) on the same test cases and compare every tensor they share."""

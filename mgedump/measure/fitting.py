@@ -40,10 +40,10 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-GRAPH_OPTS = ("basic", "extended", "all")
-EXECUTION_MODES = ("sequential", "parallel")
+from ..model.session import EXECUTION_MODES, SessionSettings
+
+GRAPH_OPTS = ("basic", "extended", "all")  # onnxruntime's levels fitting tries (disable never wins)
 KEEP = 2  # settings per variant that go on to the final rounds
 SCREEN_RUNS = 3  # timed runs per candidate and screening round
 SCREEN_ROUNDS = 2
@@ -56,35 +56,13 @@ DEFAULT_BUDGET_S = 60.0
 SETTLE_S = 0.05  # a pause before each turn: the last candidate's idle threads stop spinning (docs/benchmarks.md)
 
 
-@dataclass(frozen=True)
-class Settings:
-    """How a session runs a variant: what ``mgerun --config`` reproduces."""
-
-    provider: str = "CPUExecutionProvider"
-    threads: int = 1
-    graph_opt: str = "all"
-    execution_mode: str = "sequential"
-
-    def text(self) -> str:
-        provider = self.provider.removesuffix("ExecutionProvider")
-        return f"{provider}, {self.threads} thread(s), {self.graph_opt}, {self.execution_mode}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "threads": self.threads,
-            "graph_opt": self.graph_opt,
-            "execution_mode": self.execution_mode,
-        }
-
-
-def settings_space(providers: Sequence[str], cores: int | None = None) -> list[Settings]:
+def settings_space(providers: Sequence[str], cores: int | None = None) -> list[SessionSettings]:
     """Every choice of settings this machine offers: each provider, 1, half and all cores, each graph
     optimisation level, sequential and parallel execution."""
     cores = cores or os.cpu_count() or 1
     threads = sorted({1, max(1, cores // 2), cores})
     return [
-        Settings(provider, n, level, mode)
+        SessionSettings(provider=provider, threads=n, graph_opt=level, execution_mode=mode)
         for provider in providers
         for n in threads
         for level in GRAPH_OPTS
@@ -98,7 +76,7 @@ class Candidate:
 
     Attributes:
         variant: the variant's name; ``rank``: how far from float32 (0 float32, 1 float16, 2 int8).
-        settings: the session settings.
+        settings: the session settings (every field given: what ``mgerun --config`` reproduces).
         start: makes the session and returns one run of the first test case (a callable that returns nothing);
             called once, when the candidate is first timed.
         samples_ms: every timed run; ``turns_ms``: the median of each turn (screening, then one per final round).
@@ -107,7 +85,7 @@ class Candidate:
 
     variant: str
     rank: int
-    settings: Settings
+    settings: SessionSettings
     start: Callable[[], Callable[[], None]]
     samples_ms: list[float] = field(default_factory=list)
     turns_ms: list[float] = field(default_factory=list)

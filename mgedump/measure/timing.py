@@ -3,10 +3,10 @@
 Three ways to time one test case, all in :func:`time_runs`:
 
 - ``iters`` runs one after another (the default): the loop does nothing but
-  call ``session.run`` between two clock reads;
+  call the runner's ``run`` between two clock reads;
 - with ``duration_s``, runs go on until that many seconds have passed, and at
   least ``iters`` of them;
-- with ``concurrency`` N, N threads issue runs on the one session at the same
+- with ``concurrency`` N, N threads issue runs on the one runner at the same
   time (onnxruntime releases the GIL while it computes); the figures are then
   the latency of each run under that load, and throughput is runs per second
   of wall time.
@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..model.runner import Runner
 from ..model.runtime import run_error
 
 PROGRESS_AFTER_S = 1.0
@@ -106,7 +107,7 @@ def batch_of(feeds: dict[str, np.ndarray]) -> int:
 
 
 def time_runs(
-    session: Any,
+    runner: Runner,
     feeds: dict[str, np.ndarray],
     iters: int,
     warmup: int,
@@ -123,7 +124,7 @@ def time_runs(
         iters: timed runs (at least this many with ``duration_s``; in all, across threads).
         warmup: runs before timing, one after another; each is timed and kept apart.
         duration_s: go on until this many seconds of timed runs have passed.
-        concurrency: threads issuing runs on the one session at once.
+        concurrency: threads issuing runs on the one runner at once.
         max_runs: with ``duration_s``, stop after this many timed runs even if time is left (every run's
             latency is kept: this bounds their memory).
 
@@ -136,17 +137,17 @@ def time_runs(
     try:
         for _ in range(warmup):
             start = clock()
-            values = session.run(None, feeds)
+            values = runner.run(feeds)
             warmup_ms.append((clock() - start) * 1e3)
             first = first if first is not None else values
         limit = max(iters, max_runs) if max_runs is not None else None
-        load = _Load(session, feeds, iters, duration_s, progress, label, limit)
+        load = _Load(runner, feeds, iters, duration_s, progress, label, limit)
         if concurrency > 1:
             latencies, wall_s, values = _concurrent(load, concurrency)
         elif duration_s > 0:
             latencies, wall_s, values = _for_duration(load)
         else:
-            latencies, wall_s, values = _fixed(session, feeds, iters, progress, label)
+            latencies, wall_s, values = _fixed(runner, feeds, iters, progress, label)
     except Exception as exc:
         raise run_error(exc, feeds) from None
     batch = batch_of(feeds)
@@ -154,20 +155,20 @@ def time_runs(
 
 
 def _fixed(
-    session: Any, feeds: dict[str, np.ndarray], iters: int, progress: Progress | None, label: str
+    runner: Runner, feeds: dict[str, np.ndarray], iters: int, progress: Progress | None, label: str
 ) -> tuple[list[float], float, Any]:
-    """``iters`` runs one after another. The loop does nothing but call ``session.run`` between two clock reads
+    """``iters`` runs one after another. The loop does nothing but call ``runner.run`` between two clock reads
     (and, rarely, the progress callback), so it adds nothing measurable to what onnxruntime spends."""
     latencies = [0.0] * iters
     clock = time.perf_counter
-    run_once = session.run
+    run_once = runner.run
     first = None
     ticking = False  # progress calls only when the first run says the loop is long
     next_tick = step = iters
     began = clock()
     for i in range(iters):
         start = clock()
-        values = run_once(None, feeds)
+        values = run_once(feeds)
         latencies[i] = (clock() - start) * 1e3
         if i == next_tick:
             progress(label, i, iters)  # type: ignore[misc]
@@ -190,7 +191,7 @@ class _Load:
     """A timing loop that goes on for a time (``duration_s``) as well as for ``iters`` runs, up to ``limit`` runs:
     what :func:`_for_duration` and :func:`_concurrent` take."""
 
-    session: Any
+    runner: Runner
     feeds: dict[str, np.ndarray]
     iters: int
     duration_s: float
@@ -204,11 +205,11 @@ def _for_duration(load: _Load) -> tuple[list[float], float, Any]:
     latencies: list[float] = []
     append = latencies.append
     clock = time.perf_counter
-    run_once, feeds, iters, limit = load.session.run, load.feeds, load.iters, load.limit
+    run_once, feeds, iters, limit = load.runner.run, load.feeds, load.iters, load.limit
     progress, duration_s = load.progress, load.duration_s
     began = clock()
     end = began + duration_s
-    first = run_once(None, feeds)  # the first timed run gives the outputs, and is timed like the others
+    first = run_once(feeds)  # the first timed run gives the outputs, and is timed like the others
     append((clock() - began) * 1e3)
     next_tick = began + 0.1
     shown = progress is not None and duration_s > PROGRESS_AFTER_S
@@ -216,7 +217,7 @@ def _for_duration(load: _Load) -> tuple[list[float], float, Any]:
         start = clock()
         if (start >= end and len(latencies) >= iters) or (limit is not None and len(latencies) >= limit):
             break
-        run_once(None, feeds)
+        run_once(feeds)
         stop = clock()
         append((stop - start) * 1e3)
         if shown and stop >= next_tick:
@@ -237,9 +238,9 @@ def _show(progress: Progress, label: str, elapsed: float, duration_s: float, don
 
 
 def _concurrent(load: _Load, concurrency: int) -> tuple[list[float], float, Any]:
-    """``concurrency`` threads issuing runs on one session until ``iters`` runs (in all) are done and
+    """``concurrency`` threads issuing runs on one runner until ``iters`` runs (in all) are done and
     ``duration_s`` has passed (or ``limit`` runs are done). The main thread only waits, and shows progress."""
-    session, feeds, iters, limit = load.session, load.feeds, load.iters, load.limit
+    runner, feeds, iters, limit = load.runner, load.feeds, load.iters, load.limit
     progress, label, duration_s = load.progress, load.label, load.duration_s
     clock = time.perf_counter
     tickets = itertools.count()  # next() on it is atomic: each run takes one ticket
@@ -252,7 +253,7 @@ def _concurrent(load: _Load, concurrency: int) -> tuple[list[float], float, Any]
 
     def worker(k: int) -> None:
         own = per_thread[k]
-        run_once = session.run
+        run_once = runner.run
         start_line.wait()
         try:
             while not stop.is_set():
@@ -260,7 +261,7 @@ def _concurrent(load: _Load, concurrency: int) -> tuple[list[float], float, Any]
                 start = clock()
                 if (ticket >= iters and start - began[0] >= duration_s) or (limit is not None and ticket >= limit):
                     break
-                values = run_once(None, feeds)
+                values = run_once(feeds)
                 end = clock()
                 own.append((end, (end - start) * 1e3))
                 if firsts[k] is None:

@@ -1,4 +1,5 @@
-"""onnxruntime sessions: opening a model, describing its inputs and outputs, running it.
+"""onnxruntime: its sessions and options from :class:`~.session.SessionSettings`, the onnxruntime runner
+(:class:`OrtRunner`), describing a model's inputs and outputs, running it.
 
 Every onnxruntime error is turned into one readable line here, so no C++ text
 reaches the user as a traceback.
@@ -6,18 +7,20 @@ reaches the user as a traceback.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..base.deps import require
-from ..base.errors import ModelError, RunError, UsageError
+from ..base.errors import ModelError, RunError
 from ..base.log import program
 from ..base.naming import option_name
+from .session import SessionSettings
 from .valuetype import ORT_DTYPES, ValueType, is_structured, normalize, parse, tensor_type
 
 _ORT_DTYPES = ORT_DTYPES  # onnxruntime's type strings for tensors, and the numpy dtype of each
@@ -82,58 +85,6 @@ def clean_ort_message(exc: BaseException, limit: int = 400) -> str:
 _CPP_LOCATION = re.compile(r"\S+\.(?:cc|cpp|h):\d+\s+(?:[\w:~<>*&,\s]+?\((?:[^()]|\([^()]*\))*\)\s*(?:const\s*)?)?")
 
 
-_SILENT = 4  # onnxruntime's severity levels: 0 verbose .. 3 error, 4 fatal
-
-
-def session_options(
-    *,
-    threads: int | None = None,
-    graph_opt: str | None = None,
-    profile: str | None = None,
-    data_folder: str | None = None,
-    arena: bool = True,
-    execution_mode: str | None = None,
-):
-    """onnxruntime ``SessionOptions`` with the given settings.
-
-    ``data_folder`` is where a model opened from bytes finds its external data
-    (a model opened from a file finds it beside the file). ``arena=False``
-    turns off onnxruntime's CPU memory arena, for short-lived sessions whose
-    memory should go back as soon as they end. ``execution_mode`` is
-    ``"sequential"`` or ``"parallel"`` (independent branches of the graph at once).
-
-    The session logs nothing itself (``log_severity_level`` 4, fatal only):
-    mgedump reports every failure in one line. onnxruntime's process-wide
-    default logger is left as the application set it.
-    """
-    ort = require("onnxruntime", purpose="running a model")
-
-    opts = ort.SessionOptions()
-    opts.log_severity_level = _SILENT
-    if threads:
-        opts.intra_op_num_threads = threads
-    if graph_opt is not None:
-        levels = {
-            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-        }
-        opts.graph_optimization_level = levels[graph_opt]
-    if profile is not None:
-        opts.enable_profiling = True
-        opts.profile_file_prefix = profile
-    if data_folder is not None:
-        opts.add_session_config_entry("session.model_external_initializers_file_folder_path", data_folder)
-    if execution_mode is not None:
-        opts.execution_mode = (
-            ort.ExecutionMode.ORT_PARALLEL if execution_mode == "parallel" else ort.ExecutionMode.ORT_SEQUENTIAL
-        )
-    if not arena:  # memory goes back at once instead of staying in the session's arena
-        opts.enable_cpu_mem_arena = False
-    return opts
-
-
 def check_model_path(path: str) -> None:
     """Refuse a model path that is missing, not a file, or empty.
 
@@ -148,35 +99,29 @@ def check_model_path(path: str) -> None:
         raise ModelError(f"model file is empty: {path}")
 
 
-def resolve_providers(name: str | None) -> list[str]:
-    """The execution providers for a ``--provider`` name (``CUDA`` or ``CUDAExecutionProvider``).
-
-    Raises:
-        UsageError: onnxruntime here has no such provider; the message lists those it has.
-    """
-    if name is None:
-        return ["CPUExecutionProvider"]
-    ort = require("onnxruntime", purpose="running a model")
-
-    available = ort.get_available_providers()
-    wanted = name.strip().lower()
-    for provider in available:
-        if wanted in (provider.lower(), provider.lower().removesuffix("executionprovider")):
-            return [provider] if provider == "CPUExecutionProvider" else [provider, "CPUExecutionProvider"]
-    raise UsageError(f"unknown execution provider {name!r}; this onnxruntime offers: {', '.join(available)}")
-
-
-def open_session(model: str | bytes, *, label: str | None = None, providers: Sequence[str] | None = None, options=None):
-    """Open an onnxruntime session on a model file or serialized model.
+def open_session(
+    model: str | bytes,
+    *,
+    label: str | None = None,
+    settings: SessionSettings | None = None,
+    profile: str | None = None,
+    data_folder: str | None = None,
+    arena: bool = True,
+    options: Any = None,
+) -> Any:
+    """Open an onnxruntime ``InferenceSession`` on a model file or serialized model.
 
     Args:
         model: a path, or the model's bytes.
         label: how to name the model in messages. Defaults to the path.
-        providers: execution providers. Defaults to the CPU provider.
-        options: ``SessionOptions``. Defaults to :func:`session_options`.
+        settings: how the session runs (none: on the CPU provider, with onnxruntime's defaults).
+        profile, data_folder, arena: as :meth:`SessionSettings.session_options` takes them.
+        options: ``SessionOptions`` :meth:`SessionSettings.session_options` made and the caller changed (the offline optimiser
+            names the file to write); none: made from the settings.
 
     Raises:
         ModelError: the model is missing, not ONNX, or onnxruntime cannot load it.
+        UsageError: onnxruntime here has no such provider.
     """
     if label is None:
         label = model if isinstance(model, str) else "model"
@@ -184,17 +129,67 @@ def open_session(model: str | bytes, *, label: str | None = None, providers: Seq
         check_model_path(model)
     ort = require("onnxruntime", purpose="running a model")
 
+    settings = settings or SessionSettings()
+    if options is None:
+        options = settings.session_options(profile=profile, data_folder=data_folder, arena=arena)
+    providers = settings.provider_list()
     try:
-        return ort.InferenceSession(
-            model,
-            sess_options=options if options is not None else session_options(),
-            providers=list(providers) if providers else ["CPUExecutionProvider"],
-        )
+        return ort.InferenceSession(model, sess_options=options, providers=providers)
     except Exception as exc:  # onnxruntime raises its own pybind11 types
         from .modelfile import external_data_problem
 
         problem = external_data_problem(model) if isinstance(model, str) else None
         raise (problem or ModelError(describe_load_error(label, exc))) from None
+
+
+class OrtRunner:
+    """A :class:`~mgedump.model.runner.Runner` on an onnxruntime ``InferenceSession``.
+
+    ``run`` is the session's own ``run`` with every output asked for: the timed loops add no call of their own.
+    ``session`` is the onnxruntime session, for what only onnxruntime has (its profiler, exposed runs).
+    """
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.run: Callable[[Mapping[str, Any]], list[Any]] = functools.partial(session.run, None)
+
+    @functools.cached_property
+    def inputs(self) -> list[TensorInfo]:
+        return tensor_infos(self.session.get_inputs(), "input")
+
+    @functools.cached_property
+    def outputs(self) -> list[TensorInfo]:
+        return tensor_infos(self.session.get_outputs(), "output")
+
+    @property
+    def providers(self) -> list[str]:
+        return list(self.session.get_providers())
+
+    def end_profiling(self) -> str:
+        return str(self.session.end_profiling())
+
+    def close(self) -> None:
+        self.session = None
+        self.run = _closed
+
+
+def _closed(feeds: Mapping[str, Any]) -> list[Any]:
+    raise RunError("the model's session was closed")
+
+
+def open_runner(
+    model: str | bytes,
+    settings: SessionSettings | None = None,
+    *,
+    label: str | None = None,
+    profile: str | None = None,
+    data_folder: str | None = None,
+    arena: bool = True,
+) -> OrtRunner:
+    """An onnxruntime runner on a model (:func:`open_session`'s arguments and errors)."""
+    return OrtRunner(
+        open_session(model, label=label, settings=settings, profile=profile, data_folder=data_folder, arena=arena)
+    )
 
 
 def describe_load_error(label: str, exc: BaseException) -> str:

@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from ..base.naming import option_name
-from ..diagnose.exposed import RunSettings
 from ..diagnose.iodump import IoDump
+from ..model.session import SessionSettings
 from .autocast_culprits import ALL_WHY, Origins, Regions, find_culprits, range_rule
 from .autocast_refusal import Floor, flips, floor_refusal, refusal, reordering_between
 from .autocast_trials import Search, Trial, rounded, save
@@ -93,7 +93,7 @@ def choose_precision(
     maxerr: float,
     fp32_nodes: Sequence[str] = (),
     scratch: str,
-    settings: RunSettings | None = None,
+    settings: SessionSettings | None = None,
     keep_io: bool = False,
     margin: float = 0.0,
     error_stats: Mapping[str, str] | None = None,
@@ -178,7 +178,7 @@ def _reference(
     named: str,
     cases: Sequence[tuple[int, Mapping[str, np.ndarray]]],
     scratch: str,
-    settings: RunSettings | None,
+    settings: SessionSettings | None,
 ) -> IoDump:
     """The float32 model's every tensor on the test cases, what the candidates are compared with: run in the child
     and dumped into a folder of ``scratch`` (the io dump format), which the child's diagnoses read too.

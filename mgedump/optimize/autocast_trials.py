@@ -20,8 +20,9 @@ import numpy as np
 from ..base.errors import MgeError
 from ..base.naming import option_name
 from ..diagnose.divergence import CaseDiff, NodeDiff, TensorErr, diff_stream, tensor_err
-from ..diagnose.exposed import ModelDumper, RunSettings
+from ..diagnose.exposed import ModelDumper
 from ..diagnose.iodump import IoDump, MemoryDump, NodeInfo
+from ..model.session import SessionSettings
 from .float16 import Conversion, convert
 from .isolate import CandidateFailed, Opener, say_progress, worst_output
 from .isolate_call import run_settings, settings_json
@@ -116,7 +117,7 @@ class Search:
     keep_io: bool
     scratch: str
     opener: Opener
-    settings: RunSettings | None
+    settings: SessionSettings | None
     raw_cases: list[dict[str, np.ndarray]] = field(default_factory=list)
     stats: Mapping[str, str] = field(default_factory=dict)
     runs: int = 0

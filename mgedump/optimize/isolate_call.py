@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnose.exposed import ModelDumper, RunSettings
+from ..diagnose.exposed import ModelDumper
+from ..model.session import SessionSettings
 
 
 def save_cases(cases: Sequence[Mapping[str, np.ndarray]], path: str) -> dict[str, Any]:
@@ -54,27 +55,14 @@ def load_cases(spec: Mapping[str, Any]) -> list[dict[str, np.ndarray]]:
         ]
 
 
-def settings_json(settings: RunSettings | None) -> dict[str, Any] | None:
-    """A run's settings as the child gets them."""
-    if settings is None:
-        return None
-    providers = None if settings.providers is None else list(settings.providers)
-    return {
-        "providers": providers,
-        "threads": settings.threads,
-        "graph_opt": settings.graph_opt,
-        "budget": settings.budget,
-    }
+def settings_json(settings: SessionSettings | None) -> dict[str, Any] | None:
+    """A run's session settings as the child gets them."""
+    return None if settings is None else settings.to_json()
 
 
-def run_settings(value: Mapping[str, Any] | None) -> RunSettings | None:
+def run_settings(value: Mapping[str, Any] | None) -> SessionSettings | None:
     """The settings :func:`settings_json` wrote."""
-    if value is None:
-        return None
-    providers = value["providers"]
-    return RunSettings(
-        None if providers is None else tuple(providers), value["threads"], value["graph_opt"], value["budget"]
-    )
+    return None if value is None else SessionSettings.from_json(value)
 
 
 def dump_exposed(

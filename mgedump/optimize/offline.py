@@ -12,7 +12,8 @@ import os
 from typing import Any
 
 from ..model.modelfile import uses_external_data
-from ..model.runtime import open_session, session_options
+from ..model.runtime import open_session
+from ..model.session import SessionSettings
 from .passes import batchnorm_to_affine, dequantized_weights, hide_weights, restore_ir, restore_weights
 
 PROTOBUF_LIMIT = (1 << 31) - (64 << 20)  # beyond this a model file keeps its weights outside (protobuf's 2 GiB)
@@ -75,7 +76,7 @@ def ort_offline(src: str, out: str, level: str, external: bool) -> Any:
         weights = hide_weights(model, protected)
         source = out + ".protected.onnx"
         save(model, source, external)
-    opts = session_options(graph_opt=level)
+    opts = SessionSettings(graph_opt=level).session_options()
     opts.optimized_model_filepath = out
     if external:
         opts.add_session_config_entry(

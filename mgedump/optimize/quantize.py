@@ -50,8 +50,8 @@ import numpy as np
 
 from ..base.errors import MgeError, OptimizeError, UsageError
 from ..base.naming import option_name
-from ..diagnose.exposed import RunSettings
 from ..measure.assertion import maxerr_hint
+from ..model.session import SessionSettings
 from ..options import CALIBRATE_METHODS
 from .isolate import CandidateFailed, Opener, say_progress
 from .nodes import matching_nodes, name_nodes
@@ -142,7 +142,7 @@ class _Proof:
     stats: dict[str, str]
     what: str
     scratch: str
-    settings: RunSettings | None
+    settings: SessionSettings | None
     opener: Opener
 
 
@@ -164,7 +164,7 @@ def quantize_int8(
     fp32_nodes: Sequence[str] = (),
     scratch: str,
     external: bool = False,
-    settings: RunSettings | None = None,
+    settings: SessionSettings | None = None,
     budget: Budget | None = None,
     opener: Opener | None = None,
 ) -> Int8Result:

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..diagnose.divergence import INTRODUCES_FACTOR, TensorErr, tensor_err
-from ..diagnose.exposed import ModelDumper, RunSettings, reference_dump
+from ..diagnose.exposed import ModelDumper, reference_dump
+from ..model.session import SessionSettings
 from .isolate import Opener
 from .isolate_call import run_settings, settings_json
 
@@ -88,7 +89,7 @@ def diagnose(
     candidate_path: str,
     cases: Sequence[Mapping[str, np.ndarray]],
     scratch: str,
-    settings: RunSettings | None,
+    settings: SessionSettings | None,
     what: str,
 ) -> list[list[NodeErr]]:
     """Per test case, the error each node of the base model shows in the candidate, in execution order: both run

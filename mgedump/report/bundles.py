@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..model.session import SessionSettings
 from .cases import CaseRecord
 from .fitting import FittingRecord
 from .jsonvalues import optional
@@ -14,46 +15,44 @@ from .jsonvalues import optional
 
 @dataclass
 class Session:
-    """How a bundle ran: the session's providers and threads, and the runs asked for."""
+    """How a bundle ran: the providers that ran it, the session's settings (threads, graph optimisation, ...:
+    the provider asked for is the first of ``providers``), and the runs asked for."""
 
     providers: list[str]
-    threads: int | None = None
-    graph_opt: str = "all"
+    settings: SessionSettings = field(default_factory=SessionSettings)
     iters: int = 10
     warmup: int = 1
     duration_s: float = 0.0
     concurrency: int = 1
-    execution_mode: str | None = None  # onnxruntime's (none: sequential, onnxruntime's default)
 
     def text(self, maxerr: str = "") -> str:
         """One line: ``CPUExecutionProvider; threads default; 1 warm-up and 10 timed run(s) per test case``, then
         ``maxerr`` (:meth:`BundleRecord.maxerr_text`)."""
+        settings = self.settings
         line = (
-            f"{', '.join(self.providers)}; threads {self.threads or 'default'}; graph optimisation {self.graph_opt}; "
+            f"{', '.join(self.providers)}; threads {settings.threads or 'default'}; "
+            f"graph optimisation {settings.graph_opt or 'all'}; "
             f"{self.warmup} warm-up and {self.iters} timed run(s) per test case"
         )
         line += f" (at least {self.duration_s:g} s)" if self.duration_s else ""
         line += f"; {self.concurrency} at once" if self.concurrency > 1 else ""
-        line += f"; {self.execution_mode} execution" if self.execution_mode else ""
+        line += f"; {settings.execution_mode} execution" if settings.execution_mode else ""
+        line += "".join(f"; {part}" for part in settings.extra_text())
         return f"{line}; {maxerr}" if maxerr else line
 
     def to_json(self) -> dict[str, Any]:
-        document = asdict(self)
-        if self.execution_mode is None:
-            del document["execution_mode"]
-        return document
+        document = {"providers": list(self.providers), **self.settings.report_json()}
+        return document | {k: v for k, v in asdict(self).items() if k not in ("providers", "settings")}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Session:
         return cls(
             providers=[str(p) for p in data.get("providers") or []],
-            threads=data.get("threads"),
-            graph_opt=str(data.get("graph_opt") or "all"),
+            settings=SessionSettings.from_json({k: v for k, v in data.items() if k != "provider"}),
             iters=int(data.get("iters", 10)),
             warmup=int(data.get("warmup", 1)),
             duration_s=float(data.get("duration_s") or 0.0),
             concurrency=int(data.get("concurrency", 1)),
-            execution_mode=None if data.get("execution_mode") is None else str(data["execution_mode"]),
         )
 
 

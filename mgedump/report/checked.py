@@ -112,6 +112,8 @@ _BUNDLE: dict[str, Any] = {
         "duration_s?": "fin|null",
         "concurrency?": "int",
         "execution_mode?": "str|null",
+        "provider_options?": "object",
+        "session_config?": "object",
         "": "null",
     },
     "cold_start?": {"session_create_ms?": "fin|null", "first_run_ms?": "fin|null", "": "null"},

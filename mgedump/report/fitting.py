@@ -6,9 +6,10 @@ JSON report (``from_json``); the console, JUnit and HTML render its :meth:`~Fitt
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.session import SessionSettings
 from .jsonvalues import optional
 
 COLUMNS = ["rank", "variant", "settings", "median ms", "p90 ms", "speed vs fp32", "certified err", "runs"]
@@ -19,10 +20,7 @@ class FittingRow:
     """One candidate timed: a variant under one choice of settings."""
 
     variant: str
-    provider: str
-    threads: int
-    graph_opt: str
-    execution_mode: str
+    session: SessionSettings
     median_ms: float | None
     p90_ms: float | None
     runs: int
@@ -32,8 +30,7 @@ class FittingRow:
 
     @property
     def settings(self) -> str:
-        provider = self.provider.removesuffix("ExecutionProvider")
-        return f"{provider}, {self.threads} thread(s), {self.graph_opt}, {self.execution_mode}"
+        return self.session.text()
 
     def cells(self, rank: int) -> list[str]:
         number = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
@@ -50,16 +47,22 @@ class FittingRow:
         ]
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "variant": self.variant,
+            **self.session.to_json(),
+            "median_ms": self.median_ms,
+            "p90_ms": self.p90_ms,
+            "runs": self.runs,
+            "speedup": self.speedup,
+            "certified": dict(self.certified),
+            "error": self.error,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FittingRow:
         return cls(
             variant=str(data["variant"]),
-            provider=str(data["provider"]),
-            threads=int(data["threads"]),
-            graph_opt=str(data["graph_opt"]),
-            execution_mode=str(data["execution_mode"]),
+            session=SessionSettings.from_json(data),
             median_ms=optional(data.get("median_ms")),
             p90_ms=optional(data.get("p90_ms")),
             runs=int(data.get("runs") or 0),
@@ -96,15 +99,11 @@ class FittingRecord:
         certified = {c.name: c.certified for c in result.checks}
         rows = []
         for candidate in found.ranked if found is not None else []:
-            s = candidate.settings
             median = candidate.median_ms if candidate.samples_ms else None
             rows.append(
                 FittingRow(
                     candidate.variant,
-                    s.provider,
-                    s.threads,
-                    s.graph_opt,
-                    s.execution_mode,
+                    candidate.settings,
                     median,
                     candidate.p90_ms if candidate.samples_ms else None,
                     len(candidate.samples_ms),
@@ -134,8 +133,7 @@ class FittingRecord:
             return "fitting: no variant passed its checks: nothing to choose"
         c = self.chosen
         line = (
-            f"fitting: chose {c['variant']} ({c['provider'].removesuffix('ExecutionProvider')}, {c['threads']} "
-            f"thread(s), {c['graph_opt']}, {c['execution_mode']}): median {c['median_ms']:.4g} ms, p90 "
+            f"fitting: chose {c['variant']} ({SessionSettings.from_json(c).text()}): median {c['median_ms']:.4g} ms, p90 "
             f"{c['p90_ms']:.4g} ms; {len(self.rows)} candidate(s), {self.rounds} final round(s) in {self.seconds:.1f} s "
             f"of a {self.budget_s:g} s budget"
         )

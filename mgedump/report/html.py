@@ -28,6 +28,7 @@ from typing import Any
 from .. import __version__
 from ..base.text import html as esc
 from ..model.environment import summary as environment_summary
+from ..model.session import SessionSettings
 from . import svg
 from .schema import BundleRecord, CaseRecord, RunReport, TimingRecord, as_report
 from .spread import spread_lines
@@ -274,10 +275,7 @@ def _fitting_section(bundle: BundleRecord) -> list[str]:
             "settings": row.settings,
             "median_ms": row.median_ms,
             "p90_ms": row.p90_ms,
-            "chosen": chosen.get("variant") == row.variant
-            and chosen.get("threads") == row.threads
-            and chosen.get("graph_opt") == row.graph_opt
-            and chosen.get("execution_mode") == row.execution_mode,
+            "chosen": chosen.get("variant") == row.variant and SessionSettings.from_json(chosen) == row.session,
         }
         for row in fitting.rows[:20]
     ]

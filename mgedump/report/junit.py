@@ -89,8 +89,8 @@ def _properties(bundle: BundleRecord, environment: dict[str, Any] | None) -> lis
     assert session is not None and assertion is not None
     found += [
         ("providers", ", ".join(session.providers)),
-        ("threads", str(session.threads or "default")),
-        ("graph_opt", session.graph_opt),
+        ("threads", str(session.settings.threads or "default")),
+        ("graph_opt", session.settings.graph_opt or "all"),
         ("iters", str(session.iters)),
         ("warmup", str(session.warmup)),
         ("concurrency", str(session.concurrency)),

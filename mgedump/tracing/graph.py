@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from mgedump import __version__
-from mgedump.model.runtime import infer, open_session, session_options
+from mgedump.model.runtime import infer, open_session
+from mgedump.model.session import SessionSettings
 
 from .dispatch import (
     ORIGIN_EXCLUDED,
@@ -243,8 +244,12 @@ class Program:
         model = build_model(
             self, ops, fed, consts, [(v, names[v]) for v in need], names, graph_name=self.label, labels=labels
         )
-        options = session_options(graph_opt=self.graph_opt, profile=self.profile_prefix)
-        session = open_session(model.SerializeToString(), label=f"the trace of {self.label}", options=options)
+        session = open_session(
+            model.SerializeToString(),
+            label=f"the trace of {self.label}",
+            settings=SessionSettings(graph_opt=self.graph_opt),
+            profile=self.profile_prefix,
+        )
         compiled = Compiled(session, fed)
         self.sessions[key] = compiled
         return compiled

@@ -41,7 +41,8 @@ def float16_casts_worker(model: str, folder: str, rounds: int, iters: int) -> di
     import numpy as np
     import onnx
 
-    from mgedump.model.runtime import model_io, open_session, session_options
+    from mgedump.model.runtime import model_io, open_session
+    from mgedump.model.session import SessionSettings
     from mgedump.optimize import float16, optimize_file
     from mgedump.options import OptimizeOptions
 
@@ -52,7 +53,7 @@ def float16_casts_worker(model: str, folder: str, rounds: int, iters: int) -> di
     def casts(converted: Any) -> tuple[int, int]:
         path = os.path.join(folder, "casts.onnx")
         onnx.save(converted, path)
-        options = session_options()
+        options = SessionSettings().session_options()
         options.optimized_model_filepath = os.path.join(folder, "casts-ort.onnx")
         open_session(path, options=options)
         loaded = onnx.load(options.optimized_model_filepath)

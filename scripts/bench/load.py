@@ -21,7 +21,7 @@ def load_worker(bundle: str, iters: int, rounds: int) -> list[dict[str, float]]:
     from mgedump.commands.verify import VerifyOptions, verify
 
     def throughput(concurrency: int) -> float:
-        report = verify(bundle, VerifyOptions(iters=iters, warmup=10, threads=1, concurrency=concurrency))
+        report = verify(bundle, VerifyOptions(iters=iters, warmup=10, session={"threads": 1}, concurrency=concurrency))
         if not report.passed:
             raise RuntimeError(f"mgerun failed on {bundle}")
         timing = report.cases[0].timing

@@ -37,7 +37,7 @@ def overhead_worker(bundle: str, iters: int, warmup: int, rounds: int) -> list[d
 
     from mgedump.bundle import Bundle
     from mgedump.commands.verify import VerifyOptions, verify
-    from mgedump.model.runtime import session_options
+    from mgedump.model.session import SessionSettings
 
     with Bundle(bundle) as opened:
         manifest = opened.manifest
@@ -55,7 +55,9 @@ def overhead_worker(bundle: str, iters: int, warmup: int, rounds: int) -> list[d
         return float(report.cases[0].latency()["median"])
 
     def bare() -> float:
-        session = ort.InferenceSession(model_bytes, sess_options=session_options(), providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            model_bytes, sess_options=SessionSettings().session_options(), providers=["CPUExecutionProvider"]
+        )
         for _ in range(warmup):
             session.run(None, feeds)
         clock = time.perf_counter

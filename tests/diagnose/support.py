@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mgedump.base.fileio import hash_files
-from mgedump.diagnose.exposed import ModelDumper, RunSettings
+from mgedump.diagnose.exposed import ModelDumper
 from tests.support import sample
 
 CNN = sample("cnn.onnx").path
@@ -13,7 +13,7 @@ FEEDS = {"data": np.random.default_rng(0).random((1, 3, 32, 32), dtype=np.float3
 
 
 def _dump(folder, path=CNN, feeds=FEEDS, budget=1 << 30, cases=(0,)) -> ModelDumper:
-    dumper = ModelDumper(str(path), hash_files([str(path)]).sha256, RunSettings(budget=budget))
+    dumper = ModelDumper(str(path), hash_files([str(path)]).sha256, budget=budget)
     with dumper:
         dumper.dump(str(folder), [(k, feeds) for k in cases])
     return dumper

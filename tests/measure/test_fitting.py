@@ -7,7 +7,8 @@ import itertools
 
 import pytest
 
-from mgedump.measure.fitting import Candidate, Settings, choose, fit, settings_space, sign_test
+from mgedump.measure.fitting import Candidate, choose, fit, settings_space, sign_test
+from mgedump.model.session import SessionSettings as Settings
 
 
 class Clock:
@@ -141,7 +142,9 @@ def test_each_variant_keeps_its_two_best_settings_for_the_final_rounds():
 def test_the_settings_this_machine_offers():
     space = settings_space(["CPUExecutionProvider"], cores=8)
     assert {s.threads for s in space} == {1, 4, 8} and len(space) == 3 * 3 * 2
-    assert settings_space(["CPUExecutionProvider"], cores=1)[0] == Settings("CPUExecutionProvider", 1, "basic")
+    assert settings_space(["CPUExecutionProvider"], cores=1)[0] == Settings(
+        "CPUExecutionProvider", threads=1, graph_opt="basic", execution_mode="sequential"
+    )
 
 
 @pytest.mark.parametrize("empty", [[], [Candidate("x", 0, Settings(), start=lambda: lambda: None)]])

@@ -33,10 +33,10 @@ def test_no_kernel_events_give_an_empty_table():
 def test_a_real_profile(tmp_path):
     import numpy as np
 
-    from mgedump.model.runtime import open_session, session_options
+    from mgedump.model.runtime import open_session
     from tests.support import SAMPLES
 
-    session = open_session(str(SAMPLES / "cnn.onnx"), options=session_options(profile=str(tmp_path / "p")))
+    session = open_session(str(SAMPLES / "cnn.onnx"), profile=str(tmp_path / "p"))
     for _ in range(3):
         session.run(None, {"data": np.zeros((1, 3, 32, 32), np.float32)})
     table = op_table(session.end_profiling())

@@ -8,7 +8,7 @@ import pytest
 from mgedump.base.errors import RunError
 from mgedump.measure import timing
 from mgedump.measure.timing import Timing, latency_stats, time_runs
-from mgedump.model.runtime import open_session
+from mgedump.model.runtime import open_runner
 from tests.support import sample
 
 
@@ -32,7 +32,7 @@ def test_throughput():
 
 @pytest.fixture
 def session():
-    return open_session(str(sample("cnn.onnx").path))
+    return open_runner(str(sample("cnn.onnx").path))
 
 
 def test_time_runs_counts_and_returns_the_first_outputs(session):
@@ -41,7 +41,7 @@ def test_time_runs_counts_and_returns_the_first_outputs(session):
     assert len(timing.latencies_ms) == 7 and all(ms > 0 for ms in timing.latencies_ms)
     assert len(timing.warmup_ms) == 2 and timing.first_run_ms() == timing.warmup_ms[0]
     assert timing.concurrency == 1 and timing.wall_s >= sum(timing.latencies_ms) / 1e3
-    np.testing.assert_array_equal(first[0], session.run(None, feeds)[0])
+    np.testing.assert_array_equal(first[0], session.run(feeds)[0])
     without_warmup, _ = time_runs(session, feeds, iters=3, warmup=0)
     assert without_warmup.warmup_ms == [] and without_warmup.first_run_ms() == without_warmup.latencies_ms[0]
 
@@ -60,13 +60,13 @@ def test_concurrent_runs_count_in_all_and_give_throughput_from_wall_time(session
     timing, first = time_runs(session, feeds, iters=40, warmup=1, concurrency=3)
     assert len(timing.latencies_ms) == 40 and timing.concurrency == 3
     assert timing.throughput()["inferences_per_s"] == pytest.approx(40 / timing.wall_s)
-    np.testing.assert_allclose(first[0], session.run(None, feeds)[0], rtol=1e-6)
+    np.testing.assert_allclose(first[0], session.run(feeds)[0], rtol=1e-6)
     timed, _ = time_runs(session, feeds, iters=2, warmup=0, concurrency=2, duration_s=0.2)
     assert timed.wall_s >= 0.2 and len(timed.latencies_ms) > 2
 
 
 def test_a_failing_run_under_load_is_a_run_error():
-    session = open_session(str(sample("bad/gather_index.onnx").path))
+    session = open_runner(str(sample("bad/gather_index.onnx").path))
     with pytest.raises(RunError, match="'idx'"):
         time_runs(session, {"idx": np.array([0, 99, 1])}, iters=10, warmup=0, concurrency=2)
 
@@ -83,7 +83,7 @@ def test_progress_only_for_long_loops(session, monkeypatch):
 
 
 def test_a_failing_run_is_a_run_error():
-    session = open_session(str(sample("bad/gather_index.onnx").path))
+    session = open_runner(str(sample("bad/gather_index.onnx").path))
     with pytest.raises(RunError, match="'idx'"):
         time_runs(session, {"idx": np.array([0, 99, 1])}, iters=3, warmup=0)
 
@@ -104,7 +104,7 @@ class _TwoSpeeds:
 
         self.lock, self.local, self.seen = threading.Lock(), threading.local(), 0
 
-    def run(self, names, feeds):
+    def run(self, feeds):
         import time
 
         if not hasattr(self.local, "seconds"):

@@ -13,9 +13,8 @@ from mgedump.model.runtime import (
     infer,
     model_io,
     open_session,
-    resolve_providers,
-    session_options,
 )
+from mgedump.model.session import SessionSettings
 from tests.support import sample
 
 
@@ -67,15 +66,18 @@ def test_a_run_failure_names_the_integer_inputs():
 
 
 def test_providers():
-    assert resolve_providers(None) == ["CPUExecutionProvider"]
-    assert resolve_providers("cpu") == resolve_providers("CPUExecutionProvider") == ["CPUExecutionProvider"]
+    def providers(name):
+        return SessionSettings(provider=name).providers()
+
+    assert providers(None) == ["CPUExecutionProvider"]
+    assert providers("cpu") == providers("CPUExecutionProvider") == ["CPUExecutionProvider"]
     with pytest.raises(UsageError, match="unknown execution provider 'Nope'; this onnxruntime offers: ") as caught:
-        resolve_providers("Nope")
+        providers("Nope")
     assert all(p in caught.value.message for p in onnxruntime.get_available_providers())
 
 
 def test_session_options():
-    opts = session_options(threads=2, graph_opt="basic")
+    opts = SessionSettings(threads=2, graph_opt="basic").session_options()
     assert opts.intra_op_num_threads == 2
     assert opts.graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     assert opts.log_severity_level == 4  # the session is quiet; mgedump reports failures itself

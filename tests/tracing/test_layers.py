@@ -27,7 +27,7 @@ LAYERS = [
     "jit",
 ]
 # what the tracing modules other than dump may import from the tool
-LOW_LEVEL = {"mgedump", "mgedump.model.runtime", "mgedump.base.errors", "mgedump.base.log"}
+LOW_LEVEL = {"mgedump", "mgedump.model.runtime", "mgedump.model.session", "mgedump.base.errors", "mgedump.base.log"}
 
 
 @pytest.mark.parametrize("name", ["functional", "module", "jit"])

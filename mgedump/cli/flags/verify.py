@@ -7,9 +7,11 @@ from typing import Any
 import click
 
 from ...base.errors import UsageError
-from ...options import EXECUTION_MODES, GRAPH_OPT_LEVELS, VerifyOptions
+from ...model.session import SessionSettings, Setting, settings
+from ...options import VerifyOptions
 from ...report.formats import ReportFormat, formats
-from . import OUTPUT, apply, choice_option, given, path_option, stating, switch, value_option
+from ..plugin_options import setting_flag
+from . import OUTPUT, apply, given, path_option, stating, switch, value_option
 from .data import data_from, data_options
 from .pack import maxerr_option, parse_maxerr
 
@@ -20,20 +22,34 @@ NAMES = (
     "warmup",
     "duration_s",
     "concurrency",
-    "threads",
-    "provider",
-    "graph_opt",
     "profile",
     "bin_out_dump",
     "io_dump",
     "io_dump_budget_mb",
     "variant",
-    "execution_mode",
     "fitting",
     "fitting_out",
     "fitting_budget_s",
     "config",
 )
+
+
+def _session_param(entry: Setting) -> tuple[list[str], dict[str, Any]]:
+    """A session setting's click option: its declarations and attributes."""
+    attrs: dict[str, Any] = {"default": None, "help": entry.about}
+    if entry.choices:
+        attrs["type"] = click.Choice(entry.choices)
+    else:
+        attrs["type"] = entry.kind
+        if entry.metavar:
+            attrs["metavar"] = entry.metavar
+    return [setting_flag(entry), entry.name], attrs
+
+
+def session_option(name: str) -> Any:
+    """The flag of one session setting, as a decorator (for its place in ``--help``)."""
+    decls, attrs = _session_param(next(s for s in settings() if s.name == name))
+    return click.option(*decls, **attrs)
 
 
 def io_dump_budget(help: str, cls: type) -> Any:
@@ -86,22 +102,9 @@ verify_options_flags = apply(
                 "concurrency",
             ),
         ),
-        click.option(
-            "--thread",
-            "threads",
-            type=int,
-            default=None,
-            help="onnxruntime intra-op threads (default: onnxruntime's choice).",
-        ),
-        value_option(
-            "--provider", "provider", "NAME", "Execution provider, e.g. CPU or CUDAExecutionProvider (default CPU)."
-        ),
-        choice_option(
-            "--graph-opt",
-            "graph_opt",
-            GRAPH_OPT_LEVELS,
-            "onnxruntime graph optimisation level (default: onnxruntime's, all).",
-        ),
+        session_option("threads"),
+        session_option("provider"),
+        session_option("graph_opt"),
         path_option("--profile", "profile", "Write onnxruntime's profile (JSON) to FILE.", output=True),
         path_option(
             "--bin-out-dump", "bin_out_dump", "Write every output as DIR/test_data_set_N/NAME.npy.", metavar="DIR"
@@ -123,12 +126,7 @@ verify_options_flags = apply(
             "NAME",
             "Of a bundle of several variants (mgedump --variants), run and time this one (default: every variant).",
         ),
-        choice_option(
-            "--execution-mode",
-            "execution_mode",
-            EXECUTION_MODES,
-            "onnxruntime's execution of the graph: sequential (its default) or parallel branches.",
-        ),
+        session_option("execution_mode"),
         switch(
             "--fitting",
             "fitting",
@@ -172,11 +170,19 @@ def report_flag(entry: ReportFormat) -> click.Option:
 
 
 class VerifyCommand(click.Command):
-    """A command with ``mgerun``'s flags: its report flags are the registry's (:mod:`mgedump.report.formats`) when
-    it runs, so a format registered after this module was imported has its flag too."""
+    """``mgerun``: its flags, the report formats' flags (the registry's as it runs, :mod:`mgedump.report.formats`),
+    and one for each session setting registered after it was made (a plugin's); so a format or a setting
+    registered after this module was imported has its flag too."""
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        params = super().get_params(ctx)
+        params = super().get_params(ctx)  # the command's own, then --help
+        known = {p.name for p in params}
+        late: list[click.Parameter] = []
+        for entry in settings():
+            if entry.name not in known:
+                decls, attrs = _session_param(entry)
+                late.append(click.Option(decls, **attrs))
+        params = params[:-1] + late + params[-1:]
         at = next(k for k, param in enumerate(params) if param.name == REPORTS_BEFORE)
         return [*params[:at], *(report_flag(entry) for entry in formats()), *params[at:]]
 
@@ -202,7 +208,9 @@ def verify_options(values: dict[str, Any]) -> tuple[VerifyOptions, list[str]]:
     sweep = values.pop("repeat_sweep", None)
     chosen = given(values, NAMES)
     reports = given(values, [entry.option for entry in formats()])
+    session = SessionSettings.given({entry.name: values.pop(entry.name, None) for entry in settings()})
     options = VerifyOptions(
+        session=session,
         cases=cases,
         data=data,
         maxerr=maxerr,
