@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from .base.errors import UsageError
 from .base.naming import option_name
+from .base.numbers import parse_version
 from .model.session import SessionSettings, check_threads
 
 DEFAULT_MAXERR = 1e-4  # AssertEqual's threshold when none is given (docs/assertion.md)
@@ -275,11 +275,8 @@ class PackOptions:
 
     def __post_init__(self) -> None:
         check_one_of(self.error_stat, ERROR_STATS, "error_stat")
-        if self.target_runtime is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", str(self.target_runtime)):
-            raise UsageError(
-                f"{option_name('target_runtime')} {self.target_runtime!r}: give onnxruntime's version as "
-                "MAJOR.MINOR, e.g. 1.17"
-            )
+        if self.target_runtime is not None:
+            parse_version(str(self.target_runtime), option_name("target_runtime"))
         if isinstance(self.variants, str) or not all(isinstance(v, str) for v in self.variants):
             raise UsageError(f"{option_name('variants')} takes a list of variant names, e.g. ['fp32', 'int8']")
         if self.variants and self.optimize.precision is not None:

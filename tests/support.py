@@ -125,7 +125,8 @@ def rewrite_bundle(src: Path, dst: Path, edit=None, *, fix_hashes: bool = False,
     Args:
         edit: ``edit(names, manifest, members)``: may change the member names (return the new list), the manifest
             dict and the ``members`` dict (name -> bytes) in place.
-        fix_hashes: rewrite every listed member's size and sha256 to match (a valid bundle with other contents).
+        fix_hashes: rewrite every listed member's size and sha256 to match, and each model's sha256 to its
+            member's (a valid bundle with other contents).
         compress: deflate the members (bundles must store them).
     """
     import hashlib
@@ -142,6 +143,10 @@ def rewrite_bundle(src: Path, dst: Path, edit=None, *, fix_hashes: bool = False,
         for entry in manifest["members"]:
             data = members[entry["name"]]
             entry["sha256"], entry["size"] = hashlib.sha256(data).hexdigest(), len(data)
+        hashes = {entry["name"]: entry["sha256"] for entry in manifest["members"]}
+        for model in [manifest["model"], *(v["model"] for v in manifest.get("variants", ()))]:
+            if model.get("member") in hashes:  # the model's record names the hash of the member it runs
+                model["sha256"] = hashes[model["member"]]
     members["mgedump.json"] = json.dumps(manifest).encode()
     with zipfile.ZipFile(dst, "w") as zf:
         for name in names:

@@ -36,10 +36,15 @@ class Verdict:
 
 
 class Terminated(BaseException):
-    """The process was asked to stop (SIGTERM): raised so that every ``with`` block unwinds and temporary files go.
+    """The process was asked to stop (SIGTERM, SIGHUP): raised so that every ``with`` block unwinds and temporary
+    files go. ``signum`` is the signal (the exit code is 128 plus it, :data:`EXIT_TERMINATED` for SIGTERM).
 
     Not an Exception: nothing that catches errors may swallow it.
     """
+
+    def __init__(self, signum: int = EXIT_TERMINATED - 128) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 class MgeError(Exception):

@@ -10,6 +10,7 @@ points to is replaced, and the link stays.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import secrets
@@ -41,6 +42,26 @@ def _identity(path: str) -> tuple[int, int] | None:
     except (OSError, ValueError):
         return None
     return st.st_dev, st.st_ino
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of a small file a command reads (a report, a choice, a list): opened without blocking, so a FIFO
+    never hangs the command, and refused unless it is a regular file of at most ``limit`` bytes (a device such as
+    ``/dev/zero`` would be read until memory runs out).
+
+    Raises:
+        OSError: it cannot be opened, is not a regular file, or is larger than ``limit`` (``strerror`` says which).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+            raise OSError(errno.EINVAL, f"{kind}, not a regular file" if kind != "not a regular file" else kind)
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than the {limit} bytes such a file may hold")
+    return data
 
 
 def check_not_input(path: str, inputs: Iterable[str], what: str = "output") -> None:

@@ -221,6 +221,7 @@ def validate_manifest(manifest: Any) -> None:
     _check_cases(cases, len(manifest["inputs"]), len(manifest["outputs"]), manifest["assertion"]["enabled"])
     listed = _check_members(manifest["members"])
     _check_io_dump(manifest.get("io_dump"), len(cases), listed)
+    _check_models(manifest, names, {entry["name"]: entry["sha256"] for entry in manifest["members"]})
     referenced = [name for model in models for name in (model["member"], model["external_data"]) if name]
     for case in cases:
         referenced += case["inputs"] + case["outputs"]
@@ -272,6 +273,30 @@ def _check_cases(cases: list[dict[str, Any]], n_in: int, n_out: int, asserted: b
         _require(
             len(case["outputs"]) == (n_out if asserted else 0),
             f"test_cases[{k}].outputs: expected one member per model output when assertions are on, none when off",
+        )
+
+
+def _check_models(manifest: dict[str, Any], names: list[str], hashes: dict[str, str]) -> None:
+    """What a manifest says of each model is tied to the members: its ``sha256`` is that of the member it names
+    (an io dump records it as the model that ran), and a variant's members are those of its own name (an ``fp32``
+    entry cannot run ``variants/int8/model.onnx``)."""
+    if manifest["format_version"] == SINGLE_VERSION:
+        places = [("model", manifest["model"], MODEL_MEMBER, DATA_MEMBER)]
+    else:
+        places = [
+            (f"variants[{k}].model", v["model"], f"{VARIANTS_FOLDER}/{name}/{MODEL_MEMBER}",
+             f"{VARIANTS_FOLDER}/{name}/{DATA_MEMBER}")
+            for k, (v, name) in enumerate(zip(manifest["variants"], names, strict=True))
+        ]  # fmt: skip
+    for where, model, member, data in places:
+        _require(model["member"] == member, f"{where}.member: {_short(model['member'])!r}, expected {member!r}")
+        _require(
+            model["external_data"] in (None, data),
+            f"{where}.external_data: {_short(str(model['external_data']))!r}, expected {data!r} or null",
+        )
+        _require(
+            hashes.get(member) in (None, model["sha256"]),
+            f"{where}.sha256 is not the sha256 the members list gives {member!r}",
         )
 
 

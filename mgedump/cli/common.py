@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..base.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, MgeError, Terminated
+from ..base.errors import EXIT_INTERRUPTED, EXIT_USAGE, MgeError, Terminated
 from ..base.log import printable
 from ..base.naming import spoken_as
 from ..base.streams import guard
@@ -76,21 +76,23 @@ def setup(verbose: int, quiet: bool | None, prog: str) -> None:
 
 @contextlib.contextmanager
 def _terminate_as_exception() -> Iterator[None]:
-    """While a command runs, SIGTERM raises :class:`~mgedump.base.errors.Terminated` (so temporary files are removed on
-    the way out) instead of ending the process where it stands."""
+    """While a command runs, SIGTERM and SIGHUP (its terminal or session gone) raise
+    :class:`~mgedump.base.errors.Terminated` (so temporary files are removed and worker processes stopped on the way
+    out) instead of ending the process where it stands, which would leave its workers behind."""
 
     def handler(signum: int, frame: object) -> None:
-        raise Terminated()
+        raise Terminated(signum)
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGTERM, signal.SIGHUP)}
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
 
 
 # what click's completion reads from the environment, by shell: COMP_WORDS, and COMP_CWORD (a word number for bash
@@ -138,9 +140,9 @@ def invoke(command: click.Command, prog: str, argv: Sequence[str] | None) -> int
     try:
         with _terminate_as_exception(), spoken_as(speller(command)):
             code = command.main(args=list(argv) if argv is not None else None, prog_name=prog, standalone_mode=False)
-    except Terminated:
+    except Terminated as exc:
         click.echo(f"{prog}: terminated", err=True)
-        return EXIT_TERMINATED
+        return 128 + exc.signum  # as shells report a process a signal ended: 143 for SIGTERM, 129 for SIGHUP
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.UsageError as exc:

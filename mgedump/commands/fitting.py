@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.errors import UsageError
+from ..base.fileio import read_regular
 from ..base.naming import option_name
 from ..bundle import Bundle
 from ..bundle.reader import peek_variants
@@ -32,6 +33,8 @@ CONFIG_FORMAT = "mgedump-fitting"
 CONFIG_VERSION = 1
 RANKS = {"fp32": 0}  # a variant's distance from float32 when its mode does not say (precisions give the rest)
 UNUSABLE_PROVIDERS = ("AzureExecutionProvider",)  # listed by some builds, runs no model of its own
+
+MAX_CONFIG_BYTES = 1 << 20  # a choice is a few hundred bytes
 
 
 @dataclass
@@ -203,12 +206,10 @@ def read_config(path: str) -> dict[str, Any]:
     """
     what = f"{option_name('config')} {path}"
     try:
-        with open(path, encoding="utf-8") as f:
-            if not os.path.isfile(path):
-                raise UsageError(f"{what}: not a regular file")
-            text = f.read(1 << 20)
-        choice = json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        choice = json.loads(read_regular(path, MAX_CONFIG_BYTES).decode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot be read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise UsageError(f"{what}: cannot be read as a fitting choice ({' '.join(str(exc).split())[:200]})") from None
     fields = {
         "variant": lambda v: isinstance(v, str) and 0 < len(v) <= 64,

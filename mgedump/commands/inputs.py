@@ -12,13 +12,28 @@ from ..model.modelfile import data_files
 MAX_SIBLINGS = 200  # models beside an output model looked into for the data file they share
 
 
+# the options that name a file a command reads besides its models and data: a fitting choice, the report whose
+# times balance the shards. A new option of that kind is one name here, and every command's outputs are checked
+# against it.
+READ_BY_OPTION = ("config", "shard_durations")
+
+
 def files_read(
-    *, models: Sequence[str] = (), data: Iterable[TestData | None] = (), others: Sequence[str] = ()
+    *,
+    models: Sequence[str] = (),
+    data: Iterable[TestData | None] = (),
+    others: Sequence[str] = (),
+    options: Sequence[object] = (),
 ) -> list[str]:
     """Every file a command reads that its arguments name: each model and its external data, the list files and
-    data files (images, ``.npy``, ``.npz``, ``.pb``) of its test data and calibration data, and any other (a
-    bundle, an io dump's files), each once."""
+    data files (images, ``.npy``, ``.npz``, ``.pb``) of its test data and calibration data, the files its
+    ``options`` name (:data:`READ_BY_OPTION`), and any other (a bundle, an io dump's files), each once."""
     found: list[str] = []
+    for given_options in options:
+        for name in READ_BY_OPTION:
+            path = getattr(given_options, name, None)
+            if isinstance(path, str) and path:
+                found.append(path)
     for model in models:
         found += [model, *data_files(model)]
     for given in data:

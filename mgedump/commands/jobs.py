@@ -39,6 +39,7 @@ from ..base.naming import NO_VALUE, spoken_as
 from ..options import VerifyOptions
 from ..report import utc_timestamp
 
+STOP_SECONDS = 10.0  # how long a killed worker may take to be reaped
 TIMING_KEYS = ("latency_ms", "latencies_ms", "warmup_ms", "wall_s", "inferences_per_s", "samples_per_s", "sweep")
 UNTIMED: dict[str, Any] = {"latency_ms": {"count": 0}, "latencies_ms": [], "warmup_ms": [], "wall_s": None, "inferences_per_s": None,
            "samples_per_s": None, "sweep": []}  # fmt: skip
@@ -117,11 +118,13 @@ def with_timing(record: dict[str, Any], timed: dict[str, Any]) -> dict[str, Any]
 # In the worker
 
 
-def _start_worker(crash_file: str, verbosity: int, flags: dict[str, str]) -> None:
+def _start_worker(crash_file: str, verbosity: int, flags: dict[str, str], scratch: str) -> None:
     """A worker's start: a crash writes its Python stack to ``crash_file``; warnings go to stderr as ``mgerun``'s;
-    messages name options as the command line does."""
+    messages name options as the command line does; its temporary files go under ``scratch``, inside the parent's
+    folder, which the parent removes on every way out (a worker it stops has no time to remove its own)."""
     from ..base.log import setup
 
+    os.environ["TMPDIR"] = tempfile.tempdir = scratch
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     faulthandler.enable(open(crash_file, "w"))  # noqa: SIM115  # kept open for the worker's life
     setup(verbosity, prog="mgerun")
@@ -155,21 +158,45 @@ def check_one(index: int, path: str, variant: str | None, options: VerifyOptions
 # In the parent
 
 
+@contextmanager
+def _safe_path() -> Iterator[None]:
+    """Processes started inside do not put the current folder first on their import path.
+
+    A spawned worker (and multiprocessing's resource tracker) starts as ``python -c ...``, which puts the current
+    folder first on ``sys.path`` before the parent's path replaces it: a ``selectors.py`` in the folder ``mgerun
+    -j`` runs from would run in every worker. ``PYTHONSAFEPATH`` (Python 3.11 and later; the ``-P`` of ``-I``)
+    leaves it out; the workers then take the parent's import path, as spawn gives them.
+    """
+    before = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = before
+
+
 class _Worker:
     """One worker process: an executor of one, its crash file, and the process (to name the signal that ended it)."""
 
     def __init__(self, folder: str, number: int, verbosity: int, flags: dict[str, str]) -> None:
         self.crash_file = os.path.join(folder, f"worker-{number}.crash")
-        self.executor = ProcessPoolExecutor(
-            1,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker,
-            initargs=(self.crash_file, verbosity, flags),
-        )
+        scratch = os.path.join(folder, f"worker-{number}.tmp")
+        os.mkdir(scratch, 0o700)
+        with _safe_path():  # the executor starts the resource tracker
+            self.executor = ProcessPoolExecutor(
+                1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(self.crash_file, verbosity, flags, scratch),
+            )
         self.process: Any = None
 
     def submit(self, *args: Any) -> Future[Done]:
-        future = self.executor.submit(check_one, *args)
+        with _safe_path():  # the executor starts its process on the first task
+            future = self.executor.submit(check_one, *args)
         if self.process is None:  # the standard library keeps its processes by pid; there is one
             self.process = next(iter((getattr(self.executor, "_processes", None) or {}).values()), None)
         return future
@@ -205,8 +232,12 @@ class _Worker:
         return f"its worker process crashed, {what}" + (f" ({first})" if first else "")
 
     def close(self, wait_for: bool = True) -> None:
-        if not wait_for and self.process is not None and self.process.is_alive():
-            self.process.terminate()
+        """Shut the worker down: let it finish (``wait_for``), or stop it now and reap it, a stopped (SIGSTOP) one
+        included, so that no worker outlives the parent blocked on its result pipe."""
+        process = self.process
+        if not wait_for and process is not None and process.is_alive():
+            process.kill()  # SIGKILL ends a stopped process too; it has nothing to save (its files are the parent's)
+            process.join(STOP_SECONDS)
         self.executor.shutdown(wait=wait_for, cancel_futures=True)
 
 

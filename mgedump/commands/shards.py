@@ -25,13 +25,14 @@ from typing import Any
 
 from ..base.errors import UsageError
 from ..base.naming import option_name
+from ..base.numbers import parse_int
 from ..report.merge import MAX_SHARDS
 from .tree import Found
 
 GITLAB_INDEX, GITLAB_TOTAL = "CI_NODE_INDEX", "CI_NODE_TOTAL"
 KUBERNETES_INDEX = "JOB_COMPLETION_INDEX"
-_GIVEN = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
-_AUTO = re.compile(r"^\s*auto\s*(?:/\s*(\d+)\s*)?$")
+_GIVEN = re.compile(r"^\s*([^/\s]+)\s*/\s*([^/\s]+)\s*$")
+_AUTO = re.compile(r"^\s*auto\s*(?:/\s*(\S+)\s*)?$")
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,11 @@ def resolve_shard(value: str, environ: Mapping[str, str]) -> Shard:
             is not a whole number).
     """
     flag = option_name("shard")
-    given = _GIVEN.match(value)
-    if given:
-        return _checked(int(given.group(1)), int(given.group(2)), f"{flag} {value.strip()}")
     auto = _AUTO.match(value)
+    given = None if auto else _GIVEN.match(value)
+    if given:
+        index, total = (parse_int(part, f"{flag} I/N") for part in given.groups())
+        return _checked(index, total, f"{flag} {value.strip()}")
     if not auto:
         raise UsageError(f"{flag} takes I/N (shard I of N, from 1), auto or auto/N; got {value!r}")
     if auto.group(1) is None:
@@ -74,7 +76,8 @@ def resolve_shard(value: str, environ: Mapping[str, str]) -> Shard:
             )
         index, total = _number(environ, GITLAB_INDEX), _number(environ, GITLAB_TOTAL)
         return _checked(index, total, f"GitLab's {GITLAB_INDEX}={index} and {GITLAB_TOTAL}={total}")
-    total = int(auto.group(1))
+    total = parse_int(auto.group(1), f"{flag} auto/N")
+    _checked(1, total, f"{flag} {value.strip()}")  # the count first: out of range says so, whatever is set
     if KUBERNETES_INDEX in environ:
         index = _number(environ, KUBERNETES_INDEX)
         return _checked(index + 1, total, f"Kubernetes' {KUBERNETES_INDEX}={index}, counted from 0")
@@ -94,9 +97,7 @@ def _number(environ: Mapping[str, str], name: str) -> int:
     raw = environ.get(name)
     if raw is None:
         raise UsageError(f"{option_name('shard')} auto: {name} is not set")
-    if not raw.strip().isdigit():
-        raise UsageError(f"{option_name('shard')} auto: {name} is {raw!r}, not a whole number")
-    return int(raw)
+    return parse_int(raw, f"{option_name('shard')} auto: {name}")
 
 
 def _checked(index: int, total: int, source: str) -> Shard:

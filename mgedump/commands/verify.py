@@ -199,7 +199,7 @@ def verify(
         return fit_and_verify(path, options, verify, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
     plain = is_plain_model(path, options)
     data = TestData.parse(options.cases) if plain and options.cases else None
-    protected = files_read(models=[path] if plain else [], data=[data], others=[path])
+    protected = files_read(models=[path] if plain else [], data=[data], others=[path], options=(options,))
     outputs = run_outputs(options)
     outputs.check(protected)
     options.session.providers()  # an unknown provider refused before any work

@@ -223,9 +223,7 @@ def plan_runs(
     options.session.providers()
     _check_unique_names(bundles, options, many)
     data = options.cases if isinstance(options.cases, TestData) else None
-    protected = tuple(
-        files_read(models=plain, data=[data], others=[*bundles, *([options.config] if options.config else [])])
-    )
+    protected = tuple(files_read(models=plain, data=[data], others=bundles, options=(options, spread)))
     outputs.check(protected)
     if options.fitting_out and len(bundles) > 1:
         raise UsageError(f"{option_name('fitting_out')} holds the choice for one bundle; {len(bundles)} were given")

@@ -19,11 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..base.errors import SpecError
+from ..base.numbers import MAX_DIGITS, MAX_FLOAT_CHARS
 from .generators import GENERATORS, or_list
 
 _GEN_RE = re.compile(r"^#\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$", re.DOTALL)
-_INT_RE = re.compile(r"^[+-]?\d+$")
-_FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+_INT_RE = re.compile(rf"^[+-]?[0-9]{{1,{MAX_DIGITS}}}$", re.ASCII)  # base/numbers.py: ASCII, bounded
+_FLOAT_RE = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$", re.ASCII)
 MAX_DIM = 1 << 31
 MAX_LIST_CASES = 100_000
 
@@ -92,6 +93,8 @@ class CaseSpec:
 
 def _number(token: str, what: str, text: str) -> int | float:
     token = token.strip()
+    if len(token) > MAX_FLOAT_CHARS:
+        token = token[:MAX_FLOAT_CHARS] + "..."  # refused below, quoted short
     if _INT_RE.match(token):
         return int(token)
     if _FLOAT_RE.match(token):

@@ -21,14 +21,15 @@ it must meet its bound (``maxerr``) against the model as given on every test cas
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..base.deps import require
 from ..base.errors import ModelError, UsageError
+from ..base.log import warn_once
 from ..base.naming import option_name
+from ..base.numbers import parse_version
 
 
 @dataclass(frozen=True)
@@ -71,17 +72,13 @@ _DEFAULT, _ML = ("", "ai.onnx"), "ai.onnx.ml"
 
 
 def parse_target(text: str) -> tuple[int, int]:
-    """``1.17`` (or ``1.17.3``) as (1, 17).
+    """``1.17`` (or ``1.17.3``: what onnxruntime loads changes with its minor version only) as (1, 17).
 
     Raises:
-        UsageError: not MAJOR.MINOR[.PATCH].
+        UsageError: not MAJOR.MINOR[.PATCH] in ASCII digits.
     """
-    match = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?\s*", text)
-    if not match:
-        raise UsageError(
-            f"{option_name('target_runtime')} {text!r}: give onnxruntime's version as MAJOR.MINOR, e.g. 1.17"
-        )
-    return int(match.group(1)), int(match.group(2))
+    major, minor, *_ = parse_version(text, option_name("target_runtime"))
+    return major, minor
 
 
 def runtime_for(text: str, installed: str | None = None) -> Runtime | None:
@@ -92,6 +89,11 @@ def runtime_for(text: str, installed: str | None = None) -> Runtime | None:
         UsageError: a version the table does not know, older than the installed one.
     """
     wanted = parse_target(text)
+    if text.strip().count(".") == 2:
+        warn_once(
+            f"{option_name('target_runtime')} {text.strip()}: packing for onnxruntime {wanted[0]}.{wanted[1]} (what "
+            "onnxruntime loads changes with its minor version only)"
+        )
     if installed is not None and wanted >= parse_target(installed):
         return None
     limits = RUNTIMES.get(wanted)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from typing import Any
 
 from ..base.errors import UsageError
+from ..base.fileio import read_regular
 from ..base.jsontypes import is_int, is_number
 from .schema import REPORT_VERSION, RunReport
 
@@ -169,11 +169,7 @@ def read_report(path: str, what: str = "report") -> tuple[RunReport, dict[str, A
         ReportError: the file cannot be read, is not strict JSON, or is not a report of this version.
     """
     try:
-        size = os.path.getsize(path)
-        if size > MAX_REPORT_BYTES:
-            raise ReportError(f"{what} {path}: {size} bytes, more than a report holds ({MAX_REPORT_BYTES})")
-        with open(path, "rb") as file:
-            data = file.read()
+        data = read_regular(path, MAX_REPORT_BYTES)
     except OSError as exc:
         raise ReportError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     try:

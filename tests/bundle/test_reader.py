@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import zipfile
 from pathlib import Path
 
@@ -121,6 +122,9 @@ def test_a_size_that_differs_from_the_manifest(bundle, tmp_path):
         _open(rewrite_bundle(bundle, tmp_path / "bad.mgetest", edit))
 
 
+MODEL_SHA = hashlib.sha256(b"model").hexdigest()  # the model member of the bundles below holds b"model"
+
+
 def _large_bundle(tmp_path, payload: bytes) -> Path:
     """A bundle with one member over the size that is hashed in the background, written by the real writer."""
     path = tmp_path / "large.mgetest"
@@ -136,7 +140,7 @@ def _minimal_manifest() -> dict:
         "format": "mgedump-bundle",
         "format_version": 1,
         "generator": {"name": "mgedump", "version": "0"},
-        "model": {"member": "model.onnx", "sha256": "0" * 64, "source_sha256": "0" * 64, "external_data": None},
+        "model": {"member": "model.onnx", "sha256": MODEL_SHA, "source_sha256": "0" * 64, "external_data": None},
         "optimizations": [],
         "requirements": [],
         "inputs": [],

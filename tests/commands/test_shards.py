@@ -81,13 +81,23 @@ def test_where_the_shard_comes_from(spec, environ, index, total, source):
         ("auto", {}, "--shard auto reads GitLab's CI_NODE_INDEX and CI_NODE_TOTAL (parallel: N), and neither is set"),
         ("auto/3", {}, "--shard auto/3 reads the index from JOB_COMPLETION_INDEX"),
         ("auto", {"CI_NODE_INDEX": "1"}, "--shard auto: CI_NODE_TOTAL is not set"),
-        ("auto", {"CI_NODE_INDEX": "x", "CI_NODE_TOTAL": "2"}, "CI_NODE_INDEX is 'x', not a whole number"),
+        (
+            "auto",
+            {"CI_NODE_INDEX": "x", "CI_NODE_TOTAL": "2"},
+            "CI_NODE_INDEX takes a whole number in ASCII digits; got 'x'",
+        ),
         ("auto/3", {"JOB_COMPLETION_INDEX": "3"}, "shard 4 is not one of 1 to 3"),
         ("auto/3", {"CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "4"}, "says 3 shards, CI_NODE_TOTAL says 4"),
         ("0/4", {}, "shard 0 is not one of 1 to 4"),
         ("5/4", {}, "shard 5 is not one of 1 to 4"),
         ("1/0", {}, "the count of shards must be 1 to"),
         ("half", {}, "--shard takes I/N (shard I of N, from 1), auto or auto/N; got 'half'"),
+        # numbers are ASCII digits, bounded: no traceback past Python's integer-string limit, no '²' (isdigit())
+        ("1/" + "9" * 5000, {}, "--shard I/N takes a whole number in ASCII digits; got '999"),
+        ("auto", {"CI_NODE_INDEX": "²", "CI_NODE_TOTAL": "2"}, "CI_NODE_INDEX takes a whole number in ASCII digits"),
+        ("auto", {"CI_NODE_INDEX": "9" * 5000, "CI_NODE_TOTAL": "2"}, "(5000 characters)"),
+        ("１/２", {}, "--shard I/N takes a whole number in ASCII digits; got '１'"),
+        ("auto/100001", {}, "the count of shards must be 1 to 100000, got 100001"),  # not "neither is set"
     ],
 )
 def test_a_shard_that_cannot_be_resolved_is_one_line(spec, environ, message, mgerun, tmp_path, monkeypatch):

@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from ...base.errors import UsageError
+from ...base.numbers import MAX_DIGITS, parse_float, parse_int, shown
 
 FILE = click.Path()  # a path the shell completes; what it may be is the command's own check, with its message
 
@@ -36,6 +37,33 @@ class _Output(click.Path):
         return super().convert(value, param, ctx)
 
 
+class _Int(click.types.IntParamType):
+    """A whole number in ASCII digits, at most 20 of them (``base/numbers.py``): click's own takes ``'１７'`` (17)
+    and fails late on thousands of digits."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            try:
+                return parse_int(value, "it")
+            except UsageError:
+                self.fail(f"{shown(value)} is not a valid integer (ASCII digits, at most {MAX_DIGITS})", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class _Float(click.types.FloatParamType):
+    """A number in ASCII digits (``base/numbers.py``), as :class:`_Int` is."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            try:
+                return parse_float(value, "it")
+            except UsageError:
+                self.fail(f"{shown(value)} is not a valid number (ASCII digits, e.g. 0.5 or 1e-3)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+INT = _Int()  # every integer flag
+FLOAT = _Float()  # every number flag
 OUTPUT = _Output()  # a file to write
 DIR = _Output(file_okay=False)  # a folder to write
 

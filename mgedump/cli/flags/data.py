@@ -8,8 +8,9 @@ import click
 
 from ...base.errors import UsageError
 from ...base.naming import option_name
+from ...base.numbers import parse_int
 from ...options import DataOptions
-from . import FILE, apply, given, stating
+from . import FILE, INT, apply, given, stating
 
 DATA_HELP = (
     "Test case: '#rand(MIN,MAX[,dims][,...])', '#randn(MEAN,STD)', '#const(V)', an image, .npy, .npz or .pb file, "
@@ -23,14 +24,14 @@ data_options = apply(
         click.option(
             "--seed",
             "seed",
-            type=int,
+            type=INT,
             default=None,
             help=stating("Seed of the random generators.", DataOptions, "seed"),
         ),
         click.option(
             "--repeat",
             "repeat",
-            type=int,
+            type=INT,
             default=None,
             help=stating("Repeat file data N times along axis 0 (batch).", DataOptions, "repeat"),
         ),
@@ -68,8 +69,8 @@ def parse_input_shape(text: str) -> tuple[str | None, tuple[int, ...]]:
     """
     name, sep, dims = text.rpartition(":")
     try:
-        shape = tuple(int(d) for d in dims.split(","))
-    except ValueError:
+        shape = tuple(parse_int(d, "--input-shape") for d in dims.split(","))
+    except UsageError:
         shape = ()
     if not shape or any(d < 0 or d >= 1 << 31 for d in shape):
         raise UsageError(f"--input-shape {text!r}: give NAME:d0,d1,... with whole numbers >= 0, e.g. x:1,3,224,224")

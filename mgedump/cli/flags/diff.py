@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ...options import DEFAULT_MAXERR, FLOAT16_MAXERR, DiffOptions
-from . import apply, given, path_option
+from . import FLOAT, apply, given, path_option
 from .data import data_from, data_options
 from .verify import io_dump_budget
 
@@ -17,7 +17,7 @@ diff_options_flags = apply(
         click.option(
             "--maxerr",
             "maxerr",
-            type=float,
+            type=FLOAT,
             default=None,
             help=f"AssertEqual threshold per tensor (default: {DEFAULT_MAXERR:g}; {FLOAT16_MAXERR:g} when either "
             "side holds float16).",

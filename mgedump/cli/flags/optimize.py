@@ -16,7 +16,7 @@ import click
 
 from ...base.errors import UsageError
 from ...options import CALIBRATE_METHODS, FLOAT16_MARGIN, INT8_WEIGHTS, OptimizeOptions
-from . import apply, choice_option, comma_list, given, stating
+from . import FLOAT, apply, choice_option, comma_list, given, stating
 
 QUANTIZE_TYPES = ("int8",)  # --quantize
 QUANTIZE_MODES = {"static": "int8", "dynamic": "int8-dynamic"}  # --quantize-mode: the precision mode of each
@@ -120,7 +120,7 @@ optimize_options = apply(
         click.option(
             "--float16-margin",
             "float16_margin",
-            type=float,
+            type=FLOAT,
             metavar="FRACTION",
             default=None,
             help=f"With --enable-ioc16/--enable-io16xc32: the search aims this fraction below --maxerr (default "

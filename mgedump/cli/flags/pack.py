@@ -9,7 +9,7 @@ import click
 
 from ...base.errors import UsageError
 from ...options import ERROR_STATS, PackOptions, check_maxerr
-from . import FILE, Decorator, apply, comma_list, given, path_option, stating, switch
+from . import FILE, INT, Decorator, apply, comma_list, given, path_option, stating, switch
 from .data import data_from, data_options
 from .optimize import optimize_from, optimize_options
 
@@ -85,7 +85,7 @@ pack_options_flags = apply(
         click.option(
             "--embed-io-dump",
             "embed_io_dump",
-            type=int,
+            type=INT,
             is_flag=False,
             flag_value=1,
             default=None,

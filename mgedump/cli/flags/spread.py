@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ...base.errors import UsageError
+from ...base.numbers import parse_int
 from ...options import JOBS_TIMINGS, MAX_JOBS, SpreadOptions
 from . import FILE, apply, given
 
@@ -71,6 +72,6 @@ def _jobs(value: str) -> int | str:
     if value.strip() == "auto":
         return "auto"
     try:
-        return int(value)
-    except ValueError:
+        return parse_int(value, "-j")
+    except UsageError:
         raise UsageError(f"-j takes a count from 1 to {MAX_JOBS}, or auto; got {value!r}") from None

@@ -7,11 +7,12 @@ from typing import Any
 import click
 
 from ...base.errors import UsageError
+from ...base.numbers import parse_int
 from ...model.session import SessionSettings, Setting, settings
 from ...options import VerifyOptions
 from ...report.formats import ReportFormat, formats
 from ..plugin_options import setting_flag
-from . import OUTPUT, apply, given, path_option, stating, switch, value_option
+from . import FLOAT, INT, OUTPUT, apply, given, path_option, stating, switch, value_option
 from .data import data_from, data_options
 from .pack import maxerr_option, parse_maxerr
 
@@ -40,7 +41,7 @@ def _session_param(entry: Setting) -> tuple[list[str], dict[str, Any]]:
     if entry.choices:
         attrs["type"] = click.Choice(entry.choices)
     else:
-        attrs["type"] = entry.kind
+        attrs["type"] = {int: INT, float: FLOAT}.get(entry.kind, entry.kind)  # numbers in ASCII digits
         if entry.metavar:
             attrs["metavar"] = entry.metavar
     return [setting_flag(entry), entry.name], attrs
@@ -57,7 +58,7 @@ def io_dump_budget(help: str, cls: type) -> Any:
     return click.option(
         "--io-dump-budget",
         "io_dump_budget_mb",
-        type=int,
+        type=INT,
         metavar="MB",
         default=None,
         help=stating(help, cls, "io_dump_budget_mb"),
@@ -73,19 +74,19 @@ verify_options_flags = apply(
         click.option("--silent", "silent", is_flag=True, default=None, help="Print failures only."),
         click.option("--no-assert", "no_assert", is_flag=True, default=None, help="Run and time only; check nothing."),
         click.option(
-            "--iter", "iters", type=int, default=None, help=stating("Timed runs per test case.", VerifyOptions, "iters")
+            "--iter", "iters", type=INT, default=None, help=stating("Timed runs per test case.", VerifyOptions, "iters")
         ),
         click.option(
             "--warmup-iter",
             "warmup",
-            type=int,
+            type=INT,
             default=None,
             help=stating("Untimed runs before timing.", VerifyOptions, "warmup"),
         ),
         click.option(
             "--duration",
             "duration_s",
-            type=float,
+            type=FLOAT,
             metavar="SECONDS",
             default=None,
             help="Time each test case for at least SECONDS (and at least --iter runs).",
@@ -93,7 +94,7 @@ verify_options_flags = apply(
         click.option(
             "--concurrency",
             "concurrency",
-            type=int,
+            type=INT,
             metavar="N",
             default=None,
             help=stating(
@@ -142,7 +143,7 @@ verify_options_flags = apply(
         click.option(
             "--fitting-budget",
             "fitting_budget_s",
-            type=float,
+            type=FLOAT,
             metavar="SECONDS",
             default=None,
             help=stating("With --fitting: the seconds the whole search may take.", VerifyOptions, "fitting_budget_s"),
@@ -194,8 +195,8 @@ def parse_sweep(value: str) -> tuple[int, ...]:
         UsageError: not a comma-separated list of whole numbers.
     """
     try:
-        return tuple(int(part) for part in value.split(","))
-    except ValueError:
+        return tuple(parse_int(part, "--repeat-sweep") for part in value.split(","))
+    except UsageError:
         raise UsageError(
             f"--repeat-sweep {value!r} is not a comma-separated list of batch sizes, e.g. 1,2,4,8"
         ) from None

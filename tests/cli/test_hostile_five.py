@@ -1,0 +1,226 @@
+"""Hostile input, fifth round: numbers, files that are not files, outputs onto inputs, workers started from a
+folder holding Python files. Each test replays one break, in its own temporary folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mgedump.base.errors import UsageError
+from mgedump.base.numbers import MAX_DIGITS, parse_float, parse_int, parse_version
+from tests.support import SAMPLES, pack_two_variants, rewrite_bundle, run_ok
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("five") / "cnn.mgetest"
+    run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-o", out, "-q")
+    return out
+
+
+def one_line(result, needle: str) -> str:
+    assert result.code == 2, (result.out, result.err)
+    assert "Traceback" not in result.err + result.out
+    [line] = result.err.strip().splitlines()
+    assert needle in line, line
+    return line
+
+
+# ---------------------------------------------------------------- one number parser
+
+
+@pytest.mark.parametrize(
+    "text", ["１７", "²", "1" * (MAX_DIGITS + 1), "9" * 5000, "0x10", "1_000", "", " ", "+", "1.5", "٣"]
+)
+def test_a_number_is_ascii_digits_of_bounded_length(text):
+    with pytest.raises(UsageError, match="--iter takes a whole number in ASCII digits"):
+        parse_int(text, "--iter")
+
+
+def test_numbers_that_are_numbers_are_read():
+    assert parse_int(" 17\n", "n") == 17 and parse_int("-3", "n") == -3
+    assert parse_int("9" * MAX_DIGITS, "n") == int("9" * MAX_DIGITS)
+    assert parse_float("1e-3", "x") == 1e-3 and parse_float(".5", "x") == 0.5 and parse_float("inf", "x") > 1e308
+    assert parse_version("1.17.3", "v") == (1, 17, 3) and parse_version("1.17", "v") == (1, 17)
+    with pytest.raises(UsageError, match="at most 4"):
+        parse_int("5", "n", highest=4)
+    for bad in ("１.５", "1e" + "9" * 60, "0x1p3", "1,5"):
+        with pytest.raises(UsageError):
+            parse_float(bad, "x")
+    for bad in ("１.１７", "1", "1.17.3.4", "1.x", "1." + "7" * 30):
+        with pytest.raises(UsageError):
+            parse_version(bad, "v")
+
+
+def test_full_width_digits_in_a_flag_are_refused_not_read(bundle, mgerun):
+    # click's own int type reads '５' as 5
+    one_line(mgerun(bundle, "--iter", "５"), "'５' is not a valid integer (ASCII digits")
+    one_line(mgerun(bundle, "--iter", "9" * 5000), "is not a valid integer")
+
+
+def test_a_target_runtime_in_full_width_digits_is_refused_at_pack_time(tmp_path, mgedump):
+    # it was packed (exit 0), and mgerun then refused the bundle as malformed
+    out = tmp_path / "t.mgetest"
+    one_line(
+        mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--target-runtime", "１.１７", "-o", out),
+        "give onnxruntime's version as MAJOR.MINOR in ASCII digits",
+    )
+    assert not out.exists()
+
+
+def test_a_target_runtime_with_a_patch_says_what_it_packs_for(tmp_path, mgedump):
+    out = tmp_path / "t.mgetest"
+    result = mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--target-runtime", "1.17.3", "-o", out)
+    assert result.code == 0, result.err
+    assert "--target-runtime 1.17.3: packing for onnxruntime 1.17" in result.err
+
+
+def test_a_spec_number_of_thousands_of_digits_is_one_line(tmp_path, mgedump):
+    one_line(mgedump(SAMPLES / "cnn.onnx", "-d", f"#rand(0,{'9' * 5000})", "-o", tmp_path / "o"), "bad parameter")
+
+
+# ---------------------------------------------------------------- files a command reads that are not files
+
+
+def _node(tmp_path: Path, kind: str) -> Path:
+    path = tmp_path / f"{kind}.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.mknod(path, 0o600 | 0o020000, os.makedev(1, 5))  # the numbers of /dev/zero, made in the test's folder
+    return path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+@pytest.mark.parametrize(
+    "flags", [["--config"], ["--shard", "1/2", "--shard-durations"], ["--merge"]], ids=["config", "durations", "merge"]
+)
+def test_a_fifo_or_device_given_as_a_json_input_is_refused_without_reading(flags, kind, bundle, tmp_path):
+    if kind == "zero" and os.geteuid() != 0:
+        pytest.skip("making a device node needs root")
+    node = _node(tmp_path, kind)
+    args = [*flags, node] if flags != ["--merge"] else ["--merge", node]
+    if flags != ["--merge"]:
+        args = [bundle, *args]
+    result = subprocess.run(
+        [BIN / "mgerun", *map(str, args)], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )  # a hang fails here, by the timeout
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert ("a FIFO, not a regular file" if kind == "fifo" else "a character device, not a regular file") in line
+
+
+# ---------------------------------------------------------------- outputs onto inputs
+
+
+def test_the_durations_report_is_never_the_report_written(bundle, tmp_path, mgerun):
+    durations = tmp_path / "dur.json"
+    run_ok("mgerun", bundle, "--iter", "1", "-q", "--report-json", durations)
+    before = durations.read_bytes()
+    result = mgerun(bundle, "--shard", "1/1", "--shard-durations", durations, "--report-json", durations)
+    one_line(result, "is the input")
+    assert durations.read_bytes() == before
+
+
+def test_a_fitting_choice_on_stdout_is_alone_there(tmp_path, mgerun):
+    variants = tmp_path / "v.mgetest"
+    pack_two_variants(variants)
+    result = mgerun(variants, "--fitting", "--fitting-budget", "1", "--iter", "1", "--fitting-out", "-")
+    assert result.code == 0, result.err
+    choice = json.loads(result.out)  # nothing but the choice: --config reads it back
+    assert choice["format"] and "fitting: chose" in result.err
+    config = tmp_path / "c.json"
+    config.write_text(result.out, encoding="utf-8")
+    assert mgerun(variants, "--config", config, "--iter", "1").code == 0
+
+
+# ---------------------------------------------------------------- workers start isolated
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="PYTHONSAFEPATH came with Python 3.11")
+def test_workers_do_not_run_python_files_of_the_current_folder(bundle, tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.mgetest").write_bytes(bundle.read_bytes())
+    ran = tmp_path / "ran.txt"
+    for module in ("selectors", "struct", "signal"):  # what a spawned worker and the resource tracker import first
+        (tmp_path / f"{module}.py").write_text(f"open({str(ran)!r}, 'a').write('{module}\\n')\n", encoding="utf-8")
+    result = subprocess.run(
+        [BIN / "mgerun", "a.mgetest", "b.mgetest", "-j", "2", "--silent"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert not ran.exists(), ran.read_text()
+
+
+# ---------------------------------------------------------------- claims tied to what the bundle holds
+
+
+def test_a_model_hash_that_is_not_its_members_is_refused(bundle, tmp_path, mgerun):
+    def zero(names, manifest, members):
+        manifest["model"]["sha256"] = "0" * 64  # an io dump would record it as the model that ran
+
+    lying = rewrite_bundle(bundle, tmp_path / "zero.mgetest", zero)
+    one_line(mgerun(lying), "model.sha256 is not the sha256 the members list gives 'model.onnx'")
+
+
+def test_a_variant_runs_only_its_own_members(tmp_path, mgerun):
+    variants = tmp_path / "v.mgetest"
+    pack_two_variants(variants)
+
+    def swap(names, manifest, members):
+        fp32, ioc16 = manifest["variants"]
+        fp32["model"], ioc16["model"] = ioc16["model"], fp32["model"]  # fp32 would run ioc16's model
+
+    swapped = rewrite_bundle(variants, tmp_path / "swapped.mgetest", swap)
+    one_line(
+        mgerun(swapped), "variants[0].model.member: 'variants/ioc16/model.onnx', expected 'variants/fp32/model.onnx'"
+    )
+
+
+# ---------------------------------------------------------------- every way out: no worker left, no file left
+
+
+def _worker_pids(parent: int) -> list[int]:
+    """The parent's worker processes (not multiprocessing's resource tracker, which ends when the parent does)."""
+    children = Path(f"/proc/{parent}/task/{parent}/children")
+    pids = [int(p) for p in children.read_text().split()] if children.exists() else []
+    return [p for p in pids if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+
+@pytest.mark.parametrize("signum, code", [(15, 143), (2, 130), (1, 129)], ids=["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_signal_during_jobs_leaves_no_worker_and_no_file(signum, code, bundle, tmp_path):
+    zoo, scratch = tmp_path / "zoo", tmp_path / "tmp"
+    zoo.mkdir(), scratch.mkdir()
+    for k in range(60):
+        (zoo / f"b{k}.mgetest").write_bytes(bundle.read_bytes())
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    child = subprocess.Popen(
+        [BIN / "mgerun", zoo, "-j", "2", "--silent"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(scratch.glob("mgerun-jobs-*/worker-*.tmp/mgerun-*")):  # a worker is inside a bundle
+            assert child.poll() is None and time.monotonic() < deadline, "the run ended before a worker started"
+            time.sleep(0.02)
+        workers = _worker_pids(child.pid)
+        assert workers
+        os.kill(workers[0], 19)  # SIGSTOP: a stopped worker must not keep its parent, nor outlive it
+        child.send_signal(signum)
+        _, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == code, err
+    assert list(scratch.iterdir()) == []  # the workers' model copies went with the parent's folder
+    for pid in workers:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
