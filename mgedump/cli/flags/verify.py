@@ -12,7 +12,7 @@ from ...model.session import SessionSettings, Setting, settings
 from ...options import VerifyOptions
 from ...report.formats import ReportFormat, formats
 from ..plugin_options import setting_flag
-from . import FLOAT, INT, OUTPUT, apply, given, path_option, stating, switch, value_option
+from . import FLOAT, INT, OUTPUT, apply, given, path_option, stated_number, stating, switch, value_option
 from .data import data_from, data_options
 from .pack import maxerr_option, parse_maxerr
 
@@ -73,16 +73,8 @@ verify_options_flags = apply(
         ),
         click.option("--silent", "silent", is_flag=True, default=None, help="Print failures only."),
         click.option("--no-assert", "no_assert", is_flag=True, default=None, help="Run and time only; check nothing."),
-        click.option(
-            "--iter", "iters", type=INT, default=None, help=stating("Timed runs per test case.", VerifyOptions, "iters")
-        ),
-        click.option(
-            "--warmup-iter",
-            "warmup",
-            type=INT,
-            default=None,
-            help=stating("Untimed runs before timing.", VerifyOptions, "warmup"),
-        ),
+        stated_number("--iter", "iters", "Timed runs per test case.", VerifyOptions),
+        stated_number("--warmup-iter", "warmup", "Untimed runs before timing.", VerifyOptions),
         click.option(
             "--duration",
             "duration_s",
