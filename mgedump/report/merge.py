@@ -2,13 +2,15 @@
 checked every bundle.
 
 The merged report holds every bundle of every report, ordered by its path (the order one call over the folder
-gives), with the same names, test cases and verdicts; its exit code is the worst; ``parts`` lists each report
+gives), with the same names, test cases and verdicts; its exit code is the worst of the reports' and of the
+bundles' verdicts (a bundle with a failed test case fails, whatever its own exit code says); ``parts`` lists each report
 merged (its file, shard, jobs, exit code and environment), and each bundle's ``part`` says which one ran it, so
 JUnit's ``hostname`` and every page say where each bundle ran.
 
 Refused, naming the reports: reports of different versions (mgedump or onnxruntime), a bundle in two reports,
-shards of different runs (another count of shards, of bundles, or another way of balancing), a shard given twice
-or missing, sharded and unsharded reports together, and a report that is itself merged.
+shards of different runs (another count of shards, of bundles, or another way of balancing), shards whose bundles
+do not add up to the count their paths hold (balanced by different duration reports), a shard given twice or
+missing, sharded and unsharded reports together, and a report that is itself merged.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..base.errors import UsageError
+from ..base.errors import EXIT_FAILED, UsageError
 from ..base.naming import option_name
+from .bundles import BundleRecord
 from .schema import RunReport
 
 MAX_SHARDS = 100_000  # --shard I/N takes no more
@@ -50,16 +53,28 @@ def merge(reports: Sequence[tuple[str, RunReport]]) -> RunReport:
                 raise MergeError(f"bundle {bundle.name!r} is in {seen[bundle.name]} and in {path}: checked twice")
             seen[bundle.name] = path
             bundle.part = index
+            bundle.exit_code = verdict_of(bundle)
             bundles.append(bundle)
         parts.append(_part(path, report))
     bundles.sort(key=lambda bundle: re.split(r"[\\/]", bundle.source))  # stable: variants keep their order
     return RunReport(
         bundles=bundles,
-        exit_code=max(report.exit_code for _, report in reports),
+        # from the verdicts, and never better than a report says of itself
+        exit_code=max([report.exit_code for _, report in reports] + [bundle.exit_code for bundle in bundles]),
         peak_rss_mib=max((r.peak_rss_mib for _, r in reports if r.peak_rss_mib is not None), default=None),
         environment=reports[0][1].environment,
         parts=parts,
     )
+
+
+def verdict_of(bundle: BundleRecord) -> int:
+    """A bundle's exit code as its verdicts give it: a failed output or test case fails the bundle whatever its own
+    ``exit_code`` says (a report edited by hand, or written by another verifier, cannot pass a failure)."""
+    failed = any(
+        not case.passed or case.error is not None or any(not out.passed for out in case.outputs)
+        for case in bundle.test_cases
+    )
+    return max(bundle.exit_code, EXIT_FAILED if failed else 0)
 
 
 def _part(path: str, report: RunReport) -> dict[str, Any]:
@@ -118,10 +133,22 @@ def _check_shards(reports: Sequence[tuple[str, RunReport]]) -> list[tuple[str, R
         if index in by_index:
             raise MergeError(f"shard {index} of {first.shard['total']} is in {by_index[index]} and in {path}")
         by_index[index] = path
+    for path, report in sharded:  # a shard's count of bundles is the bundles its report holds
+        assert report.shard is not None
+        held = len({bundle.source for bundle in report.bundles})
+        if held != report.shard["bundles"]:
+            raise MergeError(f"{path} says its shard checked {report.shard['bundles']} bundle(s), and holds {held}")
     missing = [str(i) for i in range(1, first.shard["total"] + 1) if i not in by_index]
     if missing:
         raise MergeError(
             f"shard(s) {', '.join(missing)} of {first.shard['total']} missing: merge the report of every shard",
             hint="a shard whose job failed before it wrote its report has to run again",
+        )
+    checked = sum(report.shard["bundles"] for _, report in sharded if report.shard)
+    if checked != first.shard["of"]:
+        raise MergeError(
+            f"the shards checked {checked} bundle(s) of the {first.shard['of']} their paths hold: they did not share "
+            "them out alike",
+            hint=f"every shard must be given the same {option_name('shard_durations')} report (or none)",
         )
     return sorted(sharded, key=lambda item: item[1].shard["index"] if item[1].shard else 0)

@@ -224,3 +224,108 @@ def test_a_signal_during_jobs_leaves_no_worker_and_no_file(signum, code, bundle,
     assert list(scratch.iterdir()) == []  # the workers' model copies went with the parent's folder
     for pid in workers:
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+
+
+# ---------------------------------------------------------------- the merge gate takes its verdicts from the verdicts
+
+
+@pytest.fixture(scope="module")
+def two_shards(tmp_path_factory, bundle) -> tuple[Path, Path]:
+    """A zoo of 6 bundles and the reports of its 2 shards by the hash."""
+    root = tmp_path_factory.mktemp("zoo6")
+    for k in range(6):
+        (root / f"b{k}.mgetest").write_bytes(bundle.read_bytes())
+    reports = tmp_path_factory.mktemp("shards")
+    for index in (1, 2):
+        run_ok("mgerun", root, "--shard", f"{index}/2", "--iter", "1", "-q", "--report-json", reports / f"{index}.json")
+    return reports / "1.json", reports / "2.json"
+
+
+def _edited(path: Path, out: Path, edit) -> Path:
+    document = json.loads(path.read_text(encoding="utf-8"))
+    edit(document)
+    out.write_text(json.dumps(document), encoding="utf-8")
+    return out
+
+
+def test_shards_that_do_not_add_up_to_their_count_are_refused(two_shards, tmp_path, mgerun):
+    one, two = two_shards
+
+    def lose_one(document):  # balanced by another durations report: this shard checked one bundle fewer
+        document["bundles"].pop()
+        document["shard"]["bundles"] -= 1
+
+    short = _edited(two, tmp_path / "short.json", lose_one)
+    result = mgerun("--merge", one, short, "--junit-xml", tmp_path / "m.xml")
+    one_line(result, "the shards checked 5 bundle(s) of the 6 their paths hold")
+    assert not (tmp_path / "m.xml").exists()
+
+    def lie(document):
+        document["bundles"].pop()
+
+    one_line(mgerun("--merge", one, _edited(two, tmp_path / "lie.json", lie)), "says its shard checked")
+
+
+def test_a_bundle_that_says_failed_fails_the_merge(two_shards, tmp_path, mgerun):
+    one, two = two_shards
+
+    def failed(document):  # the bundle says 1, the report says 0
+        document["bundles"][0]["exit_code"], document["bundles"][0]["passed"] = 1, False
+
+    result = mgerun("--merge", one, _edited(two, tmp_path / "f.json", failed))
+    assert result.code == 1 and "1 failed" in result.out, result.out
+
+
+def test_a_failed_test_case_fails_its_bundle_whatever_the_bundle_says(two_shards, tmp_path, mgerun):
+    one, two = two_shards
+
+    def case_failed(document):  # the bundle and the report say 0; one of its test cases failed
+        document["bundles"][0]["test_cases"][0]["passed"] = False
+
+    junit = tmp_path / "m.xml"
+    result = mgerun("--merge", one, _edited(two, tmp_path / "c.json", case_failed), "--junit-xml", junit)
+    assert result.code == 1, result.out
+    assert "<failure" in junit.read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- fitting proves before it chooses
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("variants") / "v.mgetest"
+    pack_two_variants(out)
+    return out
+
+
+def test_fitting_with_no_assert_is_refused(variants, mgerun, tmp_path):
+    result = mgerun(variants, "--fitting", "--no-assert", "--fitting-out", tmp_path / "c.json")
+    one_line(result, "--fitting chooses among variants proven on the test cases; --no-assert checks none")
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_fitting_a_bundle_without_expected_outputs_is_refused(variants, mgerun, tmp_path):
+    def unasserted(names, manifest, members):  # as if packed with --no-assert, which --variants refuses
+        manifest["assertion"]["enabled"] = False
+        outputs = {m for case in manifest["test_cases"] for m in case["outputs"]}
+        for case in manifest["test_cases"]:
+            case["outputs"] = []
+        manifest["members"] = [entry for entry in manifest["members"] if entry["name"] not in outputs]
+        return [name for name in names if name not in outputs]
+
+    bare = rewrite_bundle(variants, tmp_path / "bare.mgetest", unasserted)
+    result = mgerun(bare, "--fitting", "--fitting-budget", "1", "--fitting-out", tmp_path / "c.json")
+    one_line(result, "holds no expected outputs")
+    assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "seq(tensor(float))"])  # fitting fed float64; a TypeError
+def test_a_variant_whose_record_is_not_its_model_is_refused(dtype, variants, mgerun, tmp_path):
+    def lie(names, manifest, members):
+        for variant in manifest["variants"]:
+            for info in variant["inputs"]:
+                info["dtype"], info["shape"] = dtype, info["shape"] if dtype == "float64" else None
+
+    lying = rewrite_bundle(variants, tmp_path / "lie.mgetest", lie)
+    for args in (["--variant", "fp32"], ["--fitting", "--fitting-budget", "1"]):
+        one_line(mgerun(lying, *args), f"the manifest says input 'data' is {dtype}; the model's is 'data', float32")
