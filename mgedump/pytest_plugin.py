@@ -82,15 +82,18 @@ def _state(config: pytest.Config) -> dict[str, Any]:
 def _options(config: pytest.Config) -> Any:
     state = _state(config)
     if state["options"] is None:
-        from .cli.flags.pack import parse_maxerr
+        from .base.bounds import parse_bounds
+        from .base.naming import spoken_as
+        from .cli.flags.spelling import speller
+        from .cli.mgerun import mgerun_command
         from .model.session import SessionSettings, settings
         from .options import VerifyOptions
 
-        maxerr, per_output = parse_maxerr(tuple(config.getoption("mgetest_maxerr") or ()))
+        with spoken_as(speller(mgerun_command)):  # a bad bound is named as mgerun names it: its options are mgerun's
+            bounds = parse_bounds(tuple(config.getoption("mgetest_maxerr") or ()))
         given = {entry.name: config.getoption(f"mgetest_{entry.name}", None) for entry in settings()}
         state["options"] = VerifyOptions(
-            maxerr=maxerr,
-            output_maxerr=per_output,
+            bounds=bounds,
             session=SessionSettings.given(given),
             iters=config.getoption("mgetest_iter"),
             warmup=config.getoption("mgetest_warmup_iter"),

@@ -39,7 +39,7 @@ def print_packed(output: str, result: Any) -> None:
     say(
         f"mgedump: wrote {output}: {result.test_cases} test case(s), "
         f"{len(manifest.inputs)} input(s), {len(manifest.outputs)} output(s), "
-        + (f"maxerr {assertion.maxerr:g}" if assertion.enabled else "no assertions"),
+        + (f"maxerr {assertion.bounds.default.maxerr:g}" if assertion.enabled else "no assertions"),
         err=True,
     )
     if manifest.optimizations:

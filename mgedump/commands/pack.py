@@ -260,15 +260,12 @@ def _optimize(name: str, optimize: OptimizeOptions, given: Given, target: str) -
         target,
         optimize,
         test_inputs=[dict(case.inputs) for case in given.cases],
-        maxerr=options.maxerr,
-        output_maxerr=dict(options.output_maxerr),
+        bounds=options.bounds,
         calibration=[dict(case.inputs) for case in given.calibration] if calibrated else [],
         calibration_specs=[
             f"{option_name('calibrate')} {c}" if isinstance(c, str) else f"{option_name('calibrate')} (arrays)"
             for c in options.calibrate
         ],
-        error_stat=options.error_stat,
-        output_error_stat=dict(options.output_error_stat),
     )
     session = open_session(result.path, label="the optimised model")
     return Variant(name, Opened(result.path, session, *model_io(session)), result, notes=list(result.notes))
@@ -321,7 +318,7 @@ def _prove(
         stored,
         variant.opened.outputs,
         options,
-        lambda k: explain(given.path, variant.path, stored[k], options.tightest, tmp),
+        lambda k: explain(given.path, variant.path, stored[k], options.bounds.tightest(), tmp),
         given.inputs if cast else None,
         variant.opened.inputs if cast else None,
     )
@@ -416,14 +413,7 @@ def _open_given(model_path: str, stage: Stage) -> Opened:
 def _build_cases(opened: Opened, data: TestData, options: PackOptions, stage: Stage) -> list[TestCase]:
     """Every test case's inputs, for the model as given."""
     stage(f"building {len(data.cases)} test case(s)")
-    names = [info.name for info in opened.outputs]
-    for kind, given in (("output_maxerr", options.output_maxerr), ("output_error_stat", options.output_error_stat)):
-        for name, _ in given:
-            if name not in names:
-                raise UsageError(
-                    f"{option_name(kind, name)} names no output of the model "
-                    f"(its outputs: {', '.join(map(repr, names))})"
-                )
+    options.bounds.check_outputs([info.name for info in opened.outputs])
     cases = data.build(opened.inputs, options.data)
     if options.embed_io_dump > len(cases):
         raise UsageError(

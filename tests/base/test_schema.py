@@ -109,7 +109,7 @@ def test_the_reader_is_open_only_where_it_says():
 
 
 def test_the_error_statistics_are_those_the_options_take():
-    from mgedump.options import ERROR_STATS
+    from mgedump.base.bounds import ERROR_STATS
 
     assert published_schema()["$defs"]["errorStat"]["enum"] == list(ERROR_STATS)
 

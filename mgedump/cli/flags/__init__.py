@@ -9,8 +9,8 @@ command and turns what the user gave into the library's plain values (:mod:`mged
 A click parameter is named after the library keyword it sets (``--iter`` sets ``iters``) and defaults to ``None``,
 "not given": the dataclass's own default then applies, and ``--help`` states it from there. The group that
 declared a parameter takes it out of the command's keyword arguments, so a flag can be followed by reading code:
-``--maxerr`` is ``parse_maxerr(values.pop("maxerr"))`` in :func:`.pack.pack_options`, which makes
-``PackOptions(maxerr=..., output_maxerr=...)`` for :func:`mgedump.pack`.
+``--maxerr`` is ``parse_bounds(values.pop("maxerr"), ...)`` in :func:`.pack.pack_options`, which makes
+``PackOptions(bounds=...)`` for :func:`mgedump.pack`.
 """
 
 from __future__ import annotations

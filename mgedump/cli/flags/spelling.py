@@ -34,6 +34,7 @@ def speller(command: click.Command) -> Speller:
             flags.setdefault(param.name, (short or param.opts)[0])
     flags.setdefault("output_maxerr", flags.get("maxerr", "--maxerr"))
     flags.setdefault("output_error_stat", flags.get("error_stat", "--error-stat"))
+    flags.setdefault("bounds", flags.get("maxerr", "--maxerr"))  # the options' field that --maxerr sets
 
     def spell(name: str, value: Any = NO_VALUE) -> str:
         if name == "precision" and value is not NO_VALUE:

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ...base.bounds import parse_bounds
 from ...base.errors import UsageError
 from ...base.numbers import parse_int
 from ...model.session import SessionSettings, Setting, settings
@@ -14,7 +15,7 @@ from ...report.formats import ReportFormat, formats
 from ..plugin_options import setting_flag
 from . import FLOAT, INT, OUTPUT, apply, given, path_option, stated_number, stating, switch, value_option
 from .data import data_from, data_options
-from .pack import maxerr_option, parse_maxerr
+from .pack import maxerr_option
 
 NAMES = (
     "silent",
@@ -197,7 +198,7 @@ def parse_sweep(value: str) -> tuple[int, ...]:
 def verify_options(values: dict[str, Any]) -> tuple[VerifyOptions, list[str]]:
     """How the flags ask ``mgerun`` to verify, and the data flags given (they apply to a plain model only)."""
     cases, data, data_flags = data_from(values)
-    maxerr, per_output = parse_maxerr(values.pop("maxerr", None) or ())
+    bounds = parse_bounds(values.pop("maxerr", None) or ())
     sweep = values.pop("repeat_sweep", None)
     chosen = given(values, NAMES)
     reports = given(values, [entry.option for entry in formats()])
@@ -206,8 +207,7 @@ def verify_options(values: dict[str, Any]) -> tuple[VerifyOptions, list[str]]:
         session=session,
         cases=cases,
         data=data,
-        maxerr=maxerr,
-        output_maxerr=per_output,
+        bounds=bounds,
         repeat_sweep=parse_sweep(sweep) if sweep is not None else (),
         reports=reports,
         **chosen,

@@ -44,12 +44,12 @@ def float16_maker(mode: str, after: Callable[[str, Any, Job], list[str]] | None 
             staged,
             mode,
             job.test_inputs,
-            maxerr=job.tightest,
+            maxerr=job.bounds.tightest(),
             fp32_nodes=options.fp32_nodes,
             scratch=job.scratch,
             keep_io=options.keep_io_types,
             margin=options.float16_margin,
-            error_stats={output.name: job.stat_of(output.name) for output in model.graph.output},
+            error_stats={output.name: job.bounds.of(output.name).stat for output in model.graph.output},
         )
         notes = [*found.notes, cast_note(found.model, mode), *(after(staged, found, job) if after else [])]
         return Made(found.model, found.to_json(), notes)

@@ -32,23 +32,16 @@ def int8_maker(quantize_mode: str) -> Callable[[Job], Made]:
         names = [o.name for o in given.get_outputs()]
         expected = [given.run(names, dict(feeds)) for feeds in job.test_inputs]
         options = job.options
+        passed_on = ("test_inputs", "bounds", "calibration", "calibration_specs", "scratch", "external")
         found = quantize_int8(
             staged,
             os.path.join(job.scratch, "int8.onnx"),
-            test_inputs=job.test_inputs,
             expected=expected,
-            maxerr=job.maxerr,
-            output_maxerr=job.output_maxerr,
-            error_stat=job.error_stat,
-            output_error_stat=job.output_error_stat,
-            calibration=job.calibration,
-            calibration_specs=job.calibration_specs,
             mode=quantize_mode,
             method=options.calibrate_method,
             per_channel=options.int8_weights == "per-channel",
             fp32_nodes=options.fp32_nodes,
-            scratch=job.scratch,
-            external=job.external,
+            **{name: getattr(job, name) for name in passed_on},  # the job's own, as the quantizer names them too
         )
         return Made(onnx.load(found.path), found.to_json(), list(found.notes))
 
