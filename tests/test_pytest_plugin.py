@@ -12,23 +12,27 @@ from pathlib import Path
 import pytest
 
 from tests.report.test_junit import XSD, xsd_problems
-from tests.support import SAMPLES, run_ok
+from tests.shared import copy_of, made_once
+from tests.support import packed_once
 from tests.zoo import failing_bundle, kill_busy_worker, slow_bundle, small_bundle, two_case_bundle
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory) -> Path:
-    """zoo/samples/{cnn,gray}.mgetest, zoo/variants/cnn.mgetest (fp32 and ioc16), zoo/bad/{fails,junk}.mgetest."""
-    root = tmp_path_factory.mktemp("plugin")
-    zoo = root / "zoo"
-    two_case_bundle(zoo / "samples")
-    small_bundle(zoo / "samples")
-    (zoo / "variants").mkdir()
-    run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--variants", "fp32,ioc16", "--maxerr", "0.05",
-           "-o", zoo / "variants" / "cnn.mgetest", "-q")  # fmt: skip
-    failing_bundle(zoo / "samples" / "gray.mgetest", zoo / "bad" / "fails.mgetest")
-    (zoo / "bad" / "junk.mgetest").write_text("not a bundle\n")
-    return zoo
+def zoo() -> Path:
+    """zoo/samples/{cnn,gray}.mgetest, zoo/variants/cnn.mgetest (fp32 and ioc16), zoo/bad/{fails,junk}.mgetest (made
+    once per test run: read only; pytest runs in the folder that holds zoo/, writing there nothing but what its
+    arguments name)."""
+
+    def make(root: Path) -> None:
+        zoo = root / "zoo"
+        two_case_bundle(zoo / "samples")
+        small_bundle(zoo / "samples")
+        copy_of(packed_once("cnn.onnx", "-d", "#rand(0,1)", "--variants", "fp32,ioc16", "--maxerr", "0.05"),
+                zoo / "variants" / "cnn.mgetest")  # fmt: skip
+        failing_bundle(zoo / "samples" / "gray.mgetest", zoo / "bad" / "fails.mgetest")
+        (zoo / "bad" / "junk.mgetest").write_text("not a bundle\n")
+
+    return made_once("the pytest plugin's zoo", make) / "zoo"
 
 
 def pytest_run(cwd: Path, *args, timeout: int = 300) -> subprocess.CompletedProcess:
