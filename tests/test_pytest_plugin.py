@@ -176,3 +176,20 @@ def test_the_core_never_imports_pytest():
 def test_in_process_runs_the_bundles_in_pytests_process(zoo):
     done = pytest_run(zoo.parent, "--mgetest", "zoo/samples", "--mgetest-in-process", "-p", "no:cacheprovider")
     assert done.returncode == 0 and "3 passed" in done.stdout.splitlines()[-1], done.stdout[-1000:]
+
+
+def test_the_plugins_options_that_mirror_mgerun_name_its_flags():
+    """Each --mgetest-X that says "As mgerun --X." is mgerun's --X, and mgerun has that flag."""
+    import click
+
+    from mgedump.cli import mgerun_command
+    from mgedump.cli.plugin_options import plugin_options
+
+    ctx = click.Context(mgerun_command, **mgerun_command.context_settings)
+    flags = {flag for param in mgerun_command.get_params(ctx) for flag in param.opts}
+    mirrored = [o for o in plugin_options() if str(o.settings.get("help", "")).startswith("As mgerun ")]
+    assert len(mirrored) >= 5
+    for option in mirrored:
+        flag = option.settings["help"].removeprefix("As mgerun ").removesuffix(".")
+        assert flag in flags and option.flag == "--mgetest-" + flag[2:], option
+    assert {"--iter", "--warmup-iter"} <= flags

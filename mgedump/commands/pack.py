@@ -58,8 +58,9 @@ class PackResult:
 
 
 @dataclass(frozen=True)
-class Made:
-    """What the packing steps made, for the writing step."""
+class BundleContents:
+    """What the packing steps made for the writing step: the variants, the stored test cases and inputs, the variants
+    left out, the notes."""
 
     variants: list[Variant]
     stored: list[StoredCase]
@@ -187,7 +188,7 @@ class Given:
     tmp: str
 
 
-def _make(names: Sequence[str], given: Given) -> Made:
+def _make(names: Sequence[str], given: Given) -> BundleContents:
     """Make the one model (a version-1 bundle: its test cases stored in its dtypes), or every variant (version 2:
     the test cases once, in the dtypes of the model as given), each proved."""
     opened, options, stage = given.opened, given.options, given.stage
@@ -199,7 +200,7 @@ def _make(names: Sequence[str], given: Given) -> Made:
         if variant.result is not None:
             _prove(opened, variant, stored, options, given.tmp, stage)
         lines = variant.result.lines() if variant.result else []
-        return Made([variant], stored, variant.opened, [], [*lines, *variant.notes])
+        return BundleContents([variant], stored, variant.opened, [], [*lines, *variant.notes])
     stored = expected_outputs(opened, given.cases, opened, True, stage, options.nonfinite_ok)
     variants, left_out = [], []
     for name in names:
@@ -216,7 +217,7 @@ def _make(names: Sequence[str], given: Given) -> Made:
     if not variants:
         reasons = "; ".join(f"{e['name']}: {e['reason']}" for e in left_out)
         raise OptimizeError(f"no variant meets {option_name('maxerr')}: {reasons}")
-    return Made(variants, stored, opened, left_out, _variant_lines(variants, left_out))
+    return BundleContents(variants, stored, opened, left_out, _variant_lines(variants, left_out))
 
 
 def _variant_lines(variants: Sequence[Variant], left_out: Sequence[dict[str, str]]) -> list[str]:

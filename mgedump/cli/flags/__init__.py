@@ -81,6 +81,11 @@ def stating(help: str, cls: type, name: str) -> str:
     return f"{help}  [default: {default(cls, name)}]"
 
 
+def stated_number(flag: str, name: str, help: str, cls: type, kind: Any = None) -> Decorator:
+    """A flag that takes a number (whole, unless ``kind`` says) and states the dataclass's default in ``--help``."""
+    return click.option(flag, name, type=kind or INT, default=None, help=stating(help, cls, name))
+
+
 def given(values: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
     """Take these parameters out of a command's keyword arguments; return the ones the user gave."""
     taken = {name: values.pop(name, None) for name in names}
