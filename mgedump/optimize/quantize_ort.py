@@ -107,7 +107,7 @@ class Quantizer:
         Raises:
             ModelError: onnxruntime's quantizer fails on the model.
         """
-        from onnxruntime import quantization as q  # type: ignore[import-untyped]
+        from onnxruntime import quantization as q
 
         self.count += 1
         out = os.path.join(self.scratch, f"int8-{self.count}.onnx")
@@ -211,7 +211,7 @@ def integer_ops(model: Any) -> dict[str, int]:
 
 
 def _calibration_method(method: str) -> Any:
-    from onnxruntime.quantization import CalibrationMethod  # type: ignore[import-untyped]
+    from onnxruntime.quantization import CalibrationMethod
 
     return {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy}.get(
         method, CalibrationMethod.Percentile
