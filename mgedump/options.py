@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, InitVar, dataclass, field, is_dataclass
+from dataclasses import KW_ONLY, InitVar, dataclass, field, fields, is_dataclass
 from typing import Any
 
 from .base.bounds import Bounds, OutputBounds, OutputStats, check_maxerr
@@ -34,6 +34,7 @@ IO_DUMP_BUDGET_MB = 1024  # MiB of exposed tensors one run may hold (docs/io-dum
 CALIBRATE_METHODS = ("minmax", "entropy", "percentile")  # onnxruntime's calibrators; minmax measured best (docs)
 INT8_WEIGHTS = ("per-channel", "per-tensor")
 MAX_DURATION_S = 86400
+REPORT = {"report": True}  # marks a field that is a report format's target (mgedump.report.formats)
 FITTING_BUDGET_S = 60.0  # seconds a fitting may take, sessions included (docs/fitting.md)
 
 
@@ -116,10 +117,7 @@ class DataOptions:
 
     def given(self) -> list[str]:
         """The options whose values differ from their defaults, as the surface in use names them."""
-        return [option_name(name) for name, default in _DATA_DEFAULTS.items() if getattr(self, name) != default]
-
-
-_DATA_DEFAULTS = {"seed": 0, "repeat": 1, "resize_input": False, "input_transform": None, "input_shapes": ()}
+        return [option_name(f.name) for f in fields(self) if getattr(self, f.name) != f.default]
 
 
 @dataclass(frozen=True)
@@ -301,6 +299,8 @@ class VerifyOptions:
             (:func:`mgedump.verify_all` writes it, for all bundles).
         junit_xml: write a JUnit XML report to this file (``verify_all``).
         report_html: write a self-contained HTML report with plots to this file (``verify_all``).
+        reports: where to write the reports of formats registered beyond these three, by the format's option
+            (:mod:`mgedump.report.formats`); a built-in format's option given here is taken as that field.
         io_dump: write every tensor of every test case into this folder (an io dump).
         io_dump_budget_mb: how many MiB of exposed tensors one run may hold;
             beyond it, a test case is run several times, a part of the tensors each.
@@ -325,9 +325,10 @@ class VerifyOptions:
     profile: str | None = None
     bin_out_dump: str | None = None
     repeat_sweep: Sequence[int] = ()
-    report_json: str | None = None
-    junit_xml: str | None = None
-    report_html: str | None = None
+    report_json: str | None = field(default=None, metadata=REPORT)
+    junit_xml: str | None = field(default=None, metadata=REPORT)
+    report_html: str | None = field(default=None, metadata=REPORT)
+    reports: Mapping[str, str] = field(default_factory=dict)
     io_dump: str | None = None
     io_dump_budget_mb: int = IO_DUMP_BUDGET_MB
     variant: str | None = None
@@ -375,7 +376,31 @@ class VerifyOptions:
             )
         if any(n < 1 for n in self.repeat_sweep):
             raise UsageError(f"{option_name('repeat_sweep')} batch sizes must be >= 1, got {list(self.repeat_sweep)}")
-        _normalize(self, cases=given_cases(self.cases), repeat_sweep=tuple(self.repeat_sweep), session=session)
+        _normalize(
+            self,
+            cases=given_cases(self.cases),
+            repeat_sweep=tuple(self.repeat_sweep),
+            session=session,
+            **self._report_fields(),
+        )
+
+    def _report_fields(self) -> dict[str, Any]:
+        """``reports`` split: a target for a format that has a field of its own goes to that field."""
+        own = {f.name for f in fields(self) if f.metadata.get("report")}
+        if not isinstance(self.reports, Mapping):
+            raise UsageError(f"{option_name('reports')} must map report formats to paths, got {self.reports!r}")
+        moved: dict[str, Any] = {"reports": {k: v for k, v in self.reports.items() if k not in own and v}}
+        for name, target in self.reports.items():
+            if name in own and target:
+                if getattr(self, name) not in (None, target):
+                    raise UsageError(f"{option_name(name)} is given twice: {getattr(self, name)} and {target}")
+                moved[name] = target
+        return moved
+
+    def report_target(self, option: str) -> str | None:
+        """Where the report format of this option goes (its field, or its entry of ``reports``); none: nowhere."""
+        own = any(f.name == option and f.metadata.get("report") for f in fields(self))
+        return getattr(self, option) if own else self.reports.get(option)
 
 
 @dataclass(frozen=True)

@@ -206,3 +206,20 @@ def test_a_bundle_that_hangs_fails_at_its_timeout_and_the_rest_run(tmp_path, mon
     assert done.returncode == 1, done.stdout[-2000:]
     assert "1 failed, 1 passed" in done.stdout.splitlines()[-1]
     assert "FAILED zoo/slow.mgetest::case_0 - timed out: still running after 3 s (--mgetest-timeout 3)" in (done.stdout)
+
+
+def test_the_plugins_options_that_mirror_mgerun_name_its_flags():
+    """Each --mgetest-X that says "As mgerun --X." is mgerun's --X, and mgerun has that flag."""
+    import click
+
+    from mgedump.cli import mgerun_command
+    from mgedump.cli.plugin_options import plugin_options
+
+    ctx = click.Context(mgerun_command, **mgerun_command.context_settings)
+    flags = {flag for param in mgerun_command.get_params(ctx) for flag in param.opts}
+    mirrored = [o for o in plugin_options() if str(o.settings.get("help", "")).startswith("As mgerun ")]
+    assert len(mirrored) >= 5
+    for option in mirrored:
+        flag = option.settings["help"].removeprefix("As mgerun ").removesuffix(".")
+        assert flag in flags and option.flag == "--mgetest-" + flag[2:], option
+    assert {"--iter", "--warmup-iter"} <= flags

@@ -10,6 +10,7 @@ OpenCV) are imported only inside the commands, so ``--help`` stays fast.
 - :mod:`.mgedump`: ``mgedump MODEL -d SPEC -o OUT``
 - :mod:`.mgerun`: ``mgerun BUNDLE``
 - :mod:`.mgediff`: ``mgediff A B``
+- :mod:`.plugin_options`: the pytest plugin's options and the session settings' flags, read without click
 """
 
 from __future__ import annotations

@@ -10,19 +10,17 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ..base.errors import UsageError
 from ..base.naming import option_name
 from ..options import VerifyOptions
 from ..report.checked import read_report
+from ..report.formats import check_known, formats
 from ..report.merge import merge
 from ..report.schema import RunReport
 from .shards import resolve_run
 from .verify import run_outputs
 from .verify_many import write_report_files
-
-REPORTS = ("report_json", "junit_xml", "report_html")
 
 
 def merge_reports(
@@ -32,8 +30,8 @@ def merge_reports(
     run_id: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> RunReport:
-    """Merge the JSON reports at ``paths`` and write the reports ``options`` asks for (``report_json``,
-    ``junit_xml``, ``report_html``; nothing else applies). Every report must be of the run merging them when its
+    """Merge the JSON reports at ``paths`` and write the reports ``options`` asks for (in the formats of
+    :mod:`mgedump.report.formats`; nothing else applies). Every report must be of the run merging them when its
     identity is known (``run_id``, else the CI's run variable in ``environ``, by default this process's).
 
     Returns:
@@ -45,6 +43,7 @@ def merge_reports(
         MergeError: reports that are not of one run (:mod:`mgedump.report.merge`).
     """
     options = options or VerifyOptions()
+    check_known(options)
     _check_options(options)
     if not paths:
         raise UsageError(f"{option_name('merge')} takes the JSON reports to merge")
@@ -66,11 +65,12 @@ def merge_reports(
 
 def _check_options(options: VerifyOptions) -> None:
     """Refuse what does not apply to merging: everything but the reports to write."""
-    blank: dict[str, Any] = dict.fromkeys(REPORTS)
-    plain = dataclasses.replace(options, **blank)
+    reports = [entry.option for entry in formats()]
     for field in dataclasses.fields(VerifyOptions):
-        if getattr(plain, field.name) != getattr(VerifyOptions(), field.name):
+        if field.name in reports or field.name == "reports":
+            continue
+        if getattr(options, field.name) != getattr(VerifyOptions(), field.name):
             raise UsageError(
                 f"{option_name(field.name)} does not apply to {option_name('merge')}, which merges reports "
-                f"(it takes {', '.join(option_name(name) for name in REPORTS)})"
+                f"(it takes {', '.join(option_name(name) for name in reports)})"
             )

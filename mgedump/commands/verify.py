@@ -8,7 +8,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ..model.runtime import TensorInfo, to_values
 from ..options import VerifyOptions
 from ..report import bundle_name
 from ..report.fitting import FittingRecord
+from ..report.formats import asked
 from ..report.schema import (
     Assertion,
     BundleRecord,
@@ -156,9 +157,7 @@ def run_outputs(options: VerifyOptions) -> Outputs:
     folders of outputs and io dumps."""
     return Outputs(
         [
-            Output("report_json", options.report_json or "", stdout=True),
-            Output("junit_xml", options.junit_xml or "", stdout=True),
-            Output("report_html", options.report_html or "", stdout=True),
+            *(Output(entry.option, target, stdout=entry.stdout) for entry, target in asked(options)),
             Output("profile", options.profile or ""),
             Output("bin_out_dump", options.bin_out_dump or "", folder=True),
             Output("io_dump", options.io_dump or "", folder=True),
@@ -198,7 +197,10 @@ def verify(
     """
     options = options or VerifyOptions()
     if options.fitting:  # every variant verified, the fastest passing one chosen and run (docs/fitting.md)
-        return fit_and_verify(path, options, verify, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
+        return cast(
+            Report,
+            fit_and_verify(path, options, verify, on_case=on_case, progress=progress, label=label, on_stage=on_stage),
+        )
     plain = is_plain_model(path, options)
     data = TestData.parse(options.cases) if plain and options.cases else None
     protected = files_read(models=[path] if plain else [], data=[data], others=[path], options=(options,))
@@ -281,7 +283,7 @@ def _new_report(path: str, prepared: Prepared, options: VerifyOptions, protected
 
 def _io_dump_after_timing(prepared: Prepared, report: Report, options: VerifyOptions) -> None:
     """The --io-dump of every test case that ran, after timing (the timing session's memory let go first)."""
-    from ..diagnose.expose import release_memory
+    from ..diagnose.in_parts import release_memory
 
     prepared.runner.close()
     release_memory()

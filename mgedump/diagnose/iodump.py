@@ -40,7 +40,7 @@ and in the index.
     tensor (null when there are none), ``nan`` and ``inf`` count the others.
 
 A dump is made by running the model with every tensor exposed
-(:mod:`.expose`, :mod:`.exposed`); this module writes, reads and checks the
+(:mod:`.in_parts`, :mod:`.exposed`); this module writes, reads and checks the
 format only.
 """
 
@@ -54,7 +54,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -370,7 +370,7 @@ class CaseDump:
             raise DataError(f"io dump {self.folder}: {entry['file']} is not a valid TensorProto ({exc})") from None
         if stored and stored != name:
             raise DataError(f"io dump {self.folder}: {entry['file']} holds tensor {stored!r}, the index says {name!r}")
-        return array
+        return cast(np.ndarray, array)
 
 
 @dataclass

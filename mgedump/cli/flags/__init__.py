@@ -73,12 +73,20 @@ Decorator = Callable[[Any], Any]
 def default(cls: type, name: str) -> Any:
     """The default of a field of an options dataclass."""
     f = next(f for f in fields(cls) if f.name == name)
-    return f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc,operator]
+    if f.default is not MISSING:
+        return f.default
+    factory: Any = f.default_factory
+    return factory()
 
 
 def stating(help: str, cls: type, name: str) -> str:
     """A help text that states the dataclass's default."""
     return f"{help}  [default: {default(cls, name)}]"
+
+
+def stated_number(flag: str, name: str, help: str, cls: type, kind: Any = None) -> Decorator:
+    """A flag that takes a number (whole, unless ``kind`` says) and states the dataclass's default in ``--help``."""
+    return click.option(flag, name, type=kind or INT, default=None, help=stating(help, cls, name))
 
 
 def given(values: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:

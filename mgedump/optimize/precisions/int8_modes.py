@@ -14,7 +14,8 @@ from typing import Any
 from ...bundle.requirements import REQ_INT8_DYNAMIC, REQ_INT8_QDQ
 from ...model.runtime import open_session
 from ..offline import save
-from . import Job, Made
+from ..quantize_ort import GEMM_SUFFIX, INTEGER_OPS, QUANT_SUFFIX, integer_ops
+from . import Job, Made, Precision
 from .float16_modes import limited
 
 
@@ -32,24 +33,43 @@ def int8_maker(quantize_mode: str) -> Callable[[Job], Made]:
         names = [o.name for o in given.get_outputs()]
         expected = [given.run(names, dict(feeds)) for feeds in job.test_inputs]
         options = job.options
+        passed_on = ("test_inputs", "bounds", "calibration", "calibration_specs", "scratch", "external")
         found = quantize_int8(
             staged,
             os.path.join(job.scratch, "int8.onnx"),
-            test_inputs=job.test_inputs,
             expected=expected,
-            bounds=job.bounds,
-            calibration=job.calibration,
-            calibration_specs=job.calibration_specs,
             mode=quantize_mode,
             method=options.calibrate_method,
             per_channel=options.int8_weights == "per-channel",
             fp32_nodes=options.fp32_nodes,
-            scratch=job.scratch,
-            external=job.external,
+            **{name: getattr(job, name) for name in passed_on},  # the job's own, as the quantizer names them too
         )
         return Made(onnx.load(found.path), found.to_json(), list(found.notes))
 
     return make
+
+
+def int8_check(model: Any, record: Mapping[str, Any]) -> str | None:
+    """What an int8 record says that its model does not hold, read off the model's operators: the integer
+    operators (dynamic) or the dequantized tensors (static) of the nodes it counts quantized, and no integer
+    operator of a node it says is kept float."""
+    count, ops = record["quantized_nodes"], integer_ops(model)
+    computing = sum(ops.get(op, 0) for op in INTEGER_OPS)
+    if count <= 0:
+        return "it records no node quantized"
+    if record["mode"] == "dynamic" and computing < count:
+        return f"it records {count} node(s) quantized, and the model holds {computing} integer operator(s)"
+    if record["mode"] != "dynamic" and not ops.get("DequantizeLinear"):
+        return f"it records {count} node(s) quantized, and the model holds no DequantizeLinear"
+    integer = {n.name for n in model.graph.node if n.op_type in INTEGER_OPS}
+    wrong = [
+        entry["node"]
+        for entry in record.get("kept_float32", [])
+        if {entry["node"] + QUANT_SUFFIX, entry["node"] + GEMM_SUFFIX + QUANT_SUFFIX} & integer
+    ]
+    if wrong:
+        return f"node(s) recorded kept float compute in integers: {', '.join(wrong[:8])}"
+    return None
 
 
 def int8_requirements(record: Mapping[str, Any]) -> list[str]:
@@ -94,3 +114,24 @@ def int8_lines(record: Mapping[str, Any]) -> list[str]:
             f"mean {out['mean_abs_err']:.3g} (AssertEqual err {out['assert_err']:.3g}{stat}){top1}"
         )
     return lines + limited([f"  node {e['node']!r} ({e['op_type']}) kept float: {e['why']}" for e in kept])
+
+
+def int8_mode(name: str, about: str, quantize_mode: str, reads: frozenset[str], **more: Any) -> Precision:
+    """An int8 mode (``int8``, ``int8-dynamic``): what the two share said once, the manifest's ``int8`` record,
+    rank 2, the portable rewrites run by the quantizer, test data needed, its requirements and what a pack says;
+    ``more``, the other fields of its :class:`~mgedump.optimize.precisions.Precision`."""
+    return Precision(
+        name=name,
+        about=about,
+        make=int8_maker(quantize_mode),
+        manifest_key="int8",
+        rank=2,
+        reads=reads,
+        portable="implied",
+        needs_data=True,
+        requirements=int8_requirements,
+        lines=int8_lines,
+        check=int8_check,
+        record_mode=quantize_mode,
+        **more,
+    )
