@@ -74,8 +74,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     config = parent.config
-    if not (config.getoption("mgetest") or config.getoption("mgetest_collect")):
-        return None  # without its options the plugin does nothing
+    if not (config.getoption("mgetest") or config.getoption("mgetest_collect") or _named(config)):
+        return None  # without its options (or a bundle named, as pytest prints its items) the plugin does nothing
     from .bundle.format import BUNDLE_SUFFIX
 
     if not file_path.name.endswith(BUNDLE_SUFFIX):
