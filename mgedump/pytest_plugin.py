@@ -41,13 +41,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(option.flag, dest=option.dest, **option.settings)
 
 
+def _flag(dest: str) -> str:
+    """How the plugin spells the option read as ``dest`` (cli/plugin_options.py spells them all)."""
+    from .cli.plugin_options import plugin_options
+
+    return next(option.flag for option in plugin_options() if option.dest == dest)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     timeout = config.getoption("mgetest_timeout", None)
     if timeout is not None and not 0 < timeout <= 86400:
-        raise pytest.UsageError("--mgetest-timeout takes seconds over 0 and at most 86400 (a day)")
+        raise pytest.UsageError(f"{_flag('mgetest_timeout')} takes seconds over 0 and at most 86400 (a day)")
     if timeout is not None and config.getoption("mgetest_in_process", False):
         raise pytest.UsageError(
-            "--mgetest-timeout stops a bundle's worker: it does not apply with --mgetest-in-process"
+            f"{_flag('mgetest_timeout')} stops a bundle's worker: it does not apply with {_flag('mgetest_in_process')}"
         )
     paths = [str(p) for p in config.getoption("mgetest") or []]
     if not paths:
@@ -132,7 +139,7 @@ def _outcome(config: pytest.Config, path: str, variant: str | None) -> Any:
 
                 state["checker"] = Checker()
             timeout = config.getoption("mgetest_timeout")
-            state["done"][key] = state["checker"].check(path, variant, options, timeout, "--mgetest-timeout")
+            state["done"][key] = state["checker"].check(path, variant, options, timeout, _flag("mgetest_timeout"))
     return state["done"][key]
 
 

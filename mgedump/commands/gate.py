@@ -128,5 +128,7 @@ def gate_lines(gate: dict[str, Any] | None, verbose: bool) -> list[str]:
     if gate.get("no_baseline"):
         total += f"; {gate['no_baseline']} test case(s) not in the baseline, not compared"
     if not checks:
-        total += " (no timed test case: with --jobs over 1, give --jobs-timing serial)"
+        total += (
+            f" (no timed test case: with {option_name('jobs')} over 1, give {option_name('jobs_timing', 'serial')})"
+        )
     return [*lines, total]
