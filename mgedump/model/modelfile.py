@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import mmap
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -200,31 +201,56 @@ def external_data_problem(path: str) -> ModelError | None:
         locations = sorted(external_locations(path))
     except (ModelError, OSError, ValueError):
         return None
-    folder = os.path.dirname(os.path.abspath(path))
+    places = _Locations(os.path.dirname(os.path.abspath(path)))
     for location in locations:
-        problem = _location_problem(f"{path}: the model keeps weights in {location!r}", folder, location)
-        if problem is not None:
+        try:
+            places.resolve(f"{path}: the model keeps weights in {location!r}", location)
+        except ModelError as problem:
             return problem
     return None
 
 
-def _location_problem(where: str, folder: str, location: str) -> ModelError | None:
-    """What is wrong with one external data location of a model in ``folder`` (None: a file beside it): not a
-    safe relative path, not a file, or a link out of the folder (onnxruntime reads weights from it only)."""
-    if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
-        return ModelError(f"{where}, which is not a safe relative path")
-    real = os.path.join(folder, location)
-    if not os.path.isfile(real):
-        return ModelError(f"{where}, which is not a file beside the model")
-    resolved = os.path.realpath(real)  # a link may lead out of the folder the text stays in
-    real_folder = os.path.realpath(folder)
-    if os.path.commonpath([resolved, real_folder]) != real_folder:
-        return ModelError(
-            f"{where}, a link to {resolved}, outside the model's folder: onnxruntime reads weights from the "
-            "model's folder only",
-            hint=_OUTSIDE_HINT,
-        )
-    return None
+class _Locations:
+    """The external data locations of one model's folder, each checked and resolved to its real path once (a
+    model of 2,000 tensors in 2,000 files asks for each twice, and the folder's real path is the same for all)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.real_folder = os.path.realpath(folder)
+        self._resolved: dict[str, str] = {}
+
+    def resolve(self, where: str, location: str) -> str:
+        """The real path of the file a location names: two spellings of one file (``./w.bin``, ``w.bin``) give one
+        path.
+
+        Raises:
+            ModelError: not a safe relative path, not a file, or a link out of the folder.
+        """
+        found = self._resolved.get(location)
+        if found is not None:
+            return found
+        if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
+            raise ModelError(f"{where}, which is not a safe relative path")
+        joined = os.path.join(self.folder, location)
+        try:
+            st = os.lstat(joined)
+        except OSError:
+            st = None
+        plain = os.path.normpath(location)
+        if st is not None and stat.S_ISREG(st.st_mode) and "/" not in plain:  # a file right in the folder, no link
+            resolved = os.path.join(self.real_folder, plain)
+        else:
+            if not os.path.isfile(joined):
+                raise ModelError(f"{where}, which is not a file beside the model")
+            resolved = os.path.realpath(joined)  # a link may lead out of the folder the text stays in
+            if os.path.commonpath([resolved, self.real_folder]) != self.real_folder:
+                raise ModelError(
+                    f"{where}, a link to {resolved}, outside the model's folder: onnxruntime reads weights from the "
+                    "model's folder only",
+                    hint=_OUTSIDE_HINT,
+                )
+        self._resolved[location] = resolved
+        return resolved
 
 
 @dataclass(frozen=True)
@@ -308,8 +334,8 @@ def model_source(path: str, data_location: str) -> ModelSource:
         model = onnx.load(path, load_external_data=False)
     except Exception as exc:  # protobuf's DecodeError and friends
         raise ModelError(f"{path}: not a valid ONNX model ({type(exc).__name__}: {exc})") from None
-    folder = os.path.dirname(os.path.abspath(path))
-    files: dict[str, tuple[int, int]] = {}  # real path -> (base offset, size)
+    places = _Locations(os.path.dirname(os.path.abspath(path)))
+    files: dict[str, tuple[int, int]] = {}  # real path -> (base offset, size): a file named two ways is one file
     total = 0
     for tensor in _all_tensors(model):
         if not tensor_external(tensor):
@@ -317,10 +343,7 @@ def model_source(path: str, data_location: str) -> ModelSource:
         info = ExternalDataInfo(tensor)
         location = info.location or ""
         where = f"{path}: tensor {tensor.name!r} keeps its data in {location!r}"
-        problem = _location_problem(where, folder, location)
-        if problem is not None:
-            raise problem
-        real = os.path.join(folder, location)
+        real = places.resolve(where, location)
         if real not in files:
             size = os.path.getsize(real)
             files[real] = (total, size)
