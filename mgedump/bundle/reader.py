@@ -175,21 +175,32 @@ class Bundle(AbstractContextManager["Bundle"]):
         """A member's bytes."""
         return self._read(name)
 
-    def extract(self, name: str, folder: str) -> str:
-        """Copy one member into folder (under its base name), in the kernel; return the path.
+    def span(self, name: str) -> tuple[int, int]:
+        """Where a member's bytes lie in the bundle file: (offset, size). Members are stored, so their bytes are
+        one range of the file, after the member's local header.
 
-        Members are stored, so their bytes are one range of the bundle file.
+        Raises:
+            BundleError: the member has no valid local header, or runs past the end of the file.
         """
         info = self._zip.getinfo(name)
-        target = os.path.join(folder, os.path.basename(name))
-        with open(self.path, "rb", buffering=0) as src, open(target, "wb") as dst:
+        with open(self.path, "rb", buffering=0) as src:
             header = os.pread(src.fileno(), 30, info.header_offset)
             if len(header) != 30 or header[:4] != b"PK\x03\x04":
                 raise BundleError(f"{self.path}: member {name!r} has no valid local header")
             name_len, extra_len = struct.unpack("<HH", header[26:30])
-            os.lseek(src.fileno(), info.header_offset + 30 + name_len + extra_len, os.SEEK_SET)
-            copied = copy_range(src.fileno(), dst.fileno(), info.file_size)
-        if copied != info.file_size:
+            start = info.header_offset + 30 + name_len + extra_len
+            if start + info.file_size > os.fstat(src.fileno()).st_size:
+                raise BundleError(f"{self.path}: member {name!r} is truncated")
+        return start, info.file_size
+
+    def extract(self, name: str, folder: str) -> str:
+        """Copy one member into folder (under its base name), in the kernel; return the path."""
+        start, size = self.span(name)
+        target = os.path.join(folder, os.path.basename(name))
+        with open(self.path, "rb", buffering=0) as src, open(target, "wb") as dst:
+            os.lseek(src.fileno(), start, os.SEEK_SET)
+            copied = copy_range(src.fileno(), dst.fileno(), size)
+        if copied != size:
             raise BundleError(f"{self.path}: member {name!r} is truncated")
         return target
 

@@ -12,7 +12,7 @@ import pytest
 from onnx import numpy_helper
 
 from mgedump.model.modelfile import model_source, uses_external_data
-from tests.support import bundle_manifest, bundle_member, good_models, sample
+from tests.support import bundle_manifest, bundle_member, external_chain, good_models, sample
 
 
 @pytest.mark.parametrize("model", good_models(), ids=lambda m: m.id)
@@ -105,40 +105,9 @@ def test_optimised_external_data_model_keeps_one_data_member(tmp_path, mgedump, 
     assert mgerun(out, "--iter", "1").code == 0
 
 
-def _external_chain(folder, locations, dim=4):
-    """A MatMul chain on one input row, one weight per location (in that file, at the offset of the weights before
-    it in that same file), saved as ``folder/m.onnx``; returns its path."""
-    from onnx import TensorProto, helper
-
-    rng = np.random.default_rng(0)
-    nodes, inits, last, ends = [], [], "x", {}
-    for k, location in enumerate(locations):
-        w = rng.standard_normal((dim, dim)).astype(np.float32)
-        name = os.path.normpath(location)
-        with open(folder / name, "ab") as f:
-            f.write(w.tobytes())
-        offset = ends.get(name, 0)
-        ends[name] = offset + w.nbytes
-        tensor = TensorProto(name=f"w{k}", data_type=TensorProto.FLOAT, dims=[dim, dim])
-        tensor.data_location = TensorProto.EXTERNAL
-        for key, value in (("location", location), ("offset", str(offset)), ("length", str(w.nbytes))):
-            entry = tensor.external_data.add()
-            entry.key, entry.value = key, value
-        inits.append(tensor)
-        nodes.append(helper.make_node("MatMul", [last, f"w{k}"], [f"m{k}"]))
-        last = f"m{k}"
-    graph = helper.make_graph(
-        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, dim])],
-        [helper.make_tensor_value_info(last, TensorProto.FLOAT, [1, dim])], inits,
-    )  # fmt: skip
-    path = folder / "m.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
-    return path
-
-
 def test_a_file_named_two_ways_is_stored_once(tmp_path, mgedump, mgerun):
     """``./shared.weights`` and ``shared.weights`` are one file: one data path, and a data member of its size."""
-    path = _external_chain(tmp_path, ["./shared.weights", "shared.weights", "other.weights"])
+    path = external_chain(tmp_path, ["./shared.weights", "shared.weights", "other.weights"])
     source = model_source(str(path), "model.onnx.data")
     assert [os.path.basename(p) for p in source.data_paths] == ["shared.weights", "other.weights"]
     out = tmp_path / "two.mgetest"
@@ -154,7 +123,7 @@ def test_a_file_named_two_ways_is_stored_once(tmp_path, mgedump, mgerun):
 def test_the_folder_is_resolved_once_not_per_tensor(tmp_path, monkeypatch):
     """A model of many external files resolves its folder's real path once, and each plain file beside it without a
     real-path walk of its own (2,000 files cost 4,000 walks, a third of the pack)."""
-    path = _external_chain(tmp_path, [f"w{k}.bin" for k in range(40)])
+    path = external_chain(tmp_path, [f"w{k}.bin" for k in range(40)])
     walks = []
     real = os.path.realpath
     monkeypatch.setattr(os.path, "realpath", lambda p, *a, **k: walks.append(p) or real(p, *a, **k))
