@@ -81,8 +81,19 @@ def fit_bundle(
     Raises:
         MgeError: a bundle that cannot be read (exit 2).
     """
+    fitting = option_name("fitting")
+    if options.no_assert:
+        raise UsageError(
+            f"{fitting} chooses among variants proven on the test cases; {option_name('no_assert')} checks none"
+        )
     names = peek_variants(path) or [_single_variant(path)]
     checks = [_check(path, name, options, run) for name in names]
+    reports = [c.report for c in checks if c.report is not None]
+    if reports and not any(case.checks for report in reports for case in report.cases):
+        raise UsageError(
+            f"{path} holds no expected outputs (packed with {option_name('no_assert')}): {fitting} has nothing to "
+            "prove its variants on"
+        )
     passing = [c for c in checks if c.passed]
     if not passing:
         return FittingResult(path, checks, None, None)

@@ -121,6 +121,10 @@ def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[st
             o.name for o in outputs
         ]:
             raise ModelError(f"{label}: the model's inputs/outputs do not match the manifest")
+        if manifest.variants:  # what fitting and the reports read of a variant is what its model takes
+            entry = next(v for v in manifest.variants if v.name == chosen.name)
+            _check_records(label, [TensorInfo.from_json(d) for d in entry.inputs], got_in, "input")
+            _check_records(label, [TensorInfo.from_json(d) for d in entry.outputs], got_out, "output")
         stored_in = inputs if manifest.variants else got_in  # a variant takes the stored inputs cast to its dtypes
         cases = _bundled_cases(bundle, stored_in, got_in, outputs)
         reference = None
@@ -158,6 +162,22 @@ class Chosen:
     name: str
     model: Any
     requirements: list[str]
+
+
+def _check_records(label: str, recorded: list[TensorInfo], got: list[TensorInfo], kind: str) -> None:
+    """A variant's manifest record of its inputs or outputs is its model's, name and dtype.
+
+    Raises:
+        BundleError: naming the first that differs.
+    """
+    for record, info in zip(recorded, got, strict=False):
+        if (record.name, record.dtype) != (info.name, info.dtype):
+            raise BundleError(
+                f"{label}: the manifest says {kind} {record.name!r} is {record.dtype}; the model's is "
+                f"{info.name!r}, {info.dtype}"
+            )
+    if len(recorded) != len(got):
+        raise BundleError(f"{label}: the manifest lists {len(recorded)} {kind}(s); the model has {len(got)}")
 
 
 def choose_variant(bundle: Bundle, name: str | None) -> Chosen:

@@ -286,3 +286,46 @@ def test_a_failed_test_case_fails_its_bundle_whatever_the_bundle_says(two_shards
     result = mgerun("--merge", one, _edited(two, tmp_path / "c.json", case_failed), "--junit-xml", junit)
     assert result.code == 1, result.out
     assert "<failure" in junit.read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- fitting proves before it chooses
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("variants") / "v.mgetest"
+    pack_two_variants(out)
+    return out
+
+
+def test_fitting_with_no_assert_is_refused(variants, mgerun, tmp_path):
+    result = mgerun(variants, "--fitting", "--no-assert", "--fitting-out", tmp_path / "c.json")
+    one_line(result, "--fitting chooses among variants proven on the test cases; --no-assert checks none")
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_fitting_a_bundle_without_expected_outputs_is_refused(variants, mgerun, tmp_path):
+    def unasserted(names, manifest, members):  # as if packed with --no-assert, which --variants refuses
+        manifest["assertion"]["enabled"] = False
+        outputs = {m for case in manifest["test_cases"] for m in case["outputs"]}
+        for case in manifest["test_cases"]:
+            case["outputs"] = []
+        manifest["members"] = [entry for entry in manifest["members"] if entry["name"] not in outputs]
+        return [name for name in names if name not in outputs]
+
+    bare = rewrite_bundle(variants, tmp_path / "bare.mgetest", unasserted)
+    result = mgerun(bare, "--fitting", "--fitting-budget", "1", "--fitting-out", tmp_path / "c.json")
+    one_line(result, "holds no expected outputs")
+    assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "seq(tensor(float))"])  # fitting fed float64; a TypeError
+def test_a_variant_whose_record_is_not_its_model_is_refused(dtype, variants, mgerun, tmp_path):
+    def lie(names, manifest, members):
+        for variant in manifest["variants"]:
+            for info in variant["inputs"]:
+                info["dtype"], info["shape"] = dtype, info["shape"] if dtype == "float64" else None
+
+    lying = rewrite_bundle(variants, tmp_path / "lie.mgetest", lie)
+    for args in (["--variant", "fp32"], ["--fitting", "--fitting-budget", "1"]):
+        one_line(mgerun(lying, *args), f"the manifest says input 'data' is {dtype}; the model's is 'data', float32")
