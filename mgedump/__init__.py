@@ -3,7 +3,7 @@
 The library API (imported lazily, so ``import mgedump`` stays cheap)::
 
     from mgedump import pack, verify, verify_all, diff, PackOptions, VerifyOptions, DiffOptions, DataOptions, \
-        OptimizeOptions, TestData, MgeError
+        OptimizeOptions, Bounds, TestData, MgeError
 
 The tracing framework (:mod:`mgedump.tracing`) turns eager tensor code into an
 ONNX graph::
@@ -41,6 +41,7 @@ _LAZY = {
     "DataOptions": "mgedump.options",
     "OptimizeOptions": "mgedump.options",
     "MgeError": "mgedump.base.errors",
+    "Bounds": "mgedump.base.bounds",
     "Tensor": "mgedump.tracing.tensor",
     "tensor": "mgedump.tracing.tensor",
     "Parameter": "mgedump.tracing.tensor",

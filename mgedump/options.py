@@ -19,43 +19,27 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, is_dataclass
+from dataclasses import KW_ONLY, InitVar, dataclass, field, fields, is_dataclass
 from typing import Any
 
+from .base.bounds import Bounds, OutputBounds, OutputStats, check_maxerr
 from .base.errors import UsageError
 from .base.naming import option_name
 from .base.numbers import parse_version
 from .model.session import SessionSettings, check_threads
 
-DEFAULT_MAXERR = 1e-4  # AssertEqual's threshold when none is given (docs/assertion.md)
 FLOAT16_MAXERR = 1e-2  # mgediff's default when either side holds float16: float16's own precision
 FLOAT16_MARGIN = 0.5  # the float16 search aims this fraction below maxerr (measured on held-out data: docs/float16.md)
 IO_DUMP_BUDGET_MB = 1024  # MiB of exposed tensors one run may hold (docs/io-dump.md)
-ERROR_STATS = ("max", "p99", "mean", "median")  # what a bound applies to, over an output's element errors
 CALIBRATE_METHODS = ("minmax", "entropy", "percentile")  # onnxruntime's calibrators; minmax measured best (docs)
 INT8_WEIGHTS = ("per-channel", "per-tensor")
 MAX_DURATION_S = 86400
+REPORT = {"report": True}  # marks a field that is a report format's target (mgedump.report.formats)
 FITTING_BUDGET_S = 60.0  # seconds a fitting may take, sessions included (docs/fitting.md)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Checks of one value
-
-
-def check_maxerr(maxerr: Any, name: str = "maxerr", output: str | None = None) -> float:
-    """A bound of the AssertEqual error as a float.
-
-    Args:
-        name: the option it came from, for the message.
-        output: the output the bound is for (``maxerr NAME:X``), if one.
-
-    Raises:
-        UsageError: negative, NaN, infinite or not a number.
-    """
-    if isinstance(maxerr, bool) or not isinstance(maxerr, (int, float)) or not math.isfinite(maxerr) or maxerr < 0:
-        what = option_name("output_maxerr", output) if output is not None else option_name(name)
-        raise UsageError(f"{what} must be a finite number >= 0, got {maxerr}")
-    return float(maxerr)
 
 
 def check_one_of(value: Any, choices: Sequence[str], name: str) -> None:
@@ -68,32 +52,6 @@ def check_at_least(value: Any, low: int, name: str, unit: str = "") -> None:
     """Refuse a whole number below ``low``."""
     if value < low:
         raise UsageError(f"{option_name(name)} must be >= {low}{unit}, got {value}")
-
-
-def output_bounds(value: Any) -> tuple[tuple[str, float], ...]:
-    """Per-output bounds as (name, bound) pairs, from pairs or a mapping; each bound checked."""
-    pairs = value.items() if isinstance(value, Mapping) else value
-    checked = []
-    for item in pairs:
-        if not (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)):
-            raise UsageError(f"{option_name('output_maxerr')} takes output names and bounds, got {item!r}")
-        checked.append((item[0], check_maxerr(item[1], output=item[0])))
-    return tuple(checked)
-
-
-def _output_stats(value: Any) -> tuple[tuple[str, str], ...]:
-    """Per-output error statistics as (name, statistic) pairs, from pairs or a mapping; each checked."""
-    pairs = value.items() if isinstance(value, Mapping) else value
-    checked = []
-    for item in pairs:
-        if not (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)):
-            raise UsageError(f"{option_name('output_error_stat')} takes output names and statistics, got {item!r}")
-        if item[1] not in ERROR_STATS:
-            raise UsageError(
-                f"{option_name('output_error_stat', item[0])} must be one of {', '.join(ERROR_STATS)}, got {item[1]!r}"
-            )
-        checked.append((item[0], item[1]))
-    return tuple(checked)
 
 
 def given_cases(value: Any, name: str = "cases") -> Any:
@@ -159,10 +117,7 @@ class DataOptions:
 
     def given(self) -> list[str]:
         """The options whose values differ from their defaults, as the surface in use names them."""
-        return [option_name(name) for name, default in _DATA_DEFAULTS.items() if getattr(self, name) != default]
-
-
-_DATA_DEFAULTS = {"seed": 0, "repeat": 1, "resize_input": False, "input_transform": None, "input_shapes": ()}
+        return [option_name(f.name) for f in fields(self) if getattr(self, f.name) != f.default]
 
 
 @dataclass(frozen=True)
@@ -234,8 +189,11 @@ class PackOptions:
             :class:`~mgedump.data.spec.CaseSpec` objects, or, from code, arrays:
             an array per test case for a one-input model, or a dict of input name to array.
         data: how data is made and prepared.
-        maxerr: the AssertEqual bound recorded in the bundle.
-        output_maxerr: outputs with a bound of their own: (name, bound) pairs or a mapping.
+        bounds: the AssertEqual bounds recorded in the bundle (:class:`~mgedump.base.bounds.Bounds`): every
+            output's, outputs' own, and the statistic of the element errors each applies to (docs/assertion.md).
+            The keywords ``maxerr`` (the bound of every output), ``output_maxerr`` (outputs with their own: a
+            mapping or (name, bound) pairs), ``error_stat`` (``"max"``, ``"p99"``, ``"mean"`` or ``"median"``) and
+            ``output_error_stat`` (outputs with their own) set its parts.
         no_assert: store no expected outputs; ``mgerun`` then only runs and times.
         silent: record that ``mgerun`` prints failures only.
         optimize: rewrites for inference (none: the model as given).
@@ -250,8 +208,6 @@ class PackOptions:
             modes by name (``"ioc16"``, ``"int8"``, ...), or ``"auto"`` for every one this model can have; each is
             made with ``optimize``'s rewrites and proved on the test cases; one that misses maxerr is left out
             with its reason (none given: the one model ``optimize`` makes).
-        error_stat: the statistic of an output's element errors that ``maxerr`` bounds: ``"max"``, ``"p99"``,
-            ``"mean"`` or ``"median"`` (docs/assertion.md); ``output_error_stat``: outputs with their own.
         target_runtime: the onnxruntime version the target has (``"1.17"``): the bundled model is written at the
             newest IR and opsets it loads (none: the model's own; :mod:`mgedump.model.target`).
         nonfinite_ok: expected outputs may hold NaN or infinity: a warning names the output and the count
@@ -260,8 +216,7 @@ class PackOptions:
 
     cases: Any = ()
     data: DataOptions = field(default_factory=DataOptions)
-    maxerr: float = DEFAULT_MAXERR
-    output_maxerr: Any = ()
+    bounds: Bounds = field(default_factory=Bounds)
     no_assert: bool = False
     silent: bool = False
     optimize: OptimizeOptions = field(default_factory=OptimizeOptions)
@@ -270,13 +225,24 @@ class PackOptions:
     model_out: str | None = None
     embed_io_dump: int = 0
     variants: tuple[str, ...] = ()
-    error_stat: str = "max"
-    output_error_stat: Any = ()
     target_runtime: str | None = None
     nonfinite_ok: bool = False
+    _: KW_ONLY
+    maxerr: InitVar[float | None] = None
+    output_maxerr: InitVar[OutputBounds | None] = None
+    error_stat: InitVar[str | None] = None
+    output_error_stat: InitVar[OutputStats | None] = None
 
-    def __post_init__(self) -> None:
-        check_one_of(self.error_stat, ERROR_STATS, "error_stat")
+    def __post_init__(
+        self,
+        maxerr: float | None,
+        output_maxerr: OutputBounds | None,
+        error_stat: str | None,
+        output_error_stat: OutputStats | None,
+    ) -> None:
+        if not isinstance(self.bounds, Bounds):
+            raise UsageError(f"{option_name('bounds')} takes a Bounds, got {type(self.bounds).__name__}")
+        _normalize(self, bounds=self.bounds.replaced(maxerr, error_stat, output_maxerr, output_error_stat))
         if self.target_runtime is not None:
             parse_version(str(self.target_runtime), option_name("target_runtime"))
         if isinstance(self.variants, str) or not all(isinstance(v, str) for v in self.variants):
@@ -296,26 +262,10 @@ class PackOptions:
             )
         _normalize(
             self,
-            maxerr=check_maxerr(self.maxerr),
-            output_maxerr=output_bounds(self.output_maxerr),
             cases=given_cases(self.cases),
             calibrate=given_cases(self.calibrate, "calibrate") if self.calibrate else (),
             variants=tuple(self.variants),
-            output_error_stat=_output_stats(self.output_error_stat),
         )
-
-    def maxerr_of(self, output: str) -> float:
-        """The bound of one output: its own, else the bundle's."""
-        return dict(self.output_maxerr).get(output, self.maxerr)
-
-    def stat_of(self, output: str) -> str:
-        """The statistic one output's bound applies to."""
-        return dict(self.output_error_stat).get(output, self.error_stat)
-
-    @property
-    def tightest(self) -> float:
-        """The tightest bound of any output: what the optimisations' searches aim at."""
-        return min([self.maxerr, *(bound for _, bound in self.output_maxerr)])
 
 
 @dataclass(frozen=True)
@@ -325,8 +275,10 @@ class VerifyOptions:
     Attributes:
         cases: test data (as :class:`PackOptions` takes it), for a plain model only.
         data: data options, for a plain model only.
-        maxerr: overrides the bundle's bound for every output (none: the bundle's).
-        output_maxerr: overrides the bound of named outputs: (name, bound) pairs or a mapping.
+        bounds: over the bundle's bounds (:meth:`~mgedump.base.bounds.Bounds.overridden_by`): a bound given
+            replaces every output's, then outputs' own replace theirs (none given: the bundle's). The keywords
+            ``maxerr`` (every output's) and ``output_maxerr`` (outputs' own: a mapping or (name, bound) pairs) set
+            its parts.
         silent: print failures only (none: the bundle's setting).
         no_assert: run and time only.
         iters: timed runs per test case.
@@ -347,6 +299,8 @@ class VerifyOptions:
             (:func:`mgedump.verify_all` writes it, for all bundles).
         junit_xml: write a JUnit XML report to this file (``verify_all``).
         report_html: write a self-contained HTML report with plots to this file (``verify_all``).
+        reports: where to write the reports of formats registered beyond these three, by the format's option
+            (:mod:`mgedump.report.formats`); a built-in format's option given here is taken as that field.
         io_dump: write every tensor of every test case into this folder (an io dump).
         io_dump_budget_mb: how many MiB of exposed tensors one run may hold;
             beyond it, a test case is run several times, a part of the tensors each.
@@ -360,8 +314,7 @@ class VerifyOptions:
 
     cases: Any = ()
     data: DataOptions = field(default_factory=DataOptions)
-    maxerr: float | None = None
-    output_maxerr: Any = ()
+    bounds: Bounds = field(default_factory=Bounds)
     silent: bool | None = None
     no_assert: bool = False
     iters: int = 10
@@ -372,9 +325,10 @@ class VerifyOptions:
     profile: str | None = None
     bin_out_dump: str | None = None
     repeat_sweep: Sequence[int] = ()
-    report_json: str | None = None
-    junit_xml: str | None = None
-    report_html: str | None = None
+    report_json: str | None = field(default=None, metadata=REPORT)
+    junit_xml: str | None = field(default=None, metadata=REPORT)
+    report_html: str | None = field(default=None, metadata=REPORT)
+    reports: Mapping[str, str] = field(default_factory=dict)
     io_dump: str | None = None
     io_dump_budget_mb: int = IO_DUMP_BUDGET_MB
     variant: str | None = None
@@ -382,8 +336,14 @@ class VerifyOptions:
     fitting_budget_s: float = FITTING_BUDGET_S
     fitting_out: str | None = None
     config: str | None = None
+    _: KW_ONLY
+    maxerr: InitVar[float | None] = None
+    output_maxerr: InitVar[OutputBounds | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, maxerr: float | None, output_maxerr: OutputBounds | None) -> None:
+        if not isinstance(self.bounds, Bounds):
+            raise UsageError(f"{option_name('bounds')} takes a Bounds, got {type(self.bounds).__name__}")
+        _normalize(self, bounds=self.bounds.replaced(maxerr, output_maxerr=output_maxerr))
         check_at_least(self.iters, 1, "iters")
         session = self.session
         if isinstance(session, Mapping):
@@ -418,12 +378,29 @@ class VerifyOptions:
             raise UsageError(f"{option_name('repeat_sweep')} batch sizes must be >= 1, got {list(self.repeat_sweep)}")
         _normalize(
             self,
-            maxerr=None if self.maxerr is None else check_maxerr(self.maxerr),
-            output_maxerr=output_bounds(self.output_maxerr),
             cases=given_cases(self.cases),
             repeat_sweep=tuple(self.repeat_sweep),
             session=session,
+            **self._report_fields(),
         )
+
+    def _report_fields(self) -> dict[str, Any]:
+        """``reports`` split: a target for a format that has a field of its own goes to that field."""
+        own = {f.name for f in fields(self) if f.metadata.get("report")}
+        if not isinstance(self.reports, Mapping):
+            raise UsageError(f"{option_name('reports')} must map report formats to paths, got {self.reports!r}")
+        moved: dict[str, Any] = {"reports": {k: v for k, v in self.reports.items() if k not in own and v}}
+        for name, target in self.reports.items():
+            if name in own and target:
+                if getattr(self, name) not in (None, target):
+                    raise UsageError(f"{option_name(name)} is given twice: {getattr(self, name)} and {target}")
+                moved[name] = target
+        return moved
+
+    def report_target(self, option: str) -> str | None:
+        """Where the report format of this option goes (its field, or its entry of ``reports``); none: nowhere."""
+        own = any(f.name == option and f.metadata.get("report") for f in fields(self))
+        return getattr(self, option) if own else self.reports.get(option)
 
 
 @dataclass(frozen=True)
@@ -433,7 +410,7 @@ class DiffOptions:
     Attributes:
         cases: the test data for sides that are models or bundles.
         data: data options for ``cases``.
-        maxerr: the AssertEqual bound for every tensor (none: :data:`DEFAULT_MAXERR`, or
+        maxerr: the AssertEqual bound for every tensor (none: :data:`~mgedump.base.bounds.DEFAULT_MAXERR`, or
             :data:`FLOAT16_MAXERR` when either side holds float16: float16's precision).
         provider: execution provider for the runs (none: the CPU provider).
         io_dump_budget_mb: MiB of exposed tensors one run may hold.
@@ -509,3 +486,13 @@ class SpreadOptions:
         if workers is None:
             return None
         return "alone" if workers == 1 and self.jobs_timing is None else self.jobs_timing or "none"
+
+
+# The bound's keywords, read back from ``bounds`` for the library's callers (``PackOptions(maxerr=0.5).maxerr`` is
+# 0.5, and ``dataclasses.replace`` hands them on unchanged); the library itself reads ``bounds``.
+PackOptions.maxerr = property(lambda self: self.bounds.default.maxerr)  # type: ignore[attr-defined]
+PackOptions.error_stat = property(lambda self: self.bounds.default.stat)  # type: ignore[attr-defined]
+PackOptions.output_maxerr = property(lambda self: self.bounds.output_maxerr)  # type: ignore[attr-defined]
+PackOptions.output_error_stat = property(lambda self: self.bounds.output_error_stat)  # type: ignore[attr-defined]
+VerifyOptions.maxerr = property(lambda self: self.bounds.maxerr)  # type: ignore[attr-defined]
+VerifyOptions.output_maxerr = property(lambda self: self.bounds.output_maxerr)  # type: ignore[attr-defined]

@@ -1,7 +1,8 @@
 """A pytest plugin: every test case of every bundle a pytest item (``pytest --mgetest PATHS``).
 
 Installed with the package (the ``pytest11`` entry point ``mgedump``), so pytest loads it and nothing else
-imports it: the package itself never imports pytest. Without its options it does nothing.
+imports it: the package itself never imports pytest. Without its options it does nothing. Its options are
+declared with every other flag, in :mod:`mgedump.cli.plugin_options`.
 
 - ``--mgetest PATH`` (repeatable): check the bundles at PATH (a bundle, or a folder of them); given alone, these
   are all pytest collects. ``--mgetest-collect``: also the ``*.mgetest`` files under the paths pytest collects.
@@ -33,26 +34,11 @@ _KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from .model.session import settings
+    from .cli.plugin_options import plugin_options
 
     group = parser.getgroup("mgetest", "mgedump bundles as tests (docs/ci.md)")
-    group.addoption("--mgetest", action="append", default=[], metavar="PATH", help="Check the bundles at PATH.")
-    group.addoption(
-        "--mgetest-collect", action="store_true", help="Also check the *.mgetest bundles under the paths collected."
-    )
-    group.addoption("--mgetest-maxerr", action="append", default=[], metavar="[OUTPUT:]X", help="As mgerun --maxerr.")
-    for entry in settings():
-        flag = entry.command_flag
-        kind: dict[str, Any] = {"choices": entry.choices} if entry.choices else {"type": entry.kind}
-        if not entry.choices:
-            kind["metavar"] = entry.metavar or ("N" if entry.kind is int else "VALUE")
-        group.addoption(f"--mgetest-{flag[2:]}", dest=f"mgetest_{entry.name}", help=f"As mgerun {flag}.", **kind)
-    group.addoption("--mgetest-variant", metavar="NAME", help="As mgerun --variant.")
-    group.addoption("--mgetest-iter", type=int, default=1, metavar="N", help="Timed runs per test case (1).")
-    group.addoption("--mgetest-warmup-iter", type=int, default=0, metavar="N", help="Untimed runs first (0).")
-    group.addoption(
-        "--mgetest-in-process", action="store_true", help="Run the bundles in pytest's process, not in a worker."
-    )
+    for option in plugin_options():
+        group.addoption(option.flag, dest=option.dest, **option.settings)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -73,7 +59,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     config = parent.config
-    if not file_path.name.endswith(".mgetest"):
+    if not (config.getoption("mgetest") or config.getoption("mgetest_collect")):
+        return None  # without its options the plugin does nothing
+    from .bundle.format import BUNDLE_SUFFIX
+
+    if not file_path.name.endswith(BUNDLE_SUFFIX):
         return None
     given = [Path(p).resolve() for p in config.getoption("mgetest") or []]
     here = file_path.resolve()
@@ -92,15 +82,18 @@ def _state(config: pytest.Config) -> dict[str, Any]:
 def _options(config: pytest.Config) -> Any:
     state = _state(config)
     if state["options"] is None:
-        from .cli.flags.pack import parse_maxerr
+        from .base.bounds import parse_bounds
+        from .base.naming import spoken_as
+        from .cli.flags.spelling import speller
+        from .cli.mgerun import mgerun_command
         from .model.session import SessionSettings, settings
         from .options import VerifyOptions
 
-        maxerr, per_output = parse_maxerr(tuple(config.getoption("mgetest_maxerr") or ()))
+        with spoken_as(speller(mgerun_command)):  # a bad bound is named as mgerun names it: its options are mgerun's
+            bounds = parse_bounds(tuple(config.getoption("mgetest_maxerr") or ()))
         given = {entry.name: config.getoption(f"mgetest_{entry.name}", None) for entry in settings()}
         state["options"] = VerifyOptions(
-            maxerr=maxerr,
-            output_maxerr=per_output,
+            bounds=bounds,
             session=SessionSettings.given(given),
             iters=config.getoption("mgetest_iter"),
             warmup=config.getoption("mgetest_warmup_iter"),

@@ -2,11 +2,35 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.support import SAMPLES, Result
+
+# The tests that take longest (each runs the console scripts, or pytest, many times) run first, the longest first:
+# pytest-xdist hands tests out one at a time in this order (--maxschedchunk 1, pyproject.toml), so the short ones
+# come last and no worker is left alone with a long one at the end. Only the suite's time depends on this list.
+FIRST = (
+    "tests/test_docs.py::test_shell_examples_run",
+    "tests/test_pytest_plugin.py",
+    "tests/commands/test_jobs.py::test_a_killed_worker",
+    "tests/optimize/test_pipeline.py",
+    "tests/report/test_checked.py::test_every_field_damaged",
+    "tests/commands/test_merge.py",
+    "tests/test_schemas.py",
+    "tests/scripts/test_bench.py",
+    "tests/cli/test_streams.py",
+    "tests/bundle/test_fuzz.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next((k for k, prefix in enumerate(FIRST) if item.nodeid.startswith(prefix)), len(FIRST))
+
+    items.sort(key=rank)  # stable: within a rank, the order pytest collected them in
 
 
 def _invoke(main, args, capfd) -> Result:
@@ -47,3 +71,13 @@ def mgediff(capfd):
     from mgedump.cli import mgediff_main
 
     return lambda *args: _invoke(mgediff_main, args, capfd)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_files(tmp_path_factory) -> None:
+    """What tests/shared.py makes once goes under this run's temporary folder: with pytest-xdist, the folder the
+    workers' own folders are in (one per run, not shared with another run), else the run's own."""
+    from tests.shared import set_root
+
+    base = tmp_path_factory.getbasetemp()
+    set_root((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared")

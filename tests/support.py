@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import copy_of, made_once
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 
@@ -165,10 +167,20 @@ def run_ok(program: str, *args) -> None:
         assert exc.code == 0, f"{program} {args} exited {exc.code}"
 
 
+def packed_once(model: str, *args: str) -> Path:
+    """The bundle ``mgedump samples/MODEL ARGS -o MODEL.mgetest`` writes (``cnn.mgetest`` for ``cnn.onnx``), packed
+    once per test run (tests/shared.py): read it, or copy it to change it."""
+    name = Path(model).with_suffix(".mgetest").name
+    made = made_once(
+        " ".join(("mgedump", f"samples/{model}", *map(str, args))),
+        lambda folder: run_ok("mgedump", SAMPLES / model, *args, "-o", folder / name, "-q"),
+    )
+    return made / name
+
+
 def pack_two_variants(out) -> None:
-    """Pack the sample CNN as a bundle of two variants (fp32, ioc16; format version 2) at ``out``."""
-    run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--variants", "fp32,ioc16", "--maxerr", "0.01",
-           "-o", out, "-q")  # fmt: skip
+    """The sample CNN as a bundle of two variants (fp32, ioc16; format version 2), copied to ``out``."""
+    copy_of(packed_once("cnn.onnx", "-d", "#rand(0,1)", "--variants", "fp32,ioc16", "--maxerr", "0.01"), Path(out))
 
 
 def one_report(path: Path) -> dict:

@@ -1,7 +1,8 @@
 """The recipes of docs/ci.md, tested as far as this machine can: every YAML block parses, and the sharded recipes'
 mgerun lines run on a zoo of bundles with the CI's variables set by hand (GitHub's matrix values, GitLab's
 CI_NODE_INDEX and CI_NODE_TOTAL, Kubernetes' JOB_COMPLETION_INDEX and volumes as folders); the merge job's line
-then gives the JUnit test cases, counts and verdicts of one unsharded run."""
+then gives the JUnit test cases, counts and verdicts of one unsharded run. The recipes' runs are slow checks
+(``-m full``, which .ci/run runs too): mgerun's shards and merges are tested on their own in tests/commands/."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from tests.commands.test_merge import _cases
+from tests.shared import made_once
 from tests.support import ROOT
 from tests.zoo import failing_bundle, small_bundle, tree, two_case_bundle
 
@@ -47,17 +49,20 @@ def sh(command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory) -> Path:
-    """models/: 10 bundles in 3 subfolders, one failing; and the JUnit report of one unsharded run over it."""
-    root = tmp_path_factory.mktemp("ci")
-    scratch = root / "scratch"
-    tree(root / "models" / "vision", two_case_bundle(scratch), 4, 2)
-    tree(root / "models" / "gray", small_bundle(scratch), 5, 1)
-    failing_bundle(small_bundle(scratch), root / "models" / "fails.mgetest")
-    shutil.rmtree(scratch)
-    done = sh("mgerun models/ --iter 1 --junit-xml whole.xml -q", root)
-    assert done.returncode == 1, done.stderr
-    return root
+def zoo() -> Path:
+    """models/: 10 bundles in 3 subfolders, one failing; and the JUnit report of one unsharded run over it (made once
+    per test run: each test copies models/)."""
+
+    def make(root: Path) -> None:
+        scratch = root / "scratch"
+        tree(root / "models" / "vision", two_case_bundle(scratch), 4, 2)
+        tree(root / "models" / "gray", small_bundle(scratch), 5, 1)
+        failing_bundle(small_bundle(scratch), root / "models" / "fails.mgetest")
+        shutil.rmtree(scratch)
+        done = sh("mgerun models/ --iter 1 --junit-xml whole.xml -q", root)
+        assert done.returncode == 1, done.stderr
+
+    return made_once("docs/ci.md's zoo and its unsharded JUnit report", make)
 
 
 def _workspace(zoo: Path, tmp_path: Path) -> Path:
@@ -71,6 +76,7 @@ def test_every_recipe_parses():
     assert all(docs and all(isinstance(doc, dict) for doc in docs) for docs in found)
 
 
+@pytest.mark.full
 def test_github_actions_matrix(zoo, tmp_path):
     [workflow] = _recipe(lambda docs: "strategy" in str(docs))
     verify, report = workflow["jobs"]["verify"], workflow["jobs"]["report"]
@@ -94,6 +100,7 @@ def test_github_actions_matrix(zoo, tmp_path):
     assert _cases(work / "junit.xml") == _cases(zoo / "whole.xml")
 
 
+@pytest.mark.full
 def test_gitlab_parallel(zoo, tmp_path):
     [pipeline] = _recipe(lambda docs: "model-gate-report" in docs[0])
     job, report = pipeline["model-gate"], pipeline["model-gate-report"]
@@ -114,6 +121,7 @@ def test_gitlab_parallel(zoo, tmp_path):
     assert _cases(work / "junit.xml") == _cases(zoo / "whole.xml")
 
 
+@pytest.mark.full
 def test_kubernetes_indexed_job(zoo, tmp_path):
     shards, merge = _recipe(lambda docs: "Indexed" in str(docs))
     spec = shards["spec"]

@@ -6,6 +6,7 @@ code cites exists.
   interpreter's console scripts first on the PATH. A command exits 0 unless its comment says ``# exits N``. Two
   commands of the README's top are not run, and the test says why: the install (it makes a venv and installs into
   it; the ``mgedump ... && mgerun ...`` that follows it is run) and the test command (it is what runs this test).
+  The README's run at every run; the other pages' are slow checks (``-m full``, which .ci/run runs too).
 - Every fenced ```python block of the pages in :data:`PYTHON_DOCS` runs; each page's blocks in order in one
   namespace, in a temporary folder holding ``samples/`` and ``model.onnx`` (a copy of ``samples/cnn.onnx``).
 - Every relative link of README.md and docs/ names a file that exists, and an anchor a heading of that page makes;
@@ -167,7 +168,9 @@ def _run_shell(command: str, cwd: Path, where: str) -> None:
     )
 
 
-@pytest.mark.parametrize("path", SHELL_DOCS)
+@pytest.mark.parametrize(
+    "path", [pytest.param(path, marks=() if path == "README.md" else pytest.mark.full) for path in SHELL_DOCS]
+)
 def test_shell_examples_run(path, tmp_path):
     found = blocks(path, "sh")
     assert found, f"{path} has no ```sh block"

@@ -12,23 +12,27 @@ from pathlib import Path
 import pytest
 
 from tests.report.test_junit import XSD, xsd_problems
-from tests.support import SAMPLES, run_ok
+from tests.shared import copy_of, made_once
+from tests.support import packed_once
 from tests.zoo import failing_bundle, kill_busy_worker, slow_bundle, small_bundle, two_case_bundle
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory) -> Path:
-    """zoo/samples/{cnn,gray}.mgetest, zoo/variants/cnn.mgetest (fp32 and ioc16), zoo/bad/{fails,junk}.mgetest."""
-    root = tmp_path_factory.mktemp("plugin")
-    zoo = root / "zoo"
-    two_case_bundle(zoo / "samples")
-    small_bundle(zoo / "samples")
-    (zoo / "variants").mkdir()
-    run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--variants", "fp32,ioc16", "--maxerr", "0.05",
-           "-o", zoo / "variants" / "cnn.mgetest", "-q")  # fmt: skip
-    failing_bundle(zoo / "samples" / "gray.mgetest", zoo / "bad" / "fails.mgetest")
-    (zoo / "bad" / "junk.mgetest").write_text("not a bundle\n")
-    return zoo
+def zoo() -> Path:
+    """zoo/samples/{cnn,gray}.mgetest, zoo/variants/cnn.mgetest (fp32 and ioc16), zoo/bad/{fails,junk}.mgetest (made
+    once per test run: read only; pytest runs in the folder that holds zoo/, writing there nothing but what its
+    arguments name)."""
+
+    def make(root: Path) -> None:
+        zoo = root / "zoo"
+        two_case_bundle(zoo / "samples")
+        small_bundle(zoo / "samples")
+        copy_of(packed_once("cnn.onnx", "-d", "#rand(0,1)", "--variants", "fp32,ioc16", "--maxerr", "0.05"),
+                zoo / "variants" / "cnn.mgetest")  # fmt: skip
+        failing_bundle(zoo / "samples" / "gray.mgetest", zoo / "bad" / "fails.mgetest")
+        (zoo / "bad" / "junk.mgetest").write_text("not a bundle\n")
+
+    return made_once("the pytest plugin's zoo", make) / "zoo"
 
 
 def pytest_run(cwd: Path, *args, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -172,3 +176,20 @@ def test_the_core_never_imports_pytest():
 def test_in_process_runs_the_bundles_in_pytests_process(zoo):
     done = pytest_run(zoo.parent, "--mgetest", "zoo/samples", "--mgetest-in-process", "-p", "no:cacheprovider")
     assert done.returncode == 0 and "3 passed" in done.stdout.splitlines()[-1], done.stdout[-1000:]
+
+
+def test_the_plugins_options_that_mirror_mgerun_name_its_flags():
+    """Each --mgetest-X that says "As mgerun --X." is mgerun's --X, and mgerun has that flag."""
+    import click
+
+    from mgedump.cli import mgerun_command
+    from mgedump.cli.plugin_options import plugin_options
+
+    ctx = click.Context(mgerun_command, **mgerun_command.context_settings)
+    flags = {flag for param in mgerun_command.get_params(ctx) for flag in param.opts}
+    mirrored = [o for o in plugin_options() if str(o.settings.get("help", "")).startswith("As mgerun ")]
+    assert len(mirrored) >= 5
+    for option in mirrored:
+        flag = option.settings["help"].removeprefix("As mgerun ").removesuffix(".")
+        assert flag in flags and option.flag == "--mgetest-" + flag[2:], option
+    assert {"--iter", "--warmup-iter"} <= flags

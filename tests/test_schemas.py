@@ -18,12 +18,14 @@ import functools
 import json
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
 import numpy as np
 import pytest
 
+from tests.shared import made_once
 from tests.support import ROOT, SAMPLES, rewrite_bundle, with_changed_weight
 
 DOCS = ROOT / "docs"
@@ -130,78 +132,90 @@ if has_avx2():
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("schemas")
+def bundles() -> dict[str, Path]:
+    """Every pack of PACKS, plus a bundle of cnn.onnx with a changed weight and one with crafted expected outputs
+    (made once per test run: read only)."""
+
+    def make(work: Path) -> None:
+        for name, (model, args) in PACKS.items():
+            code = call("mgedump", SAMPLES / model, *args, "-o", work / f"{name}.mgetest")
+            assert code == 0, f"packing {name} exited {code}"
+        with_changed_weight(work / "embedded.mgetest", work / "broken.mgetest")
+
+        def craft(names, manifest, members):
+            # test case 0 expects another shape; test case 1 expects NaN: neither can pass, for reasons of their own
+            members["test_data_set_0/output_0.pb"] = tensor_pb(np.zeros((1, 5), np.float32), "prob")
+            members["test_data_set_1/output_0.pb"] = tensor_pb(np.full((1, 10), np.nan, np.float32), "prob")
+
+        rewrite_bundle(work / "list.mgetest", work / "crafted.mgetest", craft, fix_hashes=True)
+
+    work = made_once(f"tests/test_schemas.py's bundles: {sorted(PACKS)}", make)
+    return {name: work / f"{name}.mgetest" for name in [*PACKS, "broken", "crafted"]}
+
+
+def _documents(name: str, calls: Callable[[Path], dict[str, list]], program: str) -> dict[str, tuple[int, dict]]:
+    """The ``--report-json`` documents and exit codes of ``program``'s calls (``calls(folder)``: name -> arguments,
+    which may write into the folder), made once per test run."""
+
+    def make(work: Path) -> None:
+        codes = {}
+        for key, args in calls(work).items():
+            codes[key] = call(program, *args, "--report-json", work / f"{key}.json")
+        (work / "exit_codes.json").write_text(json.dumps(codes), encoding="utf-8")
+
+    work = made_once(name, make)
+    codes = json.loads((work / "exit_codes.json").read_text(encoding="utf-8"))
+    return {key: (code, json.loads((work / f"{key}.json").read_text(encoding="utf-8"))) for key, code in codes.items()}
 
 
 @pytest.fixture(scope="module")
-def bundles(work) -> dict[str, Path]:
-    """Every pack of PACKS, plus a bundle of cnn.onnx with a changed weight and one with crafted expected outputs."""
-    made = {}
-    for name, (model, args) in PACKS.items():
-        out = work / f"{name}.mgetest"
-        code = call("mgedump", SAMPLES / model, *args, "-o", out)
-        assert code == 0, f"packing {name} exited {code}"
-        made[name] = out
-    made["broken"] = with_changed_weight(made["embedded"], work / "broken.mgetest")
-
-    def craft(names, manifest, members):
-        # test case 0 expects another shape; test case 1 expects NaN: neither can pass, for reasons of their own
-        members["test_data_set_0/output_0.pb"] = tensor_pb(np.zeros((1, 5), np.float32), "prob")
-        members["test_data_set_1/output_0.pb"] = tensor_pb(np.full((1, 10), np.nan, np.float32), "prob")
-
-    made["crafted"] = rewrite_bundle(made["list"], work / "crafted.mgetest", craft, fix_hashes=True)
-    return made
-
-
-@pytest.fixture(scope="module")
-def reports(work, bundles) -> dict[str, tuple[int, dict]]:
+def reports(bundles) -> dict[str, tuple[int, dict]]:
     """mgerun --report-json documents and exit codes, by call."""
-    junk = work / "junk.mgetest"
-    junk.write_bytes(b"not a zip archive")
-    calls = {
-        # every bundle in one call, one of them unreadable: profiled, with the embedded dump's diagnosis
-        "many": [
-            *bundles.values(),
-            junk,
-            "--iter",
-            "2",
-            "--profile",
-            work / "prof.json",
-        ],
-        # a plain model with a free batch: the batch sweep under concurrent load
-        "sweep": [SAMPLES / "dynamic_batch.onnx", "-d", "x:#rand(0,1,2,...)", "--iter", "3"]
-        + ["--repeat-sweep", "1,2", "--concurrency", "2", "--thread", "1"],
-        # a model that fails to run on its data at verify time
-        "run_fails": [SAMPLES / "bad" / "gather_index.onnx", "-d", "#rand(0,100)", "--iter", "1"],
-        # a bundle of variants fitted on this machine
-        "fitting": [bundles["variants"], "--fitting", "--fitting-budget", "1", "--iter", "1"],
-        # an optimised bundle held to a maxerr float16 cannot meet, without warm-up runs
-        "tight": [bundles["io16xc32"], "--maxerr", "0", "--iter", "1", "--warmup-iter", "0", "--graph-opt", "basic"],
-    }
-    out = {}
-    for name, args in calls.items():
-        target = work / f"report_{name}.json"
-        code = call("mgerun", *args, "--report-json", target)
-        out[name] = (code, json.loads(target.read_text(encoding="utf-8")))
-    return out
+
+    def calls(work: Path) -> dict[str, list]:
+        junk = work / "junk.mgetest"
+        junk.write_bytes(b"not a zip archive")
+        return {
+            # every bundle in one call, one of them unreadable: profiled, with the embedded dump's diagnosis
+            "many": [*bundles.values(), junk, "--iter", "2", "--profile", work / "prof.json"],
+            # a plain model with a free batch: the batch sweep under concurrent load
+            "sweep": [SAMPLES / "dynamic_batch.onnx", "-d", "x:#rand(0,1,2,...)", "--iter", "3"]
+            + ["--repeat-sweep", "1,2", "--concurrency", "2", "--thread", "1"],
+            # a model that fails to run on its data at verify time
+            "run_fails": [SAMPLES / "bad" / "gather_index.onnx", "-d", "#rand(0,100)", "--iter", "1"],
+            # a bundle of variants fitted on this machine
+            "fitting": [bundles["variants"], "--fitting", "--fitting-budget", "1", "--iter", "1"],
+            # an optimised bundle held to a maxerr float16 cannot meet, without warm-up runs
+            "tight": [
+                bundles["io16xc32"],
+                "--maxerr",
+                "0",
+                "--iter",
+                "1",
+                "--warmup-iter",
+                "0",
+                "--graph-opt",
+                "basic",
+            ],
+        }
+
+    return _documents("tests/test_schemas.py's mgerun reports", calls, "mgerun")
 
 
 @pytest.fixture(scope="module")
-def diffs(work, bundles) -> dict[str, tuple[int, dict]]:
+def diffs(bundles) -> dict[str, tuple[int, dict]]:
     """mgediff --report-json documents and exit codes, by call."""
-    assert call("mgerun", bundles["embedded"], bundles["broken"], "--iter", "1", "--io-dump", work / "dumps") == 1
-    calls = {
-        "dumps": [work / "dumps" / "embedded", work / "dumps" / "broken"],
-        "float16": [SAMPLES / "float16" / "overflow_chain.onnx", bundles["ioc16"]],
-        "given": [bundles["plain"], SAMPLES / "cnn.onnx", "--maxerr", "1e-3"],
-    }
-    out = {}
-    for name, args in calls.items():
-        target = work / f"diff_{name}.json"
-        code = call("mgediff", *args, "--report-json", target)
-        out[name] = (code, json.loads(target.read_text(encoding="utf-8")))
-    return out
+
+    def calls(work: Path) -> dict[str, list]:
+        dumped = call("mgerun", bundles["embedded"], bundles["broken"], "--iter", "1", "--io-dump", work / "dumps")
+        assert dumped == 1
+        return {
+            "dumps": [work / "dumps" / "embedded", work / "dumps" / "broken"],
+            "float16": [SAMPLES / "float16" / "overflow_chain.onnx", bundles["ioc16"]],
+            "given": [bundles["plain"], SAMPLES / "cnn.onnx", "--maxerr", "1e-3"],
+        }
+
+    return _documents("tests/test_schemas.py's mgediff reports", calls, "mgediff")
 
 
 # ---------------------------------------------------------------- the schemas themselves

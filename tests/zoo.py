@@ -13,24 +13,23 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.support import SAMPLES, rewrite_bundle, run_ok
+from tests.shared import copy_of, made_once
+from tests.support import packed_once, rewrite_bundle, run_ok
 
 
 def small_bundle(folder: Path, name: str = "gray.mgetest") -> Path:
-    """A bundle of samples/gray.onnx with one test case (packed once per folder)."""
+    """A bundle of samples/gray.onnx with one test case, in ``folder`` (copied there once)."""
     target = folder / name
     if not target.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        run_ok("mgedump", SAMPLES / "gray.onnx", "-d", "#rand(0,255)", "-o", target, "-q")
+        copy_of(packed_once("gray.onnx", "-d", "#rand(0,255)"), target)
     return target
 
 
 def two_case_bundle(folder: Path, name: str = "cnn.mgetest") -> Path:
-    """A bundle of samples/cnn.onnx with two test cases."""
+    """A bundle of samples/cnn.onnx with two test cases, in ``folder`` (copied there once)."""
     target = folder / name
     if not target.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        run_ok("mgedump", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-d", "#rand(0,2)", "-o", target, "-q")
+        copy_of(packed_once("cnn.onnx", "-d", "#rand(0,1)", "-d", "#rand(0,2)"), target)
     return target
 
 
@@ -89,18 +88,19 @@ def slow_bundle(folder: Path, name: str = "slow.mgetest") -> Path:
         made.ir_version = 8
         return made
 
-    folder.mkdir(parents=True, exist_ok=True)
-    quick = folder / "quick_loop.onnx"
-    onnx.save(model(1), str(quick))
-    packed = folder / f"quick_{name}"
-    run_ok("mgedump", quick, "-d", "#rand(0,1)", "-o", packed, "-q")
-    slow = model(1_000_000).SerializeToString()
-    target = rewrite_bundle(
-        packed, folder / name, lambda n, m, members: members.update({"model.onnx": slow}), fix_hashes=True
-    )
-    quick.unlink()
-    packed.unlink()
-    return target
+    def make(folder: Path) -> None:
+        quick = folder / "quick_loop.onnx"
+        onnx.save(model(1), str(quick))
+        run_ok("mgedump", quick, "-d", "#rand(0,1)", "-o", folder / "quick.mgetest", "-q")
+        slow = model(1_000_000).SerializeToString()
+        rewrite_bundle(
+            folder / "quick.mgetest",
+            folder / "slow.mgetest",
+            lambda n, m, members: members.update({"model.onnx": slow}),
+            fix_hashes=True,
+        )
+
+    return copy_of(made_once("a bundle of a million 256x256 MatMul", make) / "slow.mgetest", folder / name)
 
 
 def _children(pid: int) -> list[int]:
@@ -129,7 +129,7 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def kill_busy_worker(process: subprocess.Popen, cpu_s: float = 3.0, timeout: float = 120.0) -> int | None:
+def kill_busy_worker(process: subprocess.Popen, cpu_s: float = 1.5, timeout: float = 120.0) -> int | None:
     """Kill (SIGKILL) the first worker process of ``process`` (or of its descendants) that has used ``cpu_s``
     seconds of CPU: the one running the slow bundle. Returns its pid (None: ``process`` ended first)."""
     deadline = time.monotonic() + timeout

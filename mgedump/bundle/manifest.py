@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import __version__
+from ..base.bounds import Bounds
 from .format import FORMAT, FORMAT_VERSION, MODEL_MEMBER, SINGLE_VERSION
 
 
@@ -28,44 +29,21 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class AssertionEntry:
-    """Whether expected outputs are checked, within which error (``output_maxerr``: the outputs with a bound of
-    their own), of which statistic of the element errors (``error_stat``, ``output_error_stat``), and whether
-    passing checks are printed."""
+    """Whether expected outputs are checked, within which bounds (:class:`~mgedump.base.bounds.Bounds`: every
+    output's, outputs' own, and the statistic of the element errors each applies to), and whether passing checks
+    are printed."""
 
     enabled: bool
-    maxerr: float
+    bounds: Bounds
     verbose: bool
-    output_maxerr: dict[str, float] = field(default_factory=dict)
-    error_stat: str = "max"
-    output_error_stat: dict[str, str] = field(default_factory=dict)
-
-    def maxerr_of(self, output: str) -> float:
-        """The bound of one output: its own, else the bundle's."""
-        return self.output_maxerr.get(output, self.maxerr)
-
-    def stat_of(self, output: str) -> str:
-        """The statistic one output's bound applies to."""
-        return self.output_error_stat.get(output, self.error_stat)
 
     def to_json(self) -> dict[str, Any]:
-        document: dict[str, Any] = {"enabled": self.enabled, "maxerr": self.maxerr, "verbose": self.verbose}
-        if self.output_maxerr:
-            document["output_maxerr"] = dict(self.output_maxerr)
-        if self.error_stat != "max":
-            document["error_stat"] = self.error_stat
-        if self.output_error_stat:
-            document["output_error_stat"] = dict(self.output_error_stat)
-        return document
+        return {"enabled": self.enabled, **self.bounds.to_json(), "verbose": self.verbose}
 
     @classmethod
     def from_json(cls, assertion: dict[str, Any]) -> AssertionEntry:
         return cls(
-            enabled=bool(assertion["enabled"]),
-            maxerr=float(assertion["maxerr"]),
-            verbose=bool(assertion["verbose"]),
-            output_maxerr={name: float(bound) for name, bound in (assertion.get("output_maxerr") or {}).items()},
-            error_stat=str(assertion.get("error_stat", "max")),
-            output_error_stat={name: str(stat) for name, stat in (assertion.get("output_error_stat") or {}).items()},
+            enabled=bool(assertion["enabled"]), bounds=Bounds.from_json(assertion), verbose=bool(assertion["verbose"])
         )
 
 

@@ -9,6 +9,7 @@ import click
 
 from ..base.streams import is_terminal
 from ..report import stdout_targets
+from ..report.formats import asked
 from .common import CONTEXT, common_options, setup
 from .flags.spread import spread_options, spread_options_flags
 from .flags.verify import VerifyCommand, verify_options, verify_options_flags
@@ -44,7 +45,7 @@ def mgerun_command(paths: tuple[str, ...], verbose: int, quiet: bool | None, **v
     spread, merge = spread_options(values)
     options, data_flags = verify_options(values)
     # a report on stdout (--report-json -) keeps stdout to itself: the lines people read go to stderr
-    to_stdout = bool(stdout_targets((options.report_json, options.junit_xml, options.report_html, options.fitting_out)))
+    to_stdout = bool(stdout_targets([*(target for _, target in asked(options)), options.fitting_out]))
     if merge:
         return run_merge(paths, options, spread, err=to_stdout)
     plan = plan_runs(paths, options, data_flags=data_flags, spread=spread)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..base.log import printable, warn_once
 from ..model.environment import summary as environment_summary
-from ..report.schema import STATS, BundleRecord, CaseRecord, OpRow, rate_text
 
-STAT_COLUMNS = STATS
+if TYPE_CHECKING:
+    from ..report.schema import BundleRecord, CaseRecord, OpRow
 
 
 def say(line: str = "", err: bool = False) -> None:
@@ -39,7 +39,7 @@ def print_packed(output: str, result: Any) -> None:
     say(
         f"mgedump: wrote {output}: {result.test_cases} test case(s), "
         f"{len(manifest.inputs)} input(s), {len(manifest.outputs)} output(s), "
-        + (f"maxerr {assertion.maxerr:g}" if assertion.enabled else "no assertions"),
+        + (f"maxerr {assertion.bounds.default.maxerr:g}" if assertion.enabled else "no assertions"),
         err=True,
     )
     if manifest.optimizations:
@@ -110,6 +110,8 @@ def fitting_lines(fitting: Any, limit: int | None = 12) -> list[str]:
 
 def timing_lines(bundle: BundleRecord) -> list[str]:
     """The latency table (ms) of every test case, then the batch sweep if any."""
+    from ..report.schema import STATS, rate_text  # here: a pack prints no table, and never reads the reports
+
     lines: list[str] = []
     load = bundle.session.concurrency if bundle.session else 1
     title = "latency (ms)" if load == 1 else f"latency (ms), {load} at once"

@@ -9,23 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from ..base.errors import UsageError
 from ..base.naming import option_name
 from ..options import VerifyOptions
 from ..report.checked import read_report
+from ..report.formats import check_known, formats
 from ..report.merge import merge
 from ..report.schema import RunReport
 from .verify import run_outputs
 from .verify_many import write_report_files
 
-REPORTS = ("report_json", "junit_xml", "report_html")
-
 
 def merge_reports(paths: Sequence[str], options: VerifyOptions | None = None) -> RunReport:
-    """Merge the JSON reports at ``paths`` and write the reports ``options`` asks for (``report_json``,
-    ``junit_xml``, ``report_html``; nothing else applies).
+    """Merge the JSON reports at ``paths`` and write the reports ``options`` asks for (in the formats of
+    :mod:`mgedump.report.formats`; nothing else applies).
 
     Returns:
         The merged report; its ``exit_code`` is the worst of every bundle's.
@@ -36,6 +34,7 @@ def merge_reports(paths: Sequence[str], options: VerifyOptions | None = None) ->
         MergeError: reports that are not of one run (:mod:`mgedump.report.merge`).
     """
     options = options or VerifyOptions()
+    check_known(options)
     _check_options(options)
     if not paths:
         raise UsageError(f"{option_name('merge')} takes the JSON reports to merge")
@@ -56,11 +55,12 @@ def merge_reports(paths: Sequence[str], options: VerifyOptions | None = None) ->
 
 def _check_options(options: VerifyOptions) -> None:
     """Refuse what does not apply to merging: everything but the reports to write."""
-    blank: dict[str, Any] = dict.fromkeys(REPORTS)
-    plain = dataclasses.replace(options, **blank)
+    reports = [entry.option for entry in formats()]
     for field in dataclasses.fields(VerifyOptions):
-        if getattr(plain, field.name) != getattr(VerifyOptions(), field.name):
+        if field.name in reports or field.name == "reports":
+            continue
+        if getattr(options, field.name) != getattr(VerifyOptions(), field.name):
             raise UsageError(
                 f"{option_name(field.name)} does not apply to {option_name('merge')}, which merges reports "
-                f"(it takes {', '.join(option_name(name) for name in REPORTS)})"
+                f"(it takes {', '.join(option_name(name) for name in reports)})"
             )

@@ -58,8 +58,9 @@ class PackResult:
 
 
 @dataclass(frozen=True)
-class Made:
-    """What the packing steps made, for the writing step."""
+class BundleContents:
+    """What the packing steps made for the writing step: the variants, the stored test cases and inputs, the variants
+    left out, the notes."""
 
     variants: list[Variant]
     stored: list[StoredCase]
@@ -187,7 +188,7 @@ class Given:
     tmp: str
 
 
-def _make(names: Sequence[str], given: Given) -> Made:
+def _make(names: Sequence[str], given: Given) -> BundleContents:
     """Make the one model (a version-1 bundle: its test cases stored in its dtypes), or every variant (version 2:
     the test cases once, in the dtypes of the model as given), each proved."""
     opened, options, stage = given.opened, given.options, given.stage
@@ -199,7 +200,7 @@ def _make(names: Sequence[str], given: Given) -> Made:
         if variant.result is not None:
             _prove(opened, variant, stored, options, given.tmp, stage)
         lines = variant.result.lines() if variant.result else []
-        return Made([variant], stored, variant.opened, [], [*lines, *variant.notes])
+        return BundleContents([variant], stored, variant.opened, [], [*lines, *variant.notes])
     stored = expected_outputs(opened, given.cases, opened, True, stage, options.nonfinite_ok)
     variants, left_out = [], []
     for name in names:
@@ -216,7 +217,7 @@ def _make(names: Sequence[str], given: Given) -> Made:
     if not variants:
         reasons = "; ".join(f"{e['name']}: {e['reason']}" for e in left_out)
         raise OptimizeError(f"no variant meets {option_name('maxerr')}: {reasons}")
-    return Made(variants, stored, opened, left_out, _variant_lines(variants, left_out))
+    return BundleContents(variants, stored, opened, left_out, _variant_lines(variants, left_out))
 
 
 def _variant_lines(variants: Sequence[Variant], left_out: Sequence[dict[str, str]]) -> list[str]:
@@ -259,15 +260,12 @@ def _optimize(name: str, optimize: OptimizeOptions, given: Given, target: str) -
         target,
         optimize,
         test_inputs=[dict(case.inputs) for case in given.cases],
-        maxerr=options.maxerr,
-        output_maxerr=dict(options.output_maxerr),
+        bounds=options.bounds,
         calibration=[dict(case.inputs) for case in given.calibration] if calibrated else [],
         calibration_specs=[
             f"{option_name('calibrate')} {c}" if isinstance(c, str) else f"{option_name('calibrate')} (arrays)"
             for c in options.calibrate
         ],
-        error_stat=options.error_stat,
-        output_error_stat=dict(options.output_error_stat),
     )
     session = open_session(result.path, label="the optimised model")
     return Variant(name, Opened(result.path, session, *model_io(session)), result, notes=list(result.notes))
@@ -320,7 +318,7 @@ def _prove(
         stored,
         variant.opened.outputs,
         options,
-        lambda k: explain(given.path, variant.path, stored[k], options.tightest, tmp),
+        lambda k: explain(given.path, variant.path, stored[k], options.bounds.tightest(), tmp),
         given.inputs if cast else None,
         variant.opened.inputs if cast else None,
     )
@@ -415,14 +413,7 @@ def _open_given(model_path: str, stage: Stage) -> Opened:
 def _build_cases(opened: Opened, data: TestData, options: PackOptions, stage: Stage) -> list[TestCase]:
     """Every test case's inputs, for the model as given."""
     stage(f"building {len(data.cases)} test case(s)")
-    names = [info.name for info in opened.outputs]
-    for kind, given in (("output_maxerr", options.output_maxerr), ("output_error_stat", options.output_error_stat)):
-        for name, _ in given:
-            if name not in names:
-                raise UsageError(
-                    f"{option_name(kind, name)} names no output of the model "
-                    f"(its outputs: {', '.join(map(repr, names))})"
-                )
+    options.bounds.check_outputs([info.name for info in opened.outputs])
     cases = data.build(opened.inputs, options.data)
     if options.embed_io_dump > len(cases):
         raise UsageError(

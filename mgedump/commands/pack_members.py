@@ -131,14 +131,7 @@ def manifest_of(
 
 
 def assertion_entry(options: PackOptions) -> AssertionEntry:
-    return AssertionEntry(
-        enabled=not options.no_assert,
-        maxerr=options.maxerr,
-        verbose=not options.silent,
-        output_maxerr=dict(options.output_maxerr),
-        error_stat=options.error_stat,
-        output_error_stat=dict(options.output_error_stat),
-    )
+    return AssertionEntry(enabled=not options.no_assert, bounds=options.bounds, verbose=not options.silent)
 
 
 def _variant_entry(source: Source, variant: Variant, members: list[Member]) -> VariantEntry:

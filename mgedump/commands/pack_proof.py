@@ -170,7 +170,7 @@ def self_check(
             raise OptimizeError(f"the optimised model fails to run on test case {index}: {exc.message}") from None
         for info, want, have in zip(outputs, case.expected, got, strict=True):
             have = by_value(want, have)
-            check = check_value(info.name, want, have, options.maxerr_of(info.name), options.stat_of(info.name))
+            check = check_value(info.name, want, have, *options.bounds.of(info.name))
             results.append({"case": index, "output": info.name, "err": check.err, "passed": check.passed})
             if check.passed:
                 continue
@@ -184,7 +184,7 @@ def self_check(
                 worst, worst_case = err, index
             scale = max(scale, abs(check.stats.get("expect_max") or 0.0), abs(check.stats.get("expect_min") or 0.0))
     if failures:
-        message = f"the optimised model misses {option_name('maxerr')} {_bounds_text(options)}: " + ", ".join(
+        message = f"the optimised model misses {option_name('maxerr')} {options.bounds.text()}: " + ", ".join(
             failures[:4]
         )
         message += f" and {len(failures) - 4} more" if len(failures) > 4 else ""
@@ -194,12 +194,6 @@ def self_check(
             message += f"; first divergence on test case {worst_case}: {first}" if first else ""
         raise OptimizeError(message, hint=hint)
     return Proof(results)
-
-
-def _bounds_text(options: PackOptions) -> str:
-    own = ", ".join(f"{name}:{bound:g}" for name, bound in options.output_maxerr)
-    stat = "" if options.error_stat == "max" else f" of the {options.error_stat} error"
-    return f"{options.maxerr:g}{stat}" + (f" ({own})" if own else "")
 
 
 def explain(given: str, optimized: str, case: StoredCase, maxerr: float, scratch: str) -> str | None:

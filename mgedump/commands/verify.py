@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.bounds import Bounds
 from ..base.errors import ModelError, RunError, UsageError, Verdict
 from ..base.limits import available_memory, require_memory
 from ..base.log import fresh_warnings, no_status, warn_once
@@ -27,6 +28,7 @@ from ..model.runtime import TensorInfo, to_values
 from ..options import VerifyOptions
 from ..report import bundle_name
 from ..report.fitting import FittingRecord
+from ..report.formats import asked
 from ..report.schema import (
     Assertion,
     BundleRecord,
@@ -98,7 +100,7 @@ class Report(Verdict):
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
     assertion: bool
-    maxerr: float
+    bounds: Bounds  # each output's, as checked: the bundle's with the options' over them
     verbose: bool
     session: dict[str, Any] = field(default_factory=dict)
     cases: list[CaseReport] = field(default_factory=list)
@@ -133,7 +135,7 @@ class Report(Verdict):
             variant=self.variant,
             kind=self.kind,
             exit_code=self.exit_code,
-            assertion=Assertion(self.assertion, self.maxerr),
+            assertion=Assertion(self.assertion, self.bounds.default.maxerr),
             session=Session.from_json(self.session),
             cold_start=ColdStart.from_json(self.cold_start()),
             inputs=[TensorRecord.from_json(info.to_json()) for info in self.inputs],
@@ -155,9 +157,7 @@ def run_outputs(options: VerifyOptions) -> Outputs:
     folders of outputs and io dumps."""
     return Outputs(
         [
-            Output("report_json", options.report_json or "", stdout=True),
-            Output("junit_xml", options.junit_xml or "", stdout=True),
-            Output("report_html", options.report_html or "", stdout=True),
+            *(Output(entry.option, target, stdout=entry.stdout) for entry, target in asked(options)),
             Output("profile", options.profile or ""),
             Output("bin_out_dump", options.bin_out_dump or "", folder=True),
             Output("io_dump", options.io_dump or "", folder=True),
@@ -213,7 +213,9 @@ def verify(
             outputs.check(protected)
         max_runs = _check_budget(prepared, options)
         report = _new_report(path, prepared, options, protected)
-        bounds = _maxerr_per_output(prepared, options) if report.assertion else None
+        if report.assertion:  # a --maxerr OUTPUT:X given now names an output of the model
+            options.bounds.check_outputs([info.name for info in prepared.outputs])
+        bounds = report.bounds if report.assertion else None
         for index, case in enumerate(prepared.cases):
             result = _run_case(prepared, index, case, bounds, options, progress, label, max_runs)
             if max_runs is not None and len(result.timing.latencies_ms) >= max_runs:
@@ -224,8 +226,8 @@ def verify(
             if options.bin_out_dump and result.error is None:
                 dump_outputs(options.bin_out_dump, index, prepared.outputs, result.outputs, protected)
             if not result.passed and result.error is None and prepared.reference is not None:
-                tightest = min(bounds.values(), default=report.maxerr) if bounds else report.maxerr
-                result.diagnosis = diagnose_case(prepared, index, case, tightest, options, tmp)
+                bound = report.bounds.tightest(info.name for info in prepared.outputs)
+                result.diagnosis = diagnose_case(prepared, index, case, bound, options, tmp)
             if on_case is not None:
                 on_case(result, report)
         if options.profile:
@@ -233,28 +235,6 @@ def verify(
         if options.io_dump:
             _io_dump_after_timing(prepared, report, options)
     return report
-
-
-def _maxerr_per_output(prepared: Prepared, options: VerifyOptions) -> dict[str, float]:
-    """Each output's AssertEqual bound: the bundle's (its own, else the bundle's), all replaced by a --maxerr X
-    given now, then by a --maxerr OUTPUT:X given now.
-
-    Raises:
-        UsageError: a --maxerr OUTPUT:X for an output the model does not have.
-    """
-    names = [info.name for info in prepared.outputs]
-    for name, _ in options.output_maxerr:
-        if name not in names:
-            raise UsageError(
-                f"{option_name('output_maxerr', name)} names no output of the model "
-                f"(its outputs: {', '.join(map(repr, names))})"
-            )
-    if options.maxerr is not None:
-        bounds = dict.fromkeys(names, options.maxerr)
-    else:
-        bounds = {name: prepared.output_maxerr.get(name, prepared.maxerr) for name in names}
-    bounds.update(options.output_maxerr)
-    return bounds
 
 
 def _check_budget(prepared: Prepared, options: VerifyOptions) -> int | None:
@@ -288,7 +268,7 @@ def _new_report(path: str, prepared: Prepared, options: VerifyOptions, protected
         inputs=prepared.inputs,
         outputs=prepared.outputs,
         assertion=prepared.assertion and not options.no_assert,
-        maxerr=prepared.maxerr if options.maxerr is None else options.maxerr,
+        bounds=prepared.bounds.overridden_by(options.bounds),  # mgerun --maxerr X over every output's, then OUTPUT:X
         verbose=prepared.verbose if options.silent is None else not options.silent,
         session=session_info,
         session_create_ms=prepared.session_ms,
@@ -300,7 +280,7 @@ def _new_report(path: str, prepared: Prepared, options: VerifyOptions, protected
 
 def _io_dump_after_timing(prepared: Prepared, report: Report, options: VerifyOptions) -> None:
     """The --io-dump of every test case that ran, after timing (the timing session's memory let go first)."""
-    from ..diagnose.expose import release_memory
+    from ..diagnose.in_parts import release_memory
 
     prepared.runner.close()
     release_memory()
@@ -316,7 +296,7 @@ def _run_case(
     prepared: Prepared,
     index: int,
     case: PreparedCase,
-    bounds: dict[str, float] | None,
+    bounds: Bounds | None,
     options: VerifyOptions,
     progress: Progress | None,
     prefix: str = "",
@@ -363,9 +343,7 @@ def _run_case(
     checks = []
     if bounds is not None and case.expected is not None:
         checks = [
-            check_value(
-                info.name, want, have, bounds[info.name], prepared.output_error_stat.get(info.name, prepared.error_stat)
-            )
+            check_value(info.name, want, have, *bounds.of(info.name))
             for info, want, have in zip(prepared.outputs, case.expected, got, strict=True)
         ]
     report = CaseReport(

@@ -36,7 +36,8 @@ from ..measure.timing import Progress
 from ..model.environment import run_environment
 from ..options import SpreadOptions, VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
-from ..report.schema import BundleRecord, RunReport, dumps
+from ..report.formats import asked, check_known
+from ..report.schema import BundleRecord, RunReport
 from .fitting import config_text, with_config
 from .inputs import files_read
 from .jobs import Done, check_options, run_checks, timing_options, untimed, with_timing
@@ -190,6 +191,7 @@ def plan_runs(
     options, spread = options or VerifyOptions(), spread or SpreadOptions()
     env = os.environ if environ is None else environ
     shard = resolve_shard(spread.shard, env) if spread.shard is not None else None
+    check_known(options)
     outputs = run_outputs(options)
     outputs.check()
     found = expand_tree(paths)
@@ -457,27 +459,18 @@ def _check_unique_names(bundles: Sequence[str], options: VerifyOptions, many: bo
 
 
 def write_reports(summary: Summary, options: VerifyOptions, protected: Sequence[str]) -> None:
-    """Write the JSON, JUnit XML and HTML reports the options ask for, all from the one report's records, and the
-    fitting's choice; a target ``-`` is standard output."""
+    """Write the reports the options ask for, all from the one report's records, and the fitting's choice; a target
+    ``-`` is standard output."""
     fitted = [r.report.fitting for r in summary.results if r.report is not None and r.report.fitting is not None]
     if options.fitting_out and fitted and fitted[0].chosen is not None:
         write_report(options.fitting_out, config_text(fitted[0].chosen), protected)
-    if not (options.report_json or options.junit_xml or options.report_html):
-        return
-    write_report_files(summary.record(), options, protected)
+    if asked(options):
+        write_report_files(summary.record(), options, protected)
 
 
 def write_report_files(report: RunReport, options: VerifyOptions, protected: Sequence[str]) -> None:
-    """Write a report's records as the JSON, JUnit XML and HTML files the options ask for, together or not at
-    all."""
+    """Write a report's records in every format the options ask for (:mod:`mgedump.report.formats`), together or
+    not at all."""
     with all_or_nothing():  # the report files replace their targets together, or none does
-        if options.report_json:
-            write_report(options.report_json, dumps(report.to_json()).encode(), protected)
-        if options.junit_xml:
-            from ..report.junit import render_junit
-
-            write_report(options.junit_xml, render_junit(report), protected)
-        if options.report_html:
-            from ..report.html import render_html
-
-            write_report(options.report_html, render_html(report).encode(), protected)
+        for entry, target in asked(options):
+            write_report(target, entry.bytes_of(report), protected)

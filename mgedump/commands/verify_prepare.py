@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.bounds import Bounds
 from ..base.errors import BundleError, DataError, ModelError, UsageError
 from ..base.fileio import hash_files
 from ..base.naming import option_name
@@ -46,20 +47,17 @@ class Prepared:
     outputs: list[TensorInfo]
     cases: list[PreparedCase]
     assertion: bool
-    maxerr: float
+    bounds: Bounds  # the bundle's (a plain model: none checked)
     verbose: bool
     model_path: str = ""
     model_sha256: str = ""
     reference: str | None = None  # the embedded io dump's folder, extracted
-    output_maxerr: dict[str, float] = field(default_factory=dict)  # the outputs with a bound of their own
     packed_environment: dict[str, Any] | None = None  # the manifest's: where the bundle was packed
     files: list[str] = field(default_factory=list)  # data files read (outputs must not overwrite them)
     session_ms: float = 0.0  # creating the session: the cold start
     data_folder: str | None = None  # where the model's external data lies, when not beside model_path (the bundle's)
     variant: str | None = None  # the variant of a bundle of several that runs; its outputs compare by value
     model_outputs: list[TensorInfo] = field(default_factory=list)  # the session's outputs (none: ``outputs``)
-    error_stat: str = "max"  # the statistic of the element errors the bounds apply to, and outputs' own
-    output_error_stat: dict[str, str] = field(default_factory=dict)
 
 
 def open_timed(
@@ -139,19 +137,16 @@ def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[st
         outputs=outputs,
         cases=cases,
         assertion=assertion.enabled,
-        maxerr=assertion.maxerr,
+        bounds=assertion.bounds,
         verbose=assertion.verbose,
         model_path=model_path,
         model_sha256=model.sha256,
         reference=reference,
-        output_maxerr=dict(assertion.output_maxerr),
         packed_environment=manifest.environment,
         session_ms=session_ms,
         data_folder=placed.data_folder,
         variant=chosen.name if manifest.variants else None,
         model_outputs=got_out,
-        error_stat=assertion.error_stat,
-        output_error_stat=dict(assertion.output_error_stat),
     )
 
 
@@ -311,7 +306,7 @@ def from_model(
         outputs=outputs,
         cases=cases,
         assertion=False,
-        maxerr=0.0,
+        bounds=Bounds(maxerr=0.0),
         verbose=True,
         model_path=path,
         model_sha256=hash_files([path]).sha256 if options.io_dump else "",

@@ -37,10 +37,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.bounds import DEFAULT_MAXERR
 from ..base.errors import Verdict
 from ..measure.assertion import FLOAT16_MAX, json_value, measure, value_text
 from ..measure.structured import measure_value
-from ..options import DEFAULT_MAXERR, FLOAT16_MAXERR
+from ..options import FLOAT16_MAXERR
 from .iodump import CaseDump, IoDump, NodeInfo
 
 INTRODUCES_FACTOR = 10.0

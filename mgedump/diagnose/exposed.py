@@ -12,7 +12,7 @@ import numpy as np
 
 from ..model.runtime import OrtRunner, open_runner
 from ..model.session import SessionSettings
-from .expose import DEFAULT_BUDGET, ExposedRunner, load_for_exposure
+from .in_parts import DEFAULT_BUDGET, ExposedRunner, load_for_exposure
 from .iodump import IoDump, MemoryDump, write_case
 
 

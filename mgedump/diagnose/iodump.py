@@ -40,7 +40,7 @@ and in the index.
     tensor (null when there are none), ``nan`` and ``inf`` count the others.
 
 A dump is made by running the model with every tensor exposed
-(:mod:`.expose`, :mod:`.exposed`); this module writes, reads and checks the
+(:mod:`.in_parts`, :mod:`.exposed`); this module writes, reads and checks the
 format only.
 """
 

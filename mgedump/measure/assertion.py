@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from ..base.bounds import ERROR_STATS
 from ..base.jsontypes import is_number
 from ..base.naming import option_name
-from ..options import ERROR_STATS
 
 FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504: float16's largest finite value, the one definition
 

@@ -61,9 +61,9 @@ class Setting:
         key: onnxruntime's name of a provider option or a config entry (none: ``name``).
         check: refuses a bad value with a :class:`~mgedump.base.errors.UsageError` (called with the value and the
             name); ``choices`` are checked without it.
-        flag: ``mgerun``'s flag when it is not named after the setting (``--thread`` for ``threads``); the pytest
-            plugin's option is ``--mgetest-`` and the flag's words. Read here, not from the command line, so that
-            pytest starts without importing it.
+        flag: ``mgerun``'s flag when it is not named after the setting (a plugin's setting may say; the built-in
+            ones are spelled in the command line, :func:`mgedump.cli.plugin_options.setting_flag`); the pytest
+            plugin's option is ``--mgetest-`` and the flag's words.
     """
 
     name: str
@@ -79,11 +79,6 @@ class Setting:
     @property
     def onnxruntime_key(self) -> str:
         return self.key or self.name
-
-    @property
-    def command_flag(self) -> str:
-        """``mgerun``'s flag for it."""
-        return self.flag or "--" + self.name.replace("_", "-")
 
     def checked(self, value: Any) -> Any:
         """The value, checked (none passes: not given)."""
@@ -351,7 +346,6 @@ for _builtin in (
         "onnxruntime intra-op threads (default: onnxruntime's choice).",
         int,
         check=check_threads,
-        flag="--thread",
     ),
     Setting(
         "graph_opt", "onnxruntime graph optimisation level (default: onnxruntime's, all).", choices=GRAPH_OPT_LEVELS

@@ -1,4 +1,4 @@
-"""A model for the onnxruntime the target has (``mgedump --target-runtime X.Y``).
+"""A model for the onnxruntime the target has (``PackOptions.target_runtime``: ``"X.Y"``).
 
 An onnxruntime release loads models up to one IR version and implements the
 ``ai.onnx`` and ``ai.onnx.ml`` opsets up to one version each
@@ -15,7 +15,7 @@ newer onnx is written down to what the target loads:
 - other domains (``com.microsoft``) are left as they are.
 
 The caller proves the result on the packing machine as it proves any rewrite:
-it must meet ``--maxerr`` against the model as given on every test case.
+it must meet its bound (``maxerr``) against the model as given on every test case.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def _elem_types(model: Any) -> Iterator[int]:
 
 def _check_ir(model: Any, runtime: Runtime) -> None:
     """Refuse a model that needs a newer IR than the target's: what it uses that the target's IR lacks."""
-    onnx = require("onnx", purpose="--target-runtime")
+    onnx = require("onnx", purpose=option_name("target_runtime"))
     for elem in sorted(set(_elem_types(model))):
         since = _TYPES_SINCE.get(elem, 0)
         if since > runtime.ir_version:
@@ -160,7 +160,7 @@ def _check_ir(model: Any, runtime: Runtime) -> None:
 
 def _check_ops(model: Any, domain: str, have: int, want: int, runtime: Runtime) -> bool:
     """Refuse an operator the target's opset does not have; return whether any operator changed in between."""
-    defs = require("onnx.defs", purpose="--target-runtime")
+    defs = require("onnx.defs", purpose=option_name("target_runtime"))
     changed = False
     what = "ai.onnx" if domain in _DEFAULT else domain
     for node in _nodes(model):
@@ -231,7 +231,7 @@ def retarget(model: Any, runtime: Runtime) -> list[str]:
 
 def _convert(model: Any, runtime: Runtime) -> Any:
     """onnx's version converter, into ``model`` itself."""
-    converter = require("onnx.version_converter", purpose="--target-runtime")
+    converter = require("onnx.version_converter", purpose=option_name("target_runtime"))
     try:
         converted = converter.convert_version(model, runtime.opset)
     except Exception as exc:  # the converter raises RuntimeError, ValueError or its C++ errors
@@ -265,11 +265,11 @@ def retarget_file(src: str, dst: str, wanted: str) -> Retargeted:
         UsageError: an unknown target version.
         ModelError: what the target cannot load, named.
     """
-    installed = require("onnxruntime", purpose="--target-runtime").__version__
+    installed = require("onnxruntime", purpose=option_name("target_runtime")).__version__
     runtime = runtime_for(wanted, installed)
     if runtime is None:
         return Retargeted(None, None, [])
-    onnx = require("onnx", purpose="--target-runtime")
+    onnx = require("onnx", purpose=option_name("target_runtime"))
     try:
         model = onnx.load(src, load_external_data=False)
     except Exception as exc:  # protobuf's DecodeError and friends

@@ -21,11 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.bounds import Bounds
 from ..base.errors import ModelError, UsageError
 from ..base.naming import option_name
 from ..bundle import requirements as target
 from ..bundle.requirements import REQ_AVX2, REQ_ONNXRUNTIME, REQ_ORT_CPU
-from ..options import DEFAULT_MAXERR, OptimizeOptions
+from ..options import OptimizeOptions
 from .offline import at_level, portable_rewrites, save, uses_external
 from .passes import discard_names, strip_opsets
 from .precisions import Job, Precision, check_options
@@ -94,12 +95,9 @@ def optimize_file(
     options: OptimizeOptions,
     *,
     test_inputs: Sequence[Mapping[str, Any]] = (),
-    maxerr: float | None = None,
-    output_maxerr: Mapping[str, float] | None = None,
+    bounds: Bounds | None = None,
     calibration: Sequence[Mapping[str, Any]] = (),
     calibration_specs: Sequence[str] = (),
-    error_stat: str = "max",
-    output_error_stat: Mapping[str, str] | None = None,
 ) -> OptimizeResult:
     """Write src, optimised as options say, to dst (with dst's external data beside it if the model needs it).
 
@@ -108,12 +106,9 @@ def optimize_file(
         options: the rewrites.
         test_inputs: the test cases' inputs: what a precision mode is proved on (a float16 mode without them
             decides from the weights' ranges alone).
-        maxerr: what the mode's model must meet on the test cases (none: the pack's default).
-        output_maxerr: outputs held to their own bound (``maxerr NAME:X``).
+        bounds: what the mode's model must meet on the test cases (none: the pack's default).
         calibration: the cases a calibrated mode calibrates on (none: the test cases).
         calibration_specs: where the calibration cases came from, for the manifest.
-        error_stat: the statistic of an output's element errors ``maxerr`` bounds; ``output_error_stat``: outputs
-            with their own.
 
     Raises:
         UsageError: options that do not go together; a mode proved on data without test data.
@@ -131,10 +126,8 @@ def optimize_file(
         model = portable_rewrites(src, tmp, external) if portable else onnx.load(src)
         made = None
         if mode is not None:
-            bound = DEFAULT_MAXERR if maxerr is None else maxerr
             job = Job(
-                src, model, options, test_inputs, bound, dict(output_maxerr or {}), calibration, calibration_specs,
-                tmp, external, error_stat, dict(output_error_stat or {}),
+                src, model, options, test_inputs, bounds or Bounds(), calibration, calibration_specs, tmp, external
             )  # fmt: skip
             made = mode.make(job)
             model = made.model

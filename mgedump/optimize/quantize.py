@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.bounds import Bounds
 from ..base.errors import MgeError, OptimizeError, UsageError
 from ..base.naming import option_name
 from ..measure.assertion import maxerr_hint
@@ -137,13 +138,16 @@ class _Proof:
     names: list[str]
     expected: Sequence[Sequence[np.ndarray]]
     test_inputs: Sequence[Mapping[str, np.ndarray]]
-    maxerr: float
-    output_maxerr: dict[str, float]
-    stats: dict[str, str]
+    bounds: Bounds
     what: str
     scratch: str
     settings: SessionSettings | None
     opener: Opener
+
+    @property
+    def stats(self) -> dict[str, str]:
+        """Each output's error statistic."""
+        return {name: self.bounds.of(name).stat for name in self.names}
 
 
 def quantize_int8(
@@ -152,10 +156,7 @@ def quantize_int8(
     *,
     test_inputs: Sequence[Mapping[str, np.ndarray]],
     expected: Sequence[Sequence[np.ndarray]],
-    maxerr: float,
-    output_maxerr: Mapping[str, float] | None = None,
-    error_stat: str = "max",
-    output_error_stat: Mapping[str, str] | None = None,
+    bounds: Bounds,
     calibration: Sequence[Mapping[str, np.ndarray]] = (),
     calibration_specs: Sequence[str] = (),
     mode: str = STATIC,
@@ -173,9 +174,8 @@ def quantize_int8(
     Args:
         base_path, dst: the float model to quantize (already optimised), and where the int8 model goes.
         test_inputs, expected: the test cases' inputs, and the outputs of the model as given on each.
-        maxerr, output_maxerr: what every output must meet on every test case, and outputs with their own bound.
-        error_stat, output_error_stat: the statistic of an output's element errors the bounds apply to (``max``,
-            ``p99``, ``mean``, ``median``), and outputs with their own.
+        bounds: what every output must meet on every test case (each output's bound, and the statistic of its
+            element errors it applies to: ``max``, ``p99``, ``mean``, ``median``).
         calibration, calibration_specs: the cases the static ranges are calibrated on (none: the test cases), and
             where they came from.
         mode, method, per_channel: ``"static"`` or ``"dynamic"``; ``"minmax"``, ``"entropy"`` or
@@ -202,16 +202,14 @@ def quantize_int8(
     calibration_record = _calibration_record(mode, calibration, calibration_specs, len(test_inputs))
     quantizer = Quantizer(named, mode, method, per_channel, calibration or test_inputs, scratch, external)
     names = [v.name for v in base.graph.output]
-    stats = {name: dict(output_error_stat or {}).get(name, error_stat) for name in names}
     own = opener is None
     opener = opener or Opener()  # every candidate is opened and run in a child: a crash there is no crash of ours
-    output_maxerr = dict(output_maxerr or {})
-    proof = _Proof(names, expected, test_inputs, maxerr, output_maxerr, stats, what, scratch, settings, opener)
+    proof = _Proof(names, expected, test_inputs, bounds, what, scratch, settings, opener)
     op_types = {node.name: node.op_type for node in base.graph.node}
     used_method = method if mode == STATIC else None
     result = Int8Result(dst, mode, used_method, per_channel, opset, op_types=op_types, calibration=calibration_record)
     result.notes = notes
-    searcher = Searcher(_prober(quantizer, opener, proof, result), maxerr, proof.output_maxerr, budget or Budget())
+    searcher = Searcher(_prober(quantizer, opener, proof, result), bounds, budget or Budget())
     try:
         path = _search(searcher, proof, result, base, named, matching_nodes(base, fp32_nodes))
     except OptimizeError as exc:  # the candidates skipped on the way are part of why
@@ -347,7 +345,7 @@ def _search(searcher: Searcher, proof: _Proof, result: Int8Result, base: Any, na
             + (f" (its {result.mode} mode quantizes {', '.join(DYNAMIC_OPS)})" if result.mode == DYNAMIC else "")
         )
     chosen, outcome = kept, first
-    if not first.passes(proof.maxerr, proof.output_maxerr):
+    if not first.passes(proof.bounds):
         chosen, outcome = _keep_float(searcher, proof, result, named, kept, touched, first)
     result.kept = dict(chosen)
     final = onnx.load(outcome.path, load_external_data=False)
@@ -368,7 +366,7 @@ def _keep_float(
 ) -> tuple[dict[str, str], Outcome]:
     """The fewest nodes to keep float for every output to meet its bound: by the error each introduces, then by
     what each buys on the outputs (:mod:`.quantize_search`); every node float is the last candidate."""
-    maxerr = proof.maxerr
+    maxerr = proof.bounds.default.maxerr
     diagnosis = _diagnosis(searcher, proof, result, named, first)
     free = [t for t in touched if t not in kept]
     proxy = rank(diagnosis, free)
@@ -415,12 +413,14 @@ def _every_float_misses(
     whole = searcher.run({**kept, **dict.fromkeys(free, "")}, last=True)
     worst, name, case = (whole or first).measure.worst
     start, where_name, where_case = first.measure.worst
-    divergence = first_divergence(diagnosis[where_case], proof.maxerr) if where_case < len(diagnosis) else None
+    divergence = (
+        first_divergence(diagnosis[where_case], proof.bounds.default.maxerr) if where_case < len(diagnosis) else None
+    )
     where = ""
     if divergence is not None:
         where = f"; with every node int8 the first divergence on test case {where_case}: {divergence.describe()}"
     return OptimizeError(
-        f"{proof.what}: even with every node float the model misses {option_name('maxerr')} {proof.maxerr:g}: "
+        f"{proof.what}: even with every node float the model misses {option_name('maxerr')} {proof.bounds.default.maxerr:g}: "
         f"err={worst:.3g} (name={name}, test case {case}; with every node int8 err={start:.3g}, name={where_name})"
         + where,
         hint=maxerr_hint(worst, first.measure.scale)
@@ -456,7 +456,7 @@ def _judge_share(
     worst, name, case = first.measure.worst
     shown = ", ".join(list(result.kept)[:8]) + (", ..." if len(result.kept) > 8 else "")
     raise OptimizeError(
-        f"{proof.what} meets {option_name('maxerr')} {proof.maxerr:g} only with {len(result.kept)} node(s) kept "
+        f"{proof.what} meets {option_name('maxerr')} {proof.bounds.default.maxerr:g} only with {len(result.kept)} node(s) kept "
         f"float ({shown}), {share.text()}: int8 would have too little left to speed up (it is left out beyond "
         f"{MAX_FLOAT_SHARE:.0%}); with every node int8: err={worst:.3g} (name={name}, test case {case})",
         hint=maxerr_hint(worst, first.measure.scale) or f"leave {option_name('precision', 'int8')} out",

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.bounds import Bounds
 from ..base.errors import ModelError, OptimizeError
 from .isolate import CandidateFailed
 from .quantize_blame import NodeErr
@@ -75,17 +76,13 @@ class Outcome:
     got: list[list[np.ndarray]]
     mean_abs: float  # the mean absolute error over every float output and test case
 
-    def passes(self, maxerr: float, output_maxerr: Mapping[str, float]) -> bool:
-        return self.measure.passes(maxerr, output_maxerr)
+    def passes(self, bounds: Bounds) -> bool:
+        return self.measure.passes(bounds)
 
-    def over(self, maxerr: float, output_maxerr: Mapping[str, float]) -> float:
+    def over(self, bounds: Bounds) -> float:
         """The worst output's error over its bound (1 or less: it passes)."""
         return max(
-            (
-                err / max(output_maxerr.get(name, maxerr), 1e-30)
-                for case in self.measure.errs
-                for name, err in case.items()
-            ),
+            (err / max(bounds.of(name).maxerr, 1e-30) for case in self.measure.errs for name, err in case.items()),
             default=0.0,
         )
 
@@ -99,13 +96,12 @@ class Searcher:
 
     Attributes:
         probe: quantizes with these nodes kept float, runs the candidate in the child and measures it.
-        maxerr, output_maxerr: the bound of every output, and those of their own.
+        bounds: what every output must meet.
         skipped: the candidates skipped, each said in a line.
     """
 
     probe: Probe
-    maxerr: float
-    output_maxerr: Mapping[str, float]
+    bounds: Bounds
     budget: Budget
     skipped: list[str] = field(default_factory=list)
     _seen: dict[frozenset[str], Outcome | None] = field(default_factory=dict)
@@ -131,7 +127,7 @@ class Searcher:
         return outcome
 
     def passes(self, outcome: Outcome | None) -> bool:
-        return outcome is not None and outcome.passes(self.maxerr, self.output_maxerr)
+        return outcome is not None and outcome.passes(self.bounds)
 
 
 def keep_introducing(kept: Mapping[str, str], nodes: Sequence[NodeErr], maxerr: float) -> dict[str, str]:
@@ -196,9 +192,9 @@ def benefit_ranking(
         others: the nodes the ranking must also hold (every other touched node), in graph order.
         first: the candidate with everything int8.
     """
-    maxerr, output_maxerr = searcher.maxerr, searcher.output_maxerr
+    bounds, maxerr = searcher.bounds, searcher.bounds.default.maxerr
     reserve = 2 * math.ceil(math.log2(len(proxy) + len(others) + 1)) + 2  # runs kept for the prefix search
-    base_over, base_mean = first.over(maxerr, output_maxerr), first.mean_abs
+    base_over, base_mean = first.over(bounds), first.mean_abs
     gains: dict[str, tuple[float, float, float]] = {}
     measured: list[str] = []
     for name in [node.name for node in proxy] or [name for name in others if name not in kept]:
@@ -208,11 +204,11 @@ def benefit_ranking(
         if outcome is None:  # skipped (it failed in the child): ranked as if not measured
             continue
         measured.append(name)
-        over = outcome.over(maxerr, output_maxerr)
+        over = outcome.over(bounds)
         drop = (base_over - over) / base_over if base_over > 0 else 0.0
         mean_drop = (base_mean - outcome.mean_abs) / base_mean if base_mean > 0 else 0.0
         gains[name] = (round(drop, 2), mean_drop, over)
-        if outcome.passes(maxerr, output_maxerr):
+        if outcome.passes(bounds):
             why = f"kept float alone, it brings the worst err to {_of_bound(over)}"
             return [], len(measured), ({**kept, name: why}, outcome)
     ranked = sorted((n for n in gains if gains[n][:2] > (0.0, 0.0)), key=lambda n: gains[n][:2], reverse=True)

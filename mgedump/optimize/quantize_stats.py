@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.bounds import Bounds
 from ..measure.assertion import assert_equal
 from .isolate import worst_output
 
@@ -62,10 +63,9 @@ class Measure:
         """(err, output, test case) of the worst output."""
         return worst_output(self.errs)
 
-    def passes(self, maxerr: float, output_maxerr: Mapping[str, float] | None = None) -> bool:
-        """Every output within its bound: its own (``output_maxerr``), else ``maxerr``."""
-        own = output_maxerr or {}
-        return all(err <= own.get(name, maxerr) for errs in self.errs for name, err in errs.items())
+    def passes(self, bounds: Bounds) -> bool:
+        """Every output within its bound."""
+        return all(err <= bounds.of(name).maxerr for errs in self.errs for name, err in errs.items())
 
 
 def measure(

@@ -115,7 +115,7 @@ def _check_shards(reports: Sequence[tuple[str, RunReport]]) -> list[tuple[str, R
         assert report.shard is not None
         index, total = report.shard["index"], report.shard["total"]
         if not 1 <= index <= total <= MAX_SHARDS:
-            raise MergeError(f"{path} says it is shard {index} of {total}: not a shard --shard makes")
+            raise MergeError(f"{path} says it is shard {index} of {total}: not a shard {option_name('shard')} makes")
     first_path, first = sharded[0]
     assert first.shard is not None
     for key, what in (("total", "count of shards"), ("of", "count of bundles"), ("by", "way of balancing")):

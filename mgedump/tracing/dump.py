@@ -31,6 +31,7 @@ from mgedump.base.fileio import CHUNK, atomic_output, write_bytes_atomic
 from mgedump.base.naming import NO_VALUE, spoken_as
 from mgedump.base.outputs import Output, Outputs, all_or_nothing
 from mgedump.bundle import MODEL_MEMBER
+from mgedump.bundle.format import BUNDLE_SUFFIX
 from mgedump.commands.pack import pack
 from mgedump.model.runtime import infer, open_session
 from mgedump.model.stripinfo import strip_info_paths, write_strip_info
@@ -464,7 +465,7 @@ def _write_bundle(
     options = PackOptions(**pack_options, strip_info=None if late_strip else strip_info_file)
     if late_strip:  # the bundle and the strip info merged after it: checked together, written both or neither
         _outputs(os.fspath(file) if is_path else None, strip_info_file).check()
-    target = os.fspath(file) if is_path and not late_strip else os.path.join(tmp, "bundle.mgetest")
+    target = os.fspath(file) if is_path and not late_strip else os.path.join(tmp, "bundle" + BUNDLE_SUFFIX)
     result = pack(src, target, options)
     with zipfile.ZipFile(target) as zf:
         model = zf.read(result.manifest.model.member)  # of several variants, the first

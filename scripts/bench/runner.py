@@ -35,6 +35,7 @@ ORDER = (
     "int8",
     "needs",
     "fitting",
+    "native",
     "big",
 )
 SHARED = ("models",)  # modules with workers that are no section

@@ -109,7 +109,7 @@ def test_the_reader_is_open_only_where_it_says():
 
 
 def test_the_error_statistics_are_those_the_options_take():
-    from mgedump.options import ERROR_STATS
+    from mgedump.base.bounds import ERROR_STATS
 
     assert published_schema()["$defs"]["errorStat"]["enum"] == list(ERROR_STATS)
 
@@ -238,6 +238,6 @@ def test_a_large_manifest_is_checked_quickly(manifests):
     one = copy.deepcopy(manifests[0])
     case = one["test_cases"][0]
     one["test_cases"] = [case] * 20_000
-    began = time.perf_counter()
+    began = time.thread_time()  # CPU time: other work on the machine does not lengthen it
     assert first_problem(reader_schema(), one) is None
-    assert time.perf_counter() - began < 5
+    assert time.thread_time() - began < 5

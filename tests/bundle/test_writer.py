@@ -8,6 +8,7 @@ import zipfile
 
 import pytest
 
+from mgedump.base.bounds import Bounds
 from mgedump.base.errors import BundleError
 from mgedump.bundle import AssertionEntry, Manifest, Member, ModelEntry, write_bundle
 
@@ -17,7 +18,7 @@ def _write(path, members) -> Manifest:
         model=ModelEntry(sha256="0" * 64, source_sha256="0" * 64),
         inputs=[],
         outputs=[],
-        assertion=AssertionEntry(enabled=False, maxerr=0.0, verbose=True),
+        assertion=AssertionEntry(enabled=False, bounds=Bounds(maxerr=0.0), verbose=True),
         test_cases=[],
     )
     return write_bundle(str(path), manifest, members)

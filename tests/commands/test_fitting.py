@@ -8,22 +8,16 @@ import json
 
 import pytest
 
-from tests.support import SAMPLES, bundle_manifest
+from tests.support import SAMPLES, bundle_manifest, packed_once
 
 CASES = ["-d", f"@{SAMPLES / 'testcases.txt'}"]
 
 
 @pytest.fixture(scope="module")
-def variants(tmp_path_factory):
-    """samples/cnn.onnx with every variant it can have (int8 static misses 0.05 and is left out)."""
-    from mgedump.cli import mgedump_main
-
-    out = tmp_path_factory.mktemp("fitting") / "cnn.mgetest"
-    with pytest.raises(SystemExit) as done:
-        mgedump_main([str(SAMPLES / "cnn.onnx"), *CASES, "--variants", "fp32,ioc16,io16xc32", "--maxerr", "0.05",
-                      "-o", str(out), "-q"])  # fmt: skip
-    assert done.value.code == 0
-    return out
+def variants():
+    """samples/cnn.onnx with every variant it can have (int8 static misses 0.05 and is left out); packed once per
+    test run: read only."""
+    return packed_once("cnn.onnx", *CASES, "--variants", "fp32,ioc16,io16xc32", "--maxerr", "0.05")
 
 
 def _report(path) -> dict:
@@ -66,7 +60,9 @@ def test_fitting_chooses_a_passing_variant_and_config_reproduces_it(variants, tm
     assert chosen["provider"] == "CPUExecutionProvider" and chosen["graph_opt"] in ("basic", "extended", "all")
     fitting = _report(tmp_path / "r.json")["bundles"][0]["fitting"]
     assert fitting["chosen"] == chosen and [v["passed"] for v in fitting["variants"]] == [True, True, True]
-    assert fitting["seconds"] <= 4 + 1.0  # the budget, and one started turn
+    # the budget as given; that it bounds the search is checked on a clock that only runs move, whatever the
+    # machine's load (tests/measure/test_fitting.py)
+    assert fitting["budget_s"] == 4 and fitting["seconds"] > 0
     assert "fitting: chose" in fitted.out and "speed vs fp32" in fitted.out
     again = mgerun(variants, "--config", choice, "--iter", "2", "--report-json", tmp_path / "again.json")
     assert again.code == 0, again.err

@@ -4,28 +4,33 @@ and verdicts); reports of different versions, a bundle checked twice, a missing 
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from tests.report.test_junit import xsd_problems
+from tests.shared import copy_of, made_once
 from tests.zoo import failing_bundle, small_bundle, tree, two_case_bundle
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory) -> Path:
-    """24 bundles in 4 subfolders: passing ones (one and two test cases), two that fail, one that is not a bundle."""
-    scratch = tmp_path_factory.mktemp("scratch")
-    root = tmp_path_factory.mktemp("zoo")
-    tree(root / "one", small_bundle(scratch), 12, 3)
-    tree(root / "two", two_case_bundle(scratch), 8, 2)
-    failing_bundle(small_bundle(scratch), root / "bad" / "fails.mgetest")
-    failing_bundle(small_bundle(scratch), root / "one" / "f0" / "fails.mgetest")
-    (root / "bad" / "junk.mgetest").write_text("not a bundle\n")
-    (root / "bad" / "sub").mkdir()
-    (root / "bad" / "sub" / "model.mgetest").write_bytes(small_bundle(scratch).read_bytes())
-    return root
+def zoo() -> Path:
+    """24 bundles in 4 subfolders: passing ones (one and two test cases), two that fail, one that is not a bundle
+    (made once per test run: read only)."""
+
+    def make(root: Path) -> None:
+        tree(root / "one", small_bundle(root / "scratch"), 12, 3)
+        tree(root / "two", two_case_bundle(root / "scratch"), 8, 2)
+        failing_bundle(small_bundle(root / "scratch"), root / "bad" / "fails.mgetest")
+        failing_bundle(small_bundle(root / "scratch"), root / "one" / "f0" / "fails.mgetest")
+        (root / "bad" / "junk.mgetest").write_text("not a bundle\n")
+        (root / "bad" / "sub").mkdir()
+        (root / "bad" / "sub" / "model.mgetest").write_bytes(small_bundle(root / "scratch").read_bytes())
+        shutil.rmtree(root / "scratch")
+
+    return made_once("the zoo of 24 bundles that mgerun --merge is tested on", make)
 
 
 def _cases(junit: Path) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
@@ -41,19 +46,23 @@ def _cases(junit: Path) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
 
 @pytest.fixture(scope="module")
 def shards(zoo, tmp_path_factory):
-    """One unsharded run's JUnit and JSON, and the JSON reports of 4 shards (two of them with --jobs 2)."""
+    """One unsharded run's JUnit and JSON, and the JSON reports of 4 shards (two of them with --jobs 2): run once per
+    test run, copied for each module that uses them (the tests write beside them)."""
     from tests.support import run_script
 
-    out = tmp_path_factory.mktemp("reports")
-    whole = run_script("mgerun", zoo, "--iter", "1", "--junit-xml", out / "whole.xml", "--report-json",
-                       out / "whole.json", "-q")  # fmt: skip
-    assert whole.returncode == 2, whole.stderr
-    for index in range(1, 5):
-        jobs = ["--jobs", "2"] if index % 2 else []
-        done = run_script("mgerun", zoo, "--shard", f"{index}/4", *jobs, "--iter", "1", "--report-json",
-                          out / f"shard{index}.json", "-q")  # fmt: skip
-        assert done.returncode in (0, 1, 2), done.stderr
-    return out
+    def make(out: Path) -> None:
+        whole = run_script("mgerun", zoo, "--iter", "1", "--junit-xml", out / "whole.xml", "--report-json",
+                           out / "whole.json", "-q")  # fmt: skip
+        assert whole.returncode == 2, whole.stderr
+        for index in range(1, 5):
+            jobs = ["--jobs", "2"] if index % 2 else []
+            done = run_script("mgerun", zoo, "--shard", f"{index}/4", *jobs, "--iter", "1", "--report-json",
+                              out / f"shard{index}.json", "-q")  # fmt: skip
+            assert done.returncode in (0, 1, 2), done.stderr
+
+    return copy_of(
+        made_once("the reports of the merge zoo, whole and in 4 shards", make), tmp_path_factory.mktemp("r") / "reports"
+    )
 
 
 def test_merging_four_shards_gives_the_unsharded_run(shards, mgerun):

@@ -53,7 +53,10 @@ def test_adding_a_bundle_moves_no_other(zoo, tmp_path, total):
 
 
 def test_the_shard_is_the_hash_of_the_key_alone():
-    assert shard_of("f1/b001.mgetest", 4) == shard_of("f1/b001.mgetest", 4)
+    """The same in every process on every machine (not Python's hash(), salted per process): pinned values."""
+    keys = ["f1/b001.mgetest", "b0.mgetest", "vision/resnet.mgetest", "a/\u00fc.mgetest"]
+    assert [shard_of(key, 4) for key in keys] == [1, 2, 2, 1]
+    assert [shard_of(key, 7) for key in keys] == [7, 3, 3, 5]
     assert {shard_of(f"b{k}.mgetest", 3) for k in range(50)} == {1, 2, 3}
 
 

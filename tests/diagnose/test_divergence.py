@@ -10,12 +10,12 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
+from mgedump.base.bounds import DEFAULT_MAXERR as FLOAT32_MAXERR
 from mgedump.base.errors import DataError
 from mgedump.diagnose.divergence import tensor_err
 from mgedump.diagnose.locate import compare_models
 from mgedump.optimize.float16 import convert
 from mgedump.optimize.nodes import name_nodes
-from mgedump.options import DEFAULT_MAXERR as FLOAT32_MAXERR
 from mgedump.options import FLOAT16_MAXERR
 from tests.support import sample
 

@@ -119,15 +119,16 @@ def test_a_truncated_large_attribute_is_not_a_model(tmp_path):
 
 def test_a_large_tree_ensemble_is_read_at_native_speed(tmp_path):
     """A random forest of 200 000 nodes in a dozen attributes (about 2 million fields): a Python walk of them
-    takes seconds, protobuf's parse a few milliseconds; the bound leaves room for a slow machine."""
+    takes seconds, protobuf's parse a few milliseconds; the bound leaves room for a slow machine. The time is this
+    thread's CPU time, which other work on the machine does not lengthen."""
     from scripts.bench.needs import write_tree_ensemble
 
     path = str(tmp_path / "forest.onnx")
     write_tree_ensemble(path, 200_000)
-    began = time.perf_counter()
+    began = time.thread_time()
     assert uses_external_data(path) is False
     assert external_locations(path) == set()
-    assert time.perf_counter() - began < 0.5
+    assert time.thread_time() - began < 0.5
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+from mgedump.base.bounds import Bounds
 from mgedump.optimize import autocast, autocast_trials
 from tests.support import bundle_manifest, good_models, sample
 
@@ -155,7 +156,7 @@ def test_a_quantized_model_is_refused_by_float16(mode, tmp_path, mgedump):
         str(quantized),
         test_inputs=cases,
         expected=[session.run(None, c) for c in cases],
-        maxerr=1.0,
+        bounds=Bounds(maxerr=1.0),
         mode="dynamic",
         scratch=str(tmp_path),
     )

@@ -11,6 +11,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from mgedump.base.bounds import Bounds
 from mgedump.base.errors import OptimizeError, UsageError
 from mgedump.optimize import isolate
 from mgedump.optimize.isolate import CandidateFailed, Opener
@@ -105,7 +106,7 @@ def test_int8_runs_its_candidates_in_the_child_and_a_first_crash_is_a_refusal(tm
             str(tmp_path / "int8.onnx"),
             test_inputs=cases,
             expected=expected,
-            maxerr=0.2,
+            bounds=Bounds(maxerr=0.2),
             scratch=str(tmp_path),
         )
     assert "candidate 1 (0 node(s) kept float): onnxruntime crashes (SIGSEGV)" in caught.value.message
@@ -123,7 +124,7 @@ def test_a_candidate_that_crashes_during_the_search_is_skipped_and_said(tmp_path
             str(tmp_path / "int8.onnx"),
             test_inputs=cases,
             expected=expected,
-            maxerr=0.1,
+            bounds=Bounds(maxerr=0.1),
             scratch=str(tmp_path),
         )
     except OptimizeError as exc:
@@ -137,7 +138,7 @@ def test_a_candidate_that_crashes_during_the_search_is_skipped_and_said(tmp_path
 def test_int8_on_empty_data_is_an_error(tmp_path):
     cases, _ = _cases("int8/mild_outlier.onnx")
     empty = [{"x": np.zeros((0, 32), np.float32)}]
-    common = {"maxerr": 0.2, "scratch": str(tmp_path)}
+    common = {"bounds": Bounds(maxerr=0.2), "scratch": str(tmp_path)}
     with pytest.raises(UsageError, match="test case 0 gives outputs that hold no element"):
         quantize_int8(
             str(sample("int8/mild_outlier.onnx").path),
@@ -180,7 +181,7 @@ def test_a_last_candidate_skipped_on_the_way_runs_again_and_its_crash_is_a_refus
         tried.append(frozenset(keep))
         raise CandidateFailed("candidate 9: onnxruntime crashes (SIGSEGV)", cause="SIGSEGV")
 
-    searcher = Searcher(probe, 0.1, {}, Budget())
+    searcher = Searcher(probe, Bounds(maxerr=0.1), Budget())
     every = {"a": "", "b": ""}
     assert searcher.run(every) is None
     assert searcher.skipped == ["int8: a candidate with 2 node(s) kept float was skipped: SIGSEGV"]

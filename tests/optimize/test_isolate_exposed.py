@@ -33,6 +33,23 @@ def _dying_in(call: str, hang: bool = False) -> str:
     )
 
 
+HANG_S = 1.0  # what the call that hangs is given to answer (it never will)
+
+
+def _hanging(monkeypatch, call: str, hang: bool) -> None:
+    """The child dies in ``call`` (or, with ``hang``, hangs there). The call that hangs is abandoned after
+    :data:`HANG_S`, every other call (and the one that dies) keeps :data:`isolate.CANDIDATE_SECONDS`: however slow
+    the machine, only the call that hangs is abandoned, and a crash is never mistaken for a hang."""
+    monkeypatch.setattr(isolate, "_CHILD", _dying_in(call, hang))
+    real = Opener._ask
+
+    def ask(self, job, *args, **kwargs):
+        self.timeout = HANG_S if hang and call in str(job.get("call", "")) else isolate.CANDIDATE_SECONDS
+        return real(self, job, *args, **kwargs)
+
+    monkeypatch.setattr(Opener, "_ask", ask)
+
+
 def _pack(mgedump, tmp_path, model: str, *args, cases: int = 2):
     out = tmp_path / "o.mgetest"
     data = ["-d", sample(model).spec] * cases
@@ -44,10 +61,9 @@ def test_int8_goes_on_without_a_diagnosis_that_crashes_or_hangs(hang, tmp_path, 
     """The first candidate misses 0.1, so the search diagnoses it; that run dies (or stops answering and is
     abandoned): the search ranks without the blame, and the pack says the diagnosis was lost and why, whether int8
     then packs or is left out."""
-    monkeypatch.setattr(isolate, "_CHILD", _dying_in(BLAME, hang))
-    monkeypatch.setattr(isolate, "CANDIDATE_SECONDS", 10.0)
+    _hanging(monkeypatch, BLAME, hang)
     result, out = _pack(mgedump, tmp_path, "int8/mild_outlier.onnx", "--quantize", "int8", "--maxerr", "0.1")
-    cause = "no answer within 10 s" if hang else "SIGSEGV"
+    cause = "no answer within 1 s" if hang else "SIGSEGV"
     lost = f"int8: the diagnosis of candidate 1 (its run with every tensor exposed, beside the float model's) was lost: {cause}; the search went on without it"
     assert "Traceback" not in result.err
     assert lost in " ".join(result.err.split())
@@ -63,12 +79,11 @@ def test_int8_goes_on_without_a_diagnosis_that_crashes_or_hangs(hang, tmp_path, 
 def test_float16_goes_on_without_a_diagnosis_that_crashes_or_hangs(hang, tmp_path, mgedump, mgerun, monkeypatch):
     """wide_logits needs the diagnosis to find its culprit; without it the search goes on to its last candidate,
     every node float32, which passes: a bundle, and the note that says why so much stayed float32."""
-    monkeypatch.setattr(isolate, "_CHILD", _dying_in(DIFFS, hang))
-    monkeypatch.setattr(isolate, "CANDIDATE_SECONDS", 10.0)
+    _hanging(monkeypatch, DIFFS, hang)
     args = ["--optimize-for-inference", "--enable-io16xc32", "--maxerr", "1e-2"]
     result, out = _pack(mgedump, tmp_path, "float16/wide_logits.onnx", *args, cases=4)
     assert result.code == 0, result.err
-    cause = "no answer within 10 s" if hang else "SIGSEGV"
+    cause = "no answer within 1 s" if hang else "SIGSEGV"
     assert (
         f"io16xc32: the diagnosis of candidate 1 (its run with every tensor exposed) was lost: {cause}; the search "
         "went on without it" in " ".join(result.err.split())
@@ -104,11 +119,10 @@ def test_a_float16_refusal_says_the_diagnosis_was_lost(tmp_path, mgedump, monkey
 def test_a_float16_reference_that_crashes_or_hangs_is_a_refusal(hang, tmp_path, mgedump, monkeypatch):
     """The float32 model with every tensor exposed is what the search measures against: without it there is no
     search, so its crash (or hang) is a refusal that names it, and the pack writes nothing."""
-    monkeypatch.setattr(isolate, "_CHILD", _dying_in(REFERENCE, hang))
-    monkeypatch.setattr(isolate, "CANDIDATE_SECONDS", 10.0)
+    _hanging(monkeypatch, REFERENCE, hang)
     result, out = _pack(mgedump, tmp_path, "cnn.onnx", "--optimize-for-inference", "--enable-ioc16")
     assert result.code == 2 and not out.exists()
-    cause = "gave no answer within 10 s running it" if hang else "crashes (SIGSEGV) running it"
+    cause = "gave no answer within 1 s running it" if hang else "crashes (SIGSEGV) running it"
     assert f"--enable-ioc16: the search's reference (the float32 model): onnxruntime {cause}" in result.err
     assert "(hint: leave --enable-ioc16 out)" in result.err and "Traceback" not in result.err
 

@@ -10,6 +10,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from mgedump.base.bounds import Bounds
 from mgedump.base.errors import OptimizeError
 from mgedump.optimize.quantize import METHODS, quantize_int8
 from tests.support import sample
@@ -35,7 +36,7 @@ def _quantize(tmp_path, model: str, maxerr: float, **kwargs):
         str(out),
         test_inputs=cases,
         expected=expected,
-        maxerr=maxerr,
+        bounds=Bounds(maxerr=maxerr),
         scratch=str(scratch),
         **kwargs,
     )

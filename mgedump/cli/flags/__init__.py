@@ -9,8 +9,8 @@ command and turns what the user gave into the library's plain values (:mod:`mged
 A click parameter is named after the library keyword it sets (``--iter`` sets ``iters``) and defaults to ``None``,
 "not given": the dataclass's own default then applies, and ``--help`` states it from there. The group that
 declared a parameter takes it out of the command's keyword arguments, so a flag can be followed by reading code:
-``--maxerr`` is ``parse_maxerr(values.pop("maxerr"))`` in :func:`.pack.pack_options`, which makes
-``PackOptions(maxerr=..., output_maxerr=...)`` for :func:`mgedump.pack`.
+``--maxerr`` is ``parse_bounds(values.pop("maxerr"), ...)`` in :func:`.pack.pack_options`, which makes
+``PackOptions(bounds=...)`` for :func:`mgedump.pack`.
 """
 
 from __future__ import annotations
@@ -79,6 +79,11 @@ def default(cls: type, name: str) -> Any:
 def stating(help: str, cls: type, name: str) -> str:
     """A help text that states the dataclass's default."""
     return f"{help}  [default: {default(cls, name)}]"
+
+
+def stated_number(flag: str, name: str, help: str, cls: type, kind: Any = None) -> Decorator:
+    """A flag that takes a number (whole, unless ``kind`` says) and states the dataclass's default in ``--help``."""
+    return click.option(flag, name, type=kind or INT, default=None, help=stating(help, cls, name))
 
 
 def given(values: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from ...base.errors import UsageError
 from ...base.naming import option_name
 from ...base.numbers import parse_int
 from ...options import DataOptions
-from . import FILE, INT, apply, given, stating
+from . import FILE, apply, given, stated_number
 
 DATA_HELP = (
     "Test case: '#rand(MIN,MAX[,dims][,...])', '#randn(MEAN,STD)', '#const(V)', an image, .npy, .npz or .pb file, "
@@ -21,20 +21,8 @@ NAMES = ("seed", "repeat", "resize_input", "input_transform", "input_shapes")
 data_options = apply(
     [
         click.option("-d", "--data", "cases", metavar="SPEC", multiple=True, default=None, type=FILE, help=DATA_HELP),
-        click.option(
-            "--seed",
-            "seed",
-            type=INT,
-            default=None,
-            help=stating("Seed of the random generators.", DataOptions, "seed"),
-        ),
-        click.option(
-            "--repeat",
-            "repeat",
-            type=INT,
-            default=None,
-            help=stating("Repeat file data N times along axis 0 (batch).", DataOptions, "repeat"),
-        ),
+        stated_number("--seed", "seed", "Seed of the random generators.", DataOptions),
+        stated_number("--repeat", "repeat", "Repeat file data N times along axis 0 (batch).", DataOptions),
         click.option(
             "--resize-input", "resize_input", is_flag=True, default=None, help="Resize images to the model's H and W."
         ),

@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from ...options import DEFAULT_MAXERR, FLOAT16_MAXERR, DiffOptions
+from ...base.bounds import DEFAULT_MAXERR
+from ...options import FLOAT16_MAXERR, DiffOptions
 from . import FLOAT, apply, given, path_option
 from .data import data_from, data_options
 from .verify import io_dump_budget

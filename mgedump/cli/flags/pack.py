@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from ...base.errors import UsageError
-from ...options import ERROR_STATS, PackOptions, check_maxerr
-from . import FILE, INT, Decorator, apply, comma_list, given, path_option, stating, switch
+from ...base.bounds import DEFAULT_MAXERR, parse_bounds
+from ...options import PackOptions
+from . import FILE, INT, Decorator, apply, comma_list, given, path_option, switch
 from .data import data_from, data_options
 from .optimize import optimize_from, optimize_options
 
@@ -17,7 +16,7 @@ NAMES = ("no_assert", "silent", "model_out", "embed_io_dump", "target_runtime")
 
 
 def maxerr_option(help: str) -> Decorator:
-    """``--maxerr X`` and ``--maxerr OUTPUT:X``, repeatable (:func:`parse_maxerr`)."""
+    """``--maxerr X`` and ``--maxerr OUTPUT:X``, repeatable (:func:`~mgedump.base.bounds.parse_bounds`)."""
     return click.option("--maxerr", "maxerr", metavar="[OUTPUT:]X", multiple=True, default=None, help=help)
 
 
@@ -25,11 +24,8 @@ pack_options_flags = apply(
     [
         data_options,
         maxerr_option(
-            stating(
-                "AssertEqual threshold recorded in the bundle; OUTPUT:X for one output (repeatable).",
-                PackOptions,
-                "maxerr",
-            )
+            "AssertEqual threshold recorded in the bundle; OUTPUT:X for one output (repeatable).  "
+            f"[default: {DEFAULT_MAXERR}]"
         ),
         click.option(
             "--error-stat",
@@ -97,51 +93,6 @@ pack_options_flags = apply(
 )
 
 
-def parse_maxerr(values: Sequence[str]) -> tuple[float | None, tuple[tuple[str, float], ...]]:
-    """``--maxerr X`` and ``--maxerr NAME:X`` (repeatable) as (the bound of every output, or None when only named
-    outputs were given; the bounds of named outputs). The name is everything before the last ``:``.
-
-    Raises:
-        UsageError: a value that is neither a number nor NAME:number, or a bound that is not a number >= 0.
-    """
-    every = None
-    named: dict[str, float] = {}
-    for text in values:
-        try:
-            every = check_maxerr(float(text))
-            continue
-        except ValueError:
-            pass
-        name, sep, number = text.rpartition(":")
-        try:
-            value = float(number)
-        except ValueError:
-            value = None
-        if not sep or not name or value is None:
-            raise UsageError(f"--maxerr {text!r}: give a number (e.g. 1e-4) or OUTPUT:number (e.g. prob:1e-3)")
-        named[name] = check_maxerr(value, output=name)
-    return every, tuple(named.items())
-
-
-def parse_error_stat(values: Sequence[str]) -> tuple[str | None, tuple[tuple[str, str], ...]]:
-    """``--error-stat STAT`` and ``--error-stat OUTPUT:STAT`` as (every output's statistic or None, per output).
-
-    Raises:
-        UsageError: a statistic that is not one of max, p99, mean, median.
-    """
-    every = None
-    named: dict[str, str] = {}
-    for text in values:
-        name, sep, stat = text.rpartition(":")
-        if stat not in ERROR_STATS:
-            raise UsageError(f"--error-stat {text!r}: give one of {', '.join(ERROR_STATS)}, or OUTPUT:STAT")
-        if sep:
-            named[name] = stat
-        else:
-            every = stat
-    return every, tuple(named.items())
-
-
 def parse_variants(text: str) -> tuple[str, ...]:
     """``--variants fp32,int8`` as names (checked by the pack against the precision modes it knows).
 
@@ -154,23 +105,17 @@ def parse_variants(text: str) -> tuple[str, ...]:
 def pack_options(values: dict[str, Any], output: str) -> PackOptions:
     """What the flags ask ``mgedump`` to pack into ``output``."""
     cases, data, _ = data_from(values)
-    maxerr, per_output = parse_maxerr(values.pop("maxerr", None) or ())
+    bounds = parse_bounds(values.pop("maxerr", None) or (), values.pop("error_stat", None) or ())
     chosen = given(values, NAMES)
     calibrate = tuple(values.pop("calibrate", None) or ())
-    if maxerr is not None:
-        chosen["maxerr"] = maxerr
-    stat, per_output_stat = parse_error_stat(values.pop("error_stat", None) or ())
-    if stat is not None:
-        chosen["error_stat"] = stat
     variants = values.pop("variants", None)
     return PackOptions(
         cases=cases,
         data=data,
-        output_maxerr=per_output,
+        bounds=bounds,
         optimize=optimize_from(values),
         calibrate=calibrate,
         strip_info=f"{output}.json" if values.pop("strip_info", None) else None,
         variants=parse_variants(variants) if variants is not None else (),
-        output_error_stat=per_output_stat,
         **chosen,
     )

@@ -28,12 +28,13 @@ def precision_flag(mode: str) -> str:
 def speller(command: click.Command) -> Speller:
     """Names options as the flags of ``command`` (the short form where a flag has one: ``-d``, ``-o``)."""
     flags: dict[str, str] = {}
-    for param in command.params:
+    for param in command.get_params(click.Context(command, **command.context_settings)):
         if isinstance(param, click.Option) and param.name:
             short = [o for o in param.opts if not o.startswith("--")]
             flags.setdefault(param.name, (short or param.opts)[0])
     flags.setdefault("output_maxerr", flags.get("maxerr", "--maxerr"))
     flags.setdefault("output_error_stat", flags.get("error_stat", "--error-stat"))
+    flags.setdefault("bounds", flags.get("maxerr", "--maxerr"))  # the options' field that --maxerr sets
 
     def spell(name: str, value: Any = NO_VALUE) -> str:
         if name == "precision" and value is not NO_VALUE:

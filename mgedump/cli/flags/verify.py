@@ -6,13 +6,16 @@ from typing import Any
 
 import click
 
+from ...base.bounds import parse_bounds
 from ...base.errors import UsageError
 from ...base.numbers import parse_int
 from ...model.session import SessionSettings, Setting, settings
 from ...options import VerifyOptions
-from . import FLOAT, INT, apply, given, path_option, stating, switch, value_option
+from ...report.formats import ReportFormat, formats
+from ..plugin_options import setting_flag
+from . import FLOAT, INT, OUTPUT, apply, given, path_option, stated_number, stating, switch, value_option
 from .data import data_from, data_options
-from .pack import maxerr_option, parse_maxerr
+from .pack import maxerr_option
 
 NAMES = (
     "silent",
@@ -23,9 +26,6 @@ NAMES = (
     "concurrency",
     "profile",
     "bin_out_dump",
-    "report_json",
-    "junit_xml",
-    "report_html",
     "io_dump",
     "io_dump_budget_mb",
     "variant",
@@ -45,27 +45,13 @@ def _session_param(entry: Setting) -> tuple[list[str], dict[str, Any]]:
         attrs["type"] = {int: INT, float: FLOAT}.get(entry.kind, entry.kind)  # numbers in ASCII digits
         if entry.metavar:
             attrs["metavar"] = entry.metavar
-    return [entry.command_flag, entry.name], attrs
+    return [setting_flag(entry), entry.name], attrs
 
 
 def session_option(name: str) -> Any:
     """The flag of one session setting, as a decorator (for its place in ``--help``)."""
     decls, attrs = _session_param(next(s for s in settings() if s.name == name))
     return click.option(*decls, **attrs)
-
-
-class VerifyCommand(click.Command):
-    """``mgerun``: its flags, and one for each session setting registered after it was made (a plugin's)."""
-
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        params = super().get_params(ctx)  # the command's own, then --help
-        known = {p.name for p in params}
-        late: list[click.Parameter] = []
-        for entry in settings():
-            if entry.name not in known:
-                decls, attrs = _session_param(entry)
-                late.append(click.Option(decls, **attrs))
-        return params[:-1] + late + params[-1:] if late else params
 
 
 def io_dump_budget(help: str, cls: type) -> Any:
@@ -88,16 +74,8 @@ verify_options_flags = apply(
         ),
         click.option("--silent", "silent", is_flag=True, default=None, help="Print failures only."),
         click.option("--no-assert", "no_assert", is_flag=True, default=None, help="Run and time only; check nothing."),
-        click.option(
-            "--iter", "iters", type=INT, default=None, help=stating("Timed runs per test case.", VerifyOptions, "iters")
-        ),
-        click.option(
-            "--warmup-iter",
-            "warmup",
-            type=INT,
-            default=None,
-            help=stating("Untimed runs before timing.", VerifyOptions, "warmup"),
-        ),
+        stated_number("--iter", "iters", "Timed runs per test case.", VerifyOptions),
+        stated_number("--warmup-iter", "warmup", "Untimed runs before timing.", VerifyOptions),
         click.option(
             "--duration",
             "duration_s",
@@ -131,14 +109,6 @@ verify_options_flags = apply(
             metavar="N,N,...",
             default=None,
             help="Also time each test case with its inputs repeated N times along axis 0.",
-        ),
-        path_option("--report-json", "report_json", "Write a machine-readable report (docs/reports.md).", output=True),
-        path_option("--junit-xml", "junit_xml", "Write a JUnit XML report (for CI test reporters).", output=True),
-        path_option(
-            "--report-html",
-            "report_html",
-            "Write a self-contained HTML report with plots (no network needed to view it).",
-            output=True,
         ),
         path_option(
             "--io-dump", "io_dump", "Write every tensor of every test case into DIR (an io dump).", metavar="DIR"
@@ -178,6 +148,39 @@ verify_options_flags = apply(
 )
 
 
+_REPORT_FLAGS: dict[ReportFormat, click.Option] = {}
+REPORTS_BEFORE = "io_dump"  # in --help, the report flags come just before --io-dump
+
+
+def report_flag(entry: ReportFormat) -> click.Option:
+    """The flag of a report format: its option's keyword spelled as a flag (``junit_xml`` is ``--junit-xml``),
+    taking the path to write (``-``: standard output, where the format allows it)."""
+    if entry not in _REPORT_FLAGS:
+        flag = "--" + entry.option.replace("_", "-")
+        _REPORT_FLAGS[entry] = click.Option(
+            [flag, entry.option], metavar="FILE", type=OUTPUT, default=None, help=entry.help
+        )
+    return _REPORT_FLAGS[entry]
+
+
+class VerifyCommand(click.Command):
+    """``mgerun``: its flags, the report formats' flags (the registry's as it runs, :mod:`mgedump.report.formats`),
+    and one for each session setting registered after it was made (a plugin's); so a format or a setting
+    registered after this module was imported has its flag too."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)  # the command's own, then --help
+        known = {p.name for p in params}
+        late: list[click.Parameter] = []
+        for entry in settings():
+            if entry.name not in known:
+                decls, attrs = _session_param(entry)
+                late.append(click.Option(decls, **attrs))
+        params = params[:-1] + late + params[-1:]
+        at = next(k for k, param in enumerate(params) if param.name == REPORTS_BEFORE)
+        return [*params[:at], *(report_flag(entry) for entry in formats()), *params[at:]]
+
+
 def parse_sweep(value: str) -> tuple[int, ...]:
     """``--repeat-sweep 1,2,4,8`` as batch sizes.
 
@@ -195,17 +198,18 @@ def parse_sweep(value: str) -> tuple[int, ...]:
 def verify_options(values: dict[str, Any]) -> tuple[VerifyOptions, list[str]]:
     """How the flags ask ``mgerun`` to verify, and the data flags given (they apply to a plain model only)."""
     cases, data, data_flags = data_from(values)
-    maxerr, per_output = parse_maxerr(values.pop("maxerr", None) or ())
+    bounds = parse_bounds(values.pop("maxerr", None) or ())
     sweep = values.pop("repeat_sweep", None)
     chosen = given(values, NAMES)
+    reports = given(values, [entry.option for entry in formats()])
     session = SessionSettings.given({entry.name: values.pop(entry.name, None) for entry in settings()})
     options = VerifyOptions(
         session=session,
         cases=cases,
         data=data,
-        maxerr=maxerr,
-        output_maxerr=per_output,
+        bounds=bounds,
         repeat_sweep=parse_sweep(sweep) if sweep is not None else (),
+        reports=reports,
         **chosen,
     )
     return options, data_flags

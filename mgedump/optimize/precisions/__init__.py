@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...base.bounds import Bounds
 from ...base.errors import UsageError
 from ...base.naming import option_name
 from ...options import CALIBRATE_METHODS, FLOAT16_MARGIN, INT8_WEIGHTS, OptimizeOptions
@@ -34,35 +35,22 @@ class Job:
         model: the ``onnx.ModelProto`` to convert: the model after the portable rewrites.
         options: every rewrite's options (a mode reads the ones :attr:`Precision.reads` lists).
         test_inputs: the test cases' inputs (none: a mode that can decides from the weights alone).
-        maxerr: the bound of every output; ``output_maxerr``: outputs with a bound of their own.
+        bounds: what every output must meet (:class:`~mgedump.base.bounds.Bounds`: ``bounds.of(name)`` is an
+            output's bound and the statistic of its element errors it applies to).
         calibration: the cases a calibrated mode calibrates on (none: the test cases), and where they came from.
         scratch: a folder for the mode's candidates.
         external: the model keeps its weights in an external data file (beyond protobuf's 2 GiB).
-        error_stat: the statistic of an output's element errors the bounds apply to (``max``, ``p99``, ``mean``,
-            ``median``); ``output_error_stat``: outputs with their own.
     """
 
     source: str
     model: Any
     options: OptimizeOptions
     test_inputs: Sequence[Mapping[str, Any]]
-    maxerr: float
-    output_maxerr: Mapping[str, float]
+    bounds: Bounds
     calibration: Sequence[Mapping[str, Any]]
     calibration_specs: Sequence[str]
     scratch: str
     external: bool
-    error_stat: str = "max"
-    output_error_stat: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def tightest(self) -> float:
-        """The tightest bound of any output."""
-        return min([self.maxerr, *self.output_maxerr.values()])
-
-    def stat_of(self, output: str) -> str:
-        """The error statistic ``output``'s bound applies to."""
-        return self.output_error_stat.get(output, self.error_stat)
 
 
 @dataclass

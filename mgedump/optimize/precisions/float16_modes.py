@@ -17,7 +17,7 @@ from ..autocast import choose_precision
 from ..float16 import check_not_quantized, convert, is_float16_model
 from ..nodes import matching_nodes, name_nodes
 from ..offline import save
-from . import Job, Made
+from . import Job, Made, Precision
 
 READS = frozenset({"fp32_nodes", "keep_io_types", "float16_margin"})
 LIMIT = 10  # nodes listed in a pack's summary; the manifest lists them all
@@ -44,12 +44,12 @@ def float16_maker(mode: str, after: Callable[[str, Any, Job], list[str]] | None 
             staged,
             mode,
             job.test_inputs,
-            maxerr=job.tightest,
+            maxerr=job.bounds.tightest(),
             fp32_nodes=options.fp32_nodes,
             scratch=job.scratch,
             keep_io=options.keep_io_types,
             margin=options.float16_margin,
-            error_stats={output.name: job.stat_of(output.name) for output in model.graph.output},
+            error_stats={output.name: job.bounds.of(output.name).stat for output in model.graph.output},
         )
         notes = [*found.notes, cast_note(found.model, mode), *(after(staged, found, job) if after else [])]
         return Made(found.model, found.to_json(), notes)
@@ -111,3 +111,18 @@ def limited(entries: list[str]) -> list[str]:
         else []
     )
     return entries[:LIMIT] + more
+
+
+def float16_mode(name: str, about: str, after: Callable[[str, Any, Job], list[str]] | None = None) -> Precision:
+    """A float16 mode (``ioc16``, ``io16xc32``): what the two share said once, the manifest's ``float16`` record,
+    rank 1, the float16 options, inputs stored float16 and what a pack says; ``after`` as :func:`float16_maker`."""
+    return Precision(
+        name=name,
+        about=about,
+        make=float16_maker(name, after=after),
+        manifest_key="float16",
+        rank=1,
+        reads=READS,
+        rounds_inputs=True,
+        lines=float16_lines,
+    )

@@ -7,19 +7,11 @@ int8 is left out when they carry more than half of the model's multiply-accumula
 
 from __future__ import annotations
 
-from . import Precision
-from .int8_modes import int8_lines, int8_maker, int8_requirements
+from .int8_modes import int8_mode
 
-MODE = Precision(
-    name="int8",
-    about="static int8 (QDQ), activation ranges calibrated ahead",
-    make=int8_maker("static"),
-    manifest_key="int8",
-    rank=2,
-    reads=frozenset({"fp32_nodes", "calibrate_method", "int8_weights", "calibrate"}),
-    portable="implied",
-    needs_data=True,
-    requirements=int8_requirements,
-    lines=int8_lines,
-    record_mode="static",
+MODE = int8_mode(
+    "int8",
+    "static int8 (QDQ), activation ranges calibrated ahead",
+    "static",
+    frozenset({"fp32_nodes", "calibrate_method", "int8_weights", "calibrate"}),
 )

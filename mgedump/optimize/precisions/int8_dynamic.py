@@ -3,20 +3,12 @@ dynamic``): for MatMul-heavy models (transformers) where static ranges do not su
 
 from __future__ import annotations
 
-from . import Precision
-from .int8_modes import int8_lines, int8_maker, int8_requirements
+from .int8_modes import int8_mode
 
-MODE = Precision(
-    name="int8-dynamic",
-    about="int8 MatMul weights, activations quantized at run time",
-    make=int8_maker("dynamic"),
-    manifest_key="int8",
+MODE = int8_mode(
+    "int8-dynamic",
+    "int8 MatMul weights, activations quantized at run time",
+    "dynamic",
+    frozenset({"fp32_nodes", "int8_weights"}),
     optimization="int8",
-    rank=2,
-    reads=frozenset({"fp32_nodes", "int8_weights"}),
-    portable="implied",
-    needs_data=True,
-    requirements=int8_requirements,
-    lines=int8_lines,
-    record_mode="dynamic",
 )

@@ -14,7 +14,7 @@ from typing import Any
 from ...bundle.requirements import REQ_INT8_DYNAMIC, REQ_INT8_QDQ
 from ...model.runtime import open_session
 from ..offline import save
-from . import Job, Made
+from . import Job, Made, Precision
 from .float16_modes import limited
 
 
@@ -32,23 +32,16 @@ def int8_maker(quantize_mode: str) -> Callable[[Job], Made]:
         names = [o.name for o in given.get_outputs()]
         expected = [given.run(names, dict(feeds)) for feeds in job.test_inputs]
         options = job.options
+        passed_on = ("test_inputs", "bounds", "calibration", "calibration_specs", "scratch", "external")
         found = quantize_int8(
             staged,
             os.path.join(job.scratch, "int8.onnx"),
-            test_inputs=job.test_inputs,
             expected=expected,
-            maxerr=job.maxerr,
-            output_maxerr=job.output_maxerr,
-            error_stat=job.error_stat,
-            output_error_stat=job.output_error_stat,
-            calibration=job.calibration,
-            calibration_specs=job.calibration_specs,
             mode=quantize_mode,
             method=options.calibrate_method,
             per_channel=options.int8_weights == "per-channel",
             fp32_nodes=options.fp32_nodes,
-            scratch=job.scratch,
-            external=job.external,
+            **{name: getattr(job, name) for name in passed_on},  # the job's own, as the quantizer names them too
         )
         return Made(onnx.load(found.path), found.to_json(), list(found.notes))
 
@@ -97,3 +90,23 @@ def int8_lines(record: Mapping[str, Any]) -> list[str]:
             f"mean {out['mean_abs_err']:.3g} (AssertEqual err {out['assert_err']:.3g}{stat}){top1}"
         )
     return lines + limited([f"  node {e['node']!r} ({e['op_type']}) kept float: {e['why']}" for e in kept])
+
+
+def int8_mode(name: str, about: str, quantize_mode: str, reads: frozenset[str], **more: Any) -> Precision:
+    """An int8 mode (``int8``, ``int8-dynamic``): what the two share said once, the manifest's ``int8`` record,
+    rank 2, the portable rewrites run by the quantizer, test data needed, its requirements and what a pack says;
+    ``more``, the other fields of its :class:`~mgedump.optimize.precisions.Precision`."""
+    return Precision(
+        name=name,
+        about=about,
+        make=int8_maker(quantize_mode),
+        manifest_key="int8",
+        rank=2,
+        reads=reads,
+        portable="implied",
+        needs_data=True,
+        requirements=int8_requirements,
+        lines=int8_lines,
+        record_mode=quantize_mode,
+        **more,
+    )

@@ -15,8 +15,8 @@ from typing import Any
 
 from ...model.runtime import open_session
 from ..offline import save
-from . import Job, Precision
-from .float16_modes import READS, float16_lines, float16_maker
+from . import Job
+from .float16_modes import float16_mode
 
 LATENCY_ROUNDS, LATENCY_RUNS = 3, 5
 
@@ -61,13 +61,6 @@ def latency_note(float32_path: str, found: Any, job: Job) -> list[str]:
     ]
 
 
-MODE = Precision(
-    name="io16xc32",
-    about="float16 tensors between operators and at inputs/outputs; float32 arithmetic",
-    make=float16_maker("io16xc32", after=latency_note),
-    manifest_key="float16",
-    rank=1,
-    reads=READS,
-    rounds_inputs=True,
-    lines=float16_lines,
+MODE = float16_mode(
+    "io16xc32", "float16 tensors between operators and at inputs/outputs; float32 arithmetic", after=latency_note
 )

@@ -7,16 +7,6 @@ as float16 unless float16 cannot hold them. The nodes kept float32 are decided o
 
 from __future__ import annotations
 
-from . import Precision
-from .float16_modes import READS, float16_lines, float16_maker
+from .float16_modes import float16_mode
 
-MODE = Precision(
-    name="ioc16",
-    about="float16 storage and arithmetic (ops without float16 kernels stay float32)",
-    make=float16_maker("ioc16"),
-    manifest_key="float16",
-    rank=1,
-    reads=READS,
-    rounds_inputs=True,
-    lines=float16_lines,
-)
+MODE = float16_mode("ioc16", "float16 storage and arithmetic (ops without float16 kernels stay float32)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from mgedump.diagnose.expose import estimate_sizes, partition
+from mgedump.diagnose.in_parts import estimate_sizes, partition
 from mgedump.diagnose.iodump import IoDump
 from tests.diagnose.support import CNN, FEEDS, _dump
 
