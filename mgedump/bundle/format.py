@@ -99,7 +99,7 @@ import copy
 import functools
 import json
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 from ..base.errors import BundleError
 from ..base.schema import first_problem
@@ -147,7 +147,7 @@ def reader_schema() -> dict[str, Any]:
         if last not in node:
             raise KeyError(f"{SCHEMA} has no {pointer} to open")
         node[last] = replacement
-    return schema
+    return cast("dict[str, Any]", schema)
 
 
 def _ignoring_unknown_keys(schema: Any) -> Any:

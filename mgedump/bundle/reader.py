@@ -12,7 +12,7 @@ import zipfile
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 
@@ -52,7 +52,7 @@ class Bundle(AbstractContextManager["Bundle"]):
         self.path = path
         self._cancel = threading.Event()
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: Future | None = None
+        self._pending: Future[None] | None = None
         if not os.path.exists(path):
             raise BundleError(f"bundle not found: {path}")
         if not os.path.isfile(path):
@@ -129,7 +129,7 @@ class Bundle(AbstractContextManager["Bundle"]):
             # Large members (the weights) are hashed in a thread while the caller loads the model.
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="mgerun-hash")
             self._pending = self._pool.submit(self._check_large, large)
-        return manifest
+        return cast("dict[str, Any]", manifest)
 
     def _check_hash(self, zf: zipfile.ZipFile, entry: dict[str, Any]) -> None:
         digest = hashlib.sha256()

@@ -203,11 +203,13 @@ def _make(names: Sequence[str], given: Given) -> BundleContents:
         return BundleContents([variant], stored, variant.opened, [], [*lines, *variant.notes])
     stored = expected_outputs(opened, given.cases, opened, True, stage, options.nonfinite_ok)
     variants, left_out = [], []
+    sizes: dict[int, list[tuple[str, list[str]]]] = {}
     for name in names:
         try:
             folder = os.path.join(given.tmp, "variants", name)
             os.makedirs(folder)
             variant = _make_variant(name, given, os.path.join(folder, MODEL_MEMBER))
+            _check_distinct(variant, sizes)
             _prove(opened, variant, stored, options, given.tmp, stage, cast=True)
         except MgeError as exc:
             left_out.append({"name": name, "reason": exc.one_line()})
@@ -218,6 +220,24 @@ def _make(names: Sequence[str], given: Given) -> BundleContents:
         reasons = "; ".join(f"{e['name']}: {e['reason']}" for e in left_out)
         raise OptimizeError(f"no variant meets {option_name('maxerr')}: {reasons}")
     return BundleContents(variants, stored, opened, left_out, _variant_lines(variants, left_out))
+
+
+def _check_distinct(variant: Variant, made: dict[int, list[tuple[str, list[str]]]]) -> None:
+    """A variant whose model (and weights) are byte for byte another's is that variant under another name (files
+    hashed only when their sizes are another variant's).
+
+    Raises:
+        OptimizeError: it is; else it joins ``made`` (by total size: each variant's name and files).
+    """
+    paths = [variant.path, *data_files(variant.path)]
+    size = sum(os.path.getsize(path) for path in paths)
+    others = made.setdefault(size, [])
+    if others:
+        digest = hash_files(paths).sha256
+        same = next((name for name, files in others if hash_files(files).sha256 == digest), None)
+        if same is not None:
+            raise OptimizeError(f"its model is byte for byte variant {same}'s")
+    others.append((variant.name, paths))
 
 
 def _variant_lines(variants: Sequence[Variant], left_out: Sequence[dict[str, str]]) -> list[str]:
@@ -251,7 +271,7 @@ def _optimize(name: str, optimize: OptimizeOptions, given: Given, target: str) -
         raise UsageError(
             f"{option_name('precision', mode.name)} searches on tensor inputs and outputs; {other.name!r} is "
             f"{other.dtype}",
-            hint=f"pack without it ({option_name('optimize_for_inference')} alone is fine)",
+            hint=_without_hint(mode.name, options),
         )
     calibrated = mode is not None and "calibrate" in mode.reads  # calibration data is for the variants calibrated
     given.stage(f"optimising ({', '.join(optimization_names(optimize))})")
@@ -269,6 +289,16 @@ def _optimize(name: str, optimize: OptimizeOptions, given: Given, target: str) -
     )
     session = open_session(result.path, label="the optimised model")
     return Variant(name, Opened(result.path, session, *model_io(session)), result, notes=list(result.notes))
+
+
+def _without_hint(mode: str, options: PackOptions) -> str | None:
+    """What to do instead of a precision mode the model cannot have, naming only the flags the user gave (none for
+    a variant: it is left out, the others packed)."""
+    if options.variants:
+        return None
+    if options.optimize.optimize_for_inference:
+        return f"pack without it ({option_name('optimize_for_inference')} alone is fine)"
+    return f"pack without {option_name('precision', mode)}"
 
 
 def _retarget(variant: Variant, wanted: str, target: str, stage: Stage) -> Variant:

@@ -8,7 +8,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -197,7 +197,10 @@ def verify(
     """
     options = options or VerifyOptions()
     if options.fitting:  # every variant verified, the fastest passing one chosen and run (docs/fitting.md)
-        return fit_and_verify(path, options, verify, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
+        return cast(
+            Report,
+            fit_and_verify(path, options, verify, on_case=on_case, progress=progress, label=label, on_stage=on_stage),
+        )
     plain = is_plain_model(path, options)
     data = TestData.parse(options.cases) if plain and options.cases else None
     protected = files_read(models=[path] if plain else [], data=[data], others=[path], options=(options,))

@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -78,7 +78,7 @@ def _bundled_input(bundle: Bundle, member: str, info: TensorInfo) -> np.ndarray:
         BundleError: another dtype, rank or fixed dim than the model's input.
     """
     if not info.is_tensor:  # a sequence or an optional, checked against the model's type as it is read
-        return bundle.value(member, info)
+        return cast(np.ndarray, bundle.value(member, info))
     array = bundle.tensor(member, info.name)
     what = f"{bundle.path}: member {member!r}"
     if info.dtype != "str" and array.dtype != info.np_dtype:

@@ -77,7 +77,7 @@ def _transform(array: np.ndarray, code: CodeType, options: DataOptions, info: Te
         raise SpecError(
             f"{option_name('input_transform')} {options.input_transform!r} gave {held}, not {wanted}, for input {info.name!r}"
         )
-    return result
+    return np.asarray(result)
 
 
 def file_data(

@@ -78,7 +78,8 @@ def _resized(
     cv2 = require("cv2", purpose="reading images")
 
     try:
-        return cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR)
+        resized: np.ndarray = cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR)
+        return resized
     except cv2.error as exc:
         message = " ".join(str(exc).split())
         raise DataError(f"{path}: OpenCV cannot resize the image to {width}x{height} ({message[-160:]})") from None

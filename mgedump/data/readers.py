@@ -21,7 +21,7 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 
@@ -184,7 +184,7 @@ def _probe_size(path: str) -> tuple[int, int] | None:
 
     try:
         with _pillow() as Image, Image.open(path, formats=PILLOW_FORMATS) as img:
-            return img.size
+            return cast("tuple[int, int]", img.size)
     except Image.DecompressionBombError as exc:
         raise DataError(f"{path}: the image declares a size beyond reason ({exc})") from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, TypeError, EOFError):
@@ -243,11 +243,11 @@ def decode_image(path: str, channels: int) -> np.ndarray | None:
             # libjpeg and libpng fill in what a damaged file lacks: the data is not what the file meant to hold
             warn_once(f"{path}: the image decoder reported damage ({said[0][:160]}); check the file")
     if image is not None:
-        return image
+        return cast(np.ndarray, image)
     image, why = _pillow_decode(path, channels)
     if image is None and (why or said):
         raise DataError(f"{path}: a damaged or unsupported image ({why or said[0]})"[:400])
-    return image
+    return cast("np.ndarray | None", image)
 
 
 @contextlib.contextmanager

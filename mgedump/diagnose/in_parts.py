@@ -75,7 +75,7 @@ def exposed_model(model: Any, names: Sequence[str]) -> bytes:
     exposed.CopyFrom(model)
     present = {v.name for v in exposed.graph.output}
     exposed.graph.output.extend(helper.make_empty_tensor_value_info(n) for n in names if n not in present)
-    return exposed.SerializeToString()
+    return bytes(exposed.SerializeToString())
 
 
 def estimate_sizes(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, int]:

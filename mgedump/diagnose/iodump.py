@@ -54,7 +54,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -370,7 +370,7 @@ class CaseDump:
             raise DataError(f"io dump {self.folder}: {entry['file']} is not a valid TensorProto ({exc})") from None
         if stored and stored != name:
             raise DataError(f"io dump {self.folder}: {entry['file']} holds tensor {stored!r}, the index says {name!r}")
-        return array
+        return cast(np.ndarray, array)
 
 
 @dataclass

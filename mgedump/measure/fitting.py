@@ -319,4 +319,4 @@ def _doubt(fast: Candidate, simple: Candidate, simple_name: str = "") -> str:
 def sign_test(won: int, rounds: int) -> float:
     """The chance of winning at least ``won`` of ``rounds`` paired rounds when both are equally fast (each round a
     coin toss): the one-sided sign test."""
-    return sum(math.comb(rounds, k) for k in range(won, rounds + 1)) / 2**rounds
+    return float(sum(math.comb(rounds, k) for k in range(won, rounds + 1)) / 2**rounds)

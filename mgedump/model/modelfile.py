@@ -304,7 +304,7 @@ def _all_tensors(model: Any) -> Iterator[Any]:
             yield from _attribute_tensors(attr)
 
 
-def _point_to(tensor, location: str, offset: int, length: int) -> None:
+def _point_to(tensor: Any, location: str, offset: int, length: int) -> None:
     """Rewrite a tensor's external data reference (other keys, like checksum, are kept)."""
     kept = [(e.key, e.value) for e in tensor.external_data if e.key not in ("location", "offset", "length")]
     del tensor.external_data[:]

@@ -249,19 +249,19 @@ def _structured(arg: Any, what: str) -> str:
         ) from None
 
 
-def model_io(session) -> tuple[list[TensorInfo], list[TensorInfo]]:
+def model_io(session: Any) -> tuple[list[TensorInfo], list[TensorInfo]]:
     """The model's inputs (graph inputs that are not initializers) and outputs."""
     return tensor_infos(session.get_inputs(), "input"), tensor_infos(session.get_outputs(), "output")
 
 
-def infer(session, feeds: dict[str, np.ndarray], *, output_names: Sequence[str] | None = None) -> list[np.ndarray]:
+def infer(session: Any, feeds: dict[str, np.ndarray], *, output_names: Sequence[str] | None = None) -> list[np.ndarray]:
     """Run the model once.
 
     Raises:
         RunError: onnxruntime failed; see :func:`run_error`.
     """
     try:
-        return session.run(output_names, feeds)
+        return list(session.run(output_names, feeds))
     except Exception as exc:
         raise run_error(exc, feeds) from None
 

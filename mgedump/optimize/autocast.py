@@ -213,7 +213,7 @@ def _named_base(base_path: str, scratch: str) -> tuple[Any, str]:
     base = onnx.load(base_path)
     name_nodes(base)
     named = os.path.join(scratch, "base.onnx")
-    save(base, named)
+    save(base, named, keep=True)
     return base, named
 
 

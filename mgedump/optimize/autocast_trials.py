@@ -26,13 +26,19 @@ from ..model.session import SessionSettings
 from .float16 import Conversion, convert
 from .isolate import CandidateFailed, Opener, say_progress, worst_output
 from .isolate_call import run_settings, settings_json
-from .offline import PROTOBUF_LIMIT
 from .offline import save as save_model
+from .passes import too_big
 
 
-def save(model: Any, path: str) -> None:
-    """Save a model, with its weights as external data beside it when protobuf's 2 GiB would not hold them."""
-    save_model(model, path, model.ByteSize() > PROTOBUF_LIMIT)
+def save(model: Any, path: str, keep: bool = False) -> None:
+    """Save a model, with its weights as external data beside it when protobuf's 2 GiB would not hold them (onnx
+    then moves them out of the model in memory: with ``keep``, they are read back, for a model used again)."""
+    big = too_big(model)
+    save_model(model, path, big)
+    if big and keep:
+        from onnx.external_data_helper import load_external_data_for_model
+
+        load_external_data_for_model(model, os.path.dirname(path))
 
 
 def rounded(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -154,7 +160,7 @@ class Search:
         candidate = copy.deepcopy(self.base)
         conversion = convert(candidate, self.mode, kept, keep_io=keep_io)
         path = os.path.join(self.scratch, f"candidate-{self.runs}.onnx")
-        save(candidate, path)
+        save(candidate, path, keep=True)  # the chosen candidate's model is the mode's model
         feeds = self.cases if keep_io == self.keep_io else list(enumerate(self.raw_cases))
         inputs = [as_inputs_of(candidate, f) for _, f in feeds]
         what = f"{option_name('precision', self.mode)}, candidate {self.runs} ({len(kept)} node(s) kept float32)"

@@ -42,6 +42,7 @@ from ..base.errors import ModelError, UsageError
 from ..measure.assertion import FLOAT16_MAX
 from .float16_slots import Slots, node_slots, opsets_of, outer_reads
 from .nodes import all_nodes, name_nodes, subgraphs, unique_name
+from .passes import check_model
 
 FLOAT16_TINY = 2.0**-24  # the smallest float16 (subnormal): a weight entirely below it (an epsilon) becomes zero
 IOC16, IO16XC32 = "ioc16", "io16xc32"
@@ -93,9 +94,15 @@ QUANTIZED_OPS = (
 )
 
 
-def check_not_quantized(model: Any, flag: str) -> None:
-    """Refuse float16 on a model that holds quantized (integer) paths: converting around them would change what
-    its quantization means, and leaving them is what the model's author chose.
+def check_not_quantized(
+    model: Any,
+    flag: str,
+    because: str = "float16 would not touch its integer paths and would round what they dequantize",
+    without: str | None = None,
+) -> None:
+    """Refuse float16 (or static int8, ``because`` saying why) on a model that holds quantized (integer) paths:
+    converting around them would change what its quantization means, and leaving them is what the model's author
+    chose.
 
     Raises:
         UsageError: naming the quantized ops found.
@@ -105,10 +112,44 @@ def check_not_quantized(model: Any, flag: str) -> None:
     )
     if ops:
         raise UsageError(
-            f"{flag}: the model is quantized already ({', '.join(ops)}); float16 would not touch its integer paths "
-            "and would round what they dequantize",
-            hint=f"pack it without {flag}",
+            f"{flag}: the model is quantized already ({', '.join(ops)}); {because}",
+            hint=f"pack it without {without or flag}",
         )
+
+
+def float16_tensors(model: Any) -> int:
+    """How many float16 tensors the model holds (subgraphs included): weights, inputs, outputs and typed values,
+    Casts to float16, float16 Constants. None: nothing in it is float16."""
+    graphs = [model.graph, *(node_graph for node in all_nodes(model.graph) for node_graph in subgraphs(node))]
+    count = 0
+    for graph in graphs:
+        count += sum(1 for init in graph.initializer if init.data_type == _FLOAT16)
+        values = [*graph.input, *graph.output, *graph.value_info]
+        count += sum(1 for v in values if v.type.tensor_type.elem_type == _FLOAT16)
+    for node in all_nodes(model.graph):
+        for attr in node.attribute:
+            if (
+                node.op_type == "Cast"
+                and attr.name == "to"
+                and attr.i == _FLOAT16
+                or node.op_type == "Constant"
+                and attr.name == "value"
+                and attr.t.data_type == _FLOAT16
+            ):
+                count += 1
+    return count
+
+
+def float_types(model: Any) -> list[str]:
+    """The floating-point element types of the model's inputs, outputs and weights (ONNX's names: ``"double"``,
+    ``"float"``, ...)."""
+    import onnx
+
+    graph = model.graph
+    types = {v.type.tensor_type.elem_type for v in [*graph.input, *graph.output]}
+    types |= {init.data_type for init in graph.initializer}
+    floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
+    return sorted(onnx.TensorProto.DataType.Name(t).lower() for t in types & floats)
 
 
 # ---------------------------------------------------------------- the conversion
@@ -549,7 +590,6 @@ def convert(
     Raises:
         ModelError: the result fails ``onnx.checker``.
     """
-    import onnx
 
     if mode not in (IOC16, IO16XC32):
         raise ValueError(f"mode must be {IOC16!r} or {IO16XC32!r}, got {mode!r}")
@@ -557,8 +597,5 @@ def convert(
     ops = cpu_float16_ops() if compute16_ops is None else compute16_ops
     converter = _Converter(model, mode, keep32 or {}, ops, keep_io)
     converter.convert_graph(model.graph, None, keep_all=False)
-    try:
-        onnx.checker.check_model(model)
-    except onnx.checker.ValidationError as exc:
-        raise ModelError(f"the float16 model fails onnx.checker: {' '.join(str(exc).split())[:300]}") from None
+    check_model(model, "the float16 model")  # past protobuf's 2 GiB: checked by path once saved (the pipeline)
     return converter.result

@@ -14,21 +14,21 @@ from typing import Any
 from ..model.modelfile import uses_external_data
 from ..model.runtime import open_session
 from ..model.session import SessionSettings
+from . import passes
 from .passes import batchnorm_to_affine, dequantized_weights, hide_weights, restore_ir, restore_weights
-
-PROTOBUF_LIMIT = (1 << 31) - (64 << 20)  # beyond this a model file keeps its weights outside (protobuf's 2 GiB)
 
 
 def uses_external(path: str) -> bool:
     """Whether the model at ``path`` keeps (or must keep) its weights in an external data file."""
-    return uses_external_data(path) or os.path.getsize(path) > PROTOBUF_LIMIT
+    return uses_external_data(path) or os.path.getsize(path) > passes.PROTOBUF_LIMIT
 
 
 def save(model: Any, path: str, external: bool) -> None:
-    """Save a model; with ``external``, its weights in ``<file>.data`` beside it (the bundle's data member)."""
+    """Save a model; with ``external`` (or past protobuf's 2 GiB: :func:`.passes.too_big`), its weights in
+    ``<file>.data`` beside it (the bundle's data member)."""
     import onnx
 
-    if external:
+    if external or passes.too_big(model):
         onnx.save_model(
             model,
             path,

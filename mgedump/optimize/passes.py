@@ -4,6 +4,41 @@ from __future__ import annotations
 
 from typing import Any
 
+PROTOBUF_LIMIT = (1 << 31) - (64 << 20)  # beyond this a model keeps its weights outside (protobuf's 2 GiB)
+
+
+def too_big(model: Any) -> bool:
+    """Whether the model, held in memory, is past what protobuf serialises (:data:`PROTOBUF_LIMIT`): it is then
+    checked and saved by path, its weights in external data, never serialised whole."""
+    return int(model.ByteSize()) > PROTOBUF_LIMIT
+
+
+def check_model(model: Any, what: str) -> None:
+    """``onnx.checker`` on a model in memory (one within :data:`PROTOBUF_LIMIT`; a bigger one is checked by path
+    once saved, :func:`check_saved`).
+
+    Raises:
+        ModelError: it fails the checker.
+    """
+    if not too_big(model):
+        _checked(model, what)
+
+
+def check_saved(path: str, what: str) -> None:
+    """``onnx.checker`` on a saved model, by path: its external data is read where it is, never loaded whole."""
+    _checked(path, what)
+
+
+def _checked(model: Any, what: str) -> None:
+    import onnx
+
+    from ..base.errors import ModelError
+
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        raise ModelError(f"{what} fails onnx.checker: {' '.join(str(exc).split())[:300]}") from None
+
 
 def batchnorm_to_affine(model: Any) -> int:
     """Rewrite inference BatchNormalization nodes whose parameters are constants as Mul + Add.

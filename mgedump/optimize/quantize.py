@@ -54,12 +54,13 @@ from ..base.naming import option_name
 from ..measure.assertion import maxerr_hint
 from ..model.session import SessionSettings
 from ..options import CALIBRATE_METHODS
+from .float16 import check_not_quantized
 from .isolate import CandidateFailed, Opener, say_progress
 from .nodes import matching_nodes, name_nodes
 from .offline import save
-from .quantize_blame import diagnose, first_divergence, rank, touched_nodes
+from .quantize_blame import diagnose, first_divergence, rank
 from .quantize_macs import HEAVY_OPS, MAX_FLOAT_SHARE, float_share
-from .quantize_ort import DYNAMIC, DYNAMIC_OPS, STATIC, Quantizer, opset_of
+from .quantize_ort import DYNAMIC, DYNAMIC_OPS, STATIC, Quantizer, int8_nodes, integer_ops, opset_of
 from .quantize_search import (
     Budget,
     Outcome,
@@ -195,6 +196,13 @@ def quantize_int8(
     what = _what(mode)
     _check_not_empty(test_inputs, expected, calibration or test_inputs, mode, what)
     base, named = _named_base(base_path, scratch, external)
+    if mode == STATIC:  # the quantizer fails on tensors quantized already (a scale it does not find)
+        check_not_quantized(
+            base,
+            what,
+            because="int8 would quantize again what its quantization dequantizes",
+            without=option_name("precision", "int8"),
+        )
     opset, notes = opset_of(base), []
     if per_channel and opset < PER_CHANNEL_OPSET:
         per_channel = False
@@ -333,26 +341,47 @@ def _calibration_record(
 
 def _search(searcher: Searcher, proof: _Proof, result: Int8Result, base: Any, named: str, kept: dict[str, str]) -> str:
     """Quantize, prove, and keep nodes float when the proof fails (the module's docstring); the chosen candidate's
-    path, its decisions in ``result``."""
+    path, its decisions in ``result``, read off the operators of the model made (:func:`.quantize_ort.int8_nodes`),
+    never off the list the quantizer was given."""
     import onnx
 
     first = searcher.run(kept, last=True)  # a crash of the first candidate is a refusal
     assert first is not None
-    touched = touched_nodes(base, onnx.load(first.path, load_external_data=False))
+    touched = int8_nodes(base, onnx.load(first.path, load_external_data=False), result.mode, kept)
     if not touched:
-        raise OptimizeError(
-            f"{proof.what}: onnxruntime's quantizer found nothing to quantize in the model"
-            + (f" (its {result.mode} mode quantizes {', '.join(DYNAMIC_OPS)})" if result.mode == DYNAMIC else "")
-        )
+        raise _nothing_quantized(proof, result, base)
     chosen, outcome = kept, first
     if not first.passes(proof.bounds):
         chosen, outcome = _keep_float(searcher, proof, result, named, kept, touched, first)
-    result.kept = dict(chosen)
     final = onnx.load(outcome.path, load_external_data=False)
-    result.quantized = [t for t in touched_nodes(base, final) if t not in chosen]
+    result.quantized = int8_nodes(base, final, result.mode, chosen)
+    anyway = [name for name in chosen if name in result.quantized]
+    result.kept = {name: why for name, why in chosen.items() if name not in result.quantized}
+    if anyway:
+        result.notes.append(
+            f"int8: onnxruntime's quantizer quantized {len(anyway)} node(s) it was told to keep float: "
+            + ", ".join(anyway[:8])
+            + (", ..." if len(anyway) > 8 else "")
+        )
     _judge_share(proof, result, base, kept, touched, first)
     result.outputs = output_stats(proof.names, proof.expected, outcome.got, proof.stats)
     return outcome.path
+
+
+def _nothing_quantized(proof: _Proof, result: Int8Result, base: Any) -> OptimizeError:
+    """The first candidate computes no node in integers: the model is quantized already, or holds nothing the
+    quantizer quantizes."""
+    held = integer_ops(base)
+    if held:
+        return OptimizeError(
+            f"{proof.what}: the model is quantized already ({', '.join(sorted(held))}); onnxruntime's quantizer "
+            "adds no integer operator to it",
+            hint=f"pack it without {option_name('precision', 'int8')}",
+        )
+    return OptimizeError(
+        f"{proof.what}: onnxruntime's quantizer found nothing to quantize in the model"
+        + (f" (its {result.mode} mode quantizes {', '.join(DYNAMIC_OPS)})" if result.mode == DYNAMIC else "")
+    )
 
 
 def _keep_float(

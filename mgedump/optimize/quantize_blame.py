@@ -48,18 +48,6 @@ class NodeErr:
         )
 
 
-def touched_nodes(base: Any, candidate: Any) -> list[str]:
-    """The base model's nodes that int8 changed: replaced (dynamic), or reading a dequantized tensor (QDQ)."""
-    dequantized = {o for n in candidate.graph.node if n.op_type == "DequantizeLinear" for o in n.output}
-    by_name = {n.name: n for n in candidate.graph.node}
-    found = []
-    for node in base.graph.node:
-        twin = by_name.get(node.name)
-        if twin is None or twin.op_type != node.op_type or any(i in dequantized for i in twin.input):
-            found.append(node.name)
-    return found
-
-
 def visible_tensors(base: Any, candidate: Any) -> dict[str, str]:
     """Each float tensor of the base model -> the candidate's tensor its readers get: the twin node's output (same
     node name, same slot), through QuantizeLinear and DequantizeLinear when it is quantized. A node the quantizer

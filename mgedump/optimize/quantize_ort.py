@@ -9,7 +9,7 @@ import io
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,20 @@ from ..base.errors import MgeError, ModelError
 
 STATIC, DYNAMIC = "static", "dynamic"  # QDQ calibrated ahead, or MatMul weights with activations at run time
 DYNAMIC_OPS = ("MatMul", "Attention", "LSTM")
+# operators that compute a node in integers: what onnxruntime's quantizer puts in a node's place
+INTEGER_OPS = (
+    "MatMulInteger",
+    "ConvInteger",
+    "QLinearMatMul",
+    "QLinearConv",
+    "QAttention",
+    "DynamicQuantizeLSTM",
+    "MatMulIntegerToFloat",
+    "DynamicQuantizeMatMul",
+)
+_FLOATS = (1, 10, 11, 16)  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16: what the quantizer quantizes
+QUANT_SUFFIX, GEMM_SUFFIX = "_quant", "_MatMul"  # the quantizer names a node's integer op <name>_quant, a Gemm's
+# MatMul <name>_MatMul (onnxruntime.quantization: ONNXModel.replace_gemm_with_matmul, operators/matmul.py)
 
 
 @contextlib.contextmanager
@@ -85,6 +99,7 @@ class Quantizer:
         self.cache = os.path.join(self.scratch, "calibration.json")
         self.external = external
         self.count = 0
+        self.gemms = _gemm_names(base_path) if mode == DYNAMIC else set()
 
     def quantize(self, exclude: Mapping[str, str]) -> str:
         """A quantized candidate with these nodes kept float; its path.
@@ -92,11 +107,11 @@ class Quantizer:
         Raises:
             ModelError: onnxruntime's quantizer fails on the model.
         """
-        from onnxruntime import quantization as q  # type: ignore[import-untyped]
+        from onnxruntime import quantization as q
 
         self.count += 1
         out = os.path.join(self.scratch, f"int8-{self.count}.onnx")
-        excluded = sorted(exclude)
+        excluded = sorted(excluded_names(exclude, self.gemms))
         try:
             with _silenced():
                 if self.mode == DYNAMIC:
@@ -135,8 +150,68 @@ class Quantizer:
         return out
 
 
+def _gemm_names(path: str) -> set[str]:
+    """The model's Gemm nodes (main graph), by name."""
+    import onnx
+
+    model = onnx.load(path, load_external_data=False)
+    return {node.name for node in model.graph.node if node.op_type == "Gemm" and node.name}
+
+
+def excluded_names(exclude: Mapping[str, str] | Sequence[str], gemms: set[str]) -> set[str]:
+    """The names to exclude from the quantizer: each node, and each Gemm's MatMul too (the dynamic quantizer replaces
+    a Gemm by a MatMul named ``<name>_MatMul`` before it reads the exclusion list, so the Gemm's own name excludes
+    nothing)."""
+    names = set(exclude)
+    return names | {name + GEMM_SUFFIX for name in names if name in gemms}
+
+
+def int8_nodes(base: Any, made: Any, mode: str, excluded: Collection[str] = ()) -> list[str]:
+    """The base model's nodes the model made computes in integers, read off its operators, in graph order.
+
+    dynamic: the node's integer operator is there (``<name>_quant``, a Gemm's ``<name>_MatMul_quant``, of
+    :data:`INTEGER_OPS`). static (QDQ): the node is gone or replaced (folded into a range), or it reads a
+    dequantized tensor it read float in the base model, and reads a weight dequantized too (a node kept float
+    reads its producer's dequantized output and its own weights float); a node without weights that reads a
+    dequantized tensor is int8 unless ``excluded`` names it (the static quantizer reads the names it is given).
+    """
+    if mode == DYNAMIC:
+        integer = {n.name[: -len(QUANT_SUFFIX)] for n in made.graph.node if n.op_type in INTEGER_OPS and n.name}
+        return [n.name for n in base.graph.node if n.name in integer or n.name + GEMM_SUFFIX in integer]
+
+    def dequantized(graph: Any) -> set[str]:
+        return {o for n in graph.node if n.op_type == "DequantizeLinear" for o in n.output}
+
+    before, after = dequantized(base.graph), dequantized(made.graph)
+    weights = {init.name for init in base.graph.initializer if init.data_type in _FLOATS}
+    by_name = {n.name: n for n in made.graph.node}
+    found = []
+    for node in base.graph.node:
+        twin = by_name.get(node.name)
+        if twin is None or twin.op_type != node.op_type:
+            found.append(node.name)
+            continue
+        slots = list(zip(node.input, twin.input, strict=False))
+        if not any(new in after and old not in before for old, new in slots):
+            continue
+        own = [new for old, new in slots if old in weights]
+        if (own and any(new in after for new in own)) or (not own and node.name not in excluded):
+            found.append(node.name)
+    return found
+
+
+def integer_ops(model: Any) -> dict[str, int]:
+    """How many of each quantized operator the model holds (integer ops, QuantizeLinear, DequantizeLinear,
+    DynamicQuantizeLinear)."""
+    counts: dict[str, int] = {}
+    for node in model.graph.node:
+        if node.op_type in (*INTEGER_OPS, "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"):
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    return counts
+
+
 def _calibration_method(method: str) -> Any:
-    from onnxruntime.quantization import CalibrationMethod  # type: ignore[import-untyped]
+    from onnxruntime.quantization import CalibrationMethod
 
     return {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy}.get(
         method, CalibrationMethod.Percentile

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -283,7 +284,7 @@ def timeline(
     return "\n".join(out)
 
 
-def sweep(points: Sequence[dict], title: str = "batch sweep") -> str:
+def sweep(points: Sequence[dict[str, Any]], title: str = "batch sweep") -> str:
     """Samples per second and ms per sample against the batch size (``--repeat-sweep``), one point per batch: both
     from one statistic (ms per sample is 1000 / samples per second), so the two curves are mirror images.
 
@@ -325,7 +326,7 @@ def sweep(points: Sequence[dict], title: str = "batch sweep") -> str:
     return "\n".join(out)
 
 
-def cases(rows: Sequence[dict], title: str = "latency of each test case") -> str:
+def cases(rows: Sequence[dict[str, Any]], title: str = "latency of each test case") -> str:
     """Each test case's median latency (a dot) and its min-to-p99 range (a line), against the test case's number:
     a bundle of many test cases at a glance. Each row: ``index``, ``median``, ``min``, ``p99``, ``passed``."""
     rows = [r for r in rows if r.get("median") is not None]
@@ -353,7 +354,7 @@ def cases(rows: Sequence[dict], title: str = "latency of each test case") -> str
     return "\n".join(out)
 
 
-def op_bars(rows: Sequence[dict], title: str = "time per operator type") -> str:
+def op_bars(rows: Sequence[dict[str, Any]], title: str = "time per operator type") -> str:
     """The share of kernel time of each operator type (the ten most expensive), as horizontal bars."""
     if not rows:
         return ""
@@ -377,7 +378,7 @@ def op_bars(rows: Sequence[dict], title: str = "time per operator type") -> str:
     return "\n".join(out)
 
 
-def fitting_bars(rows: Sequence[dict], title: str = "fitting: median latency of each candidate") -> str:
+def fitting_bars(rows: Sequence[dict[str, Any]], title: str = "fitting: median latency of each candidate") -> str:
     """Each candidate's median latency (the ranked finalists first), its p90 as a whisker, the chosen one marked."""
     rows = [r for r in rows if r.get("median_ms")]
     if not rows:

@@ -28,7 +28,7 @@ import abc
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -143,7 +143,7 @@ def apply(op: str, inputs: Sequence[TensorBase], attrs: dict[str, Any]) -> Tenso
     """
     call = getattr(_local, "call", None)
     if call is not None and not call.excluded:
-        return call.apply(op, inputs, attrs)
+        return cast(TensorBase, call.apply(op, inputs, attrs))
     out = OPS[op].compute([t._value() for t in inputs], attrs)
     return wrap(np.asarray(out))
 

@@ -836,7 +836,13 @@ def _data(value: Value) -> np.ndarray:
 
 
 def _emit(
-    b: Builder, rec: OpRecord, ins: list[str], out: str, infos: list[tuple], oinfo: tuple, dynamic: bool = False
+    b: Builder,
+    rec: OpRecord,
+    ins: list[str],
+    out: str,
+    infos: list[tuple[Any, ...]],
+    oinfo: tuple[Any, ...],
+    dynamic: bool = False,
 ) -> None:
     """Emit one operation, in a wider dtype where onnxruntime has no kernel for its own."""
     if 0 in oinfo[0] and not dynamic:  # an empty result is known from its shape (opset 13's Reshape reads 0 as "keep")

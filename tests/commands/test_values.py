@@ -172,6 +172,21 @@ def test_the_precision_searches_are_refused_for_a_zipmap(tmp_path, mgedump, flag
     assert "searches on tensor inputs and outputs; 'probabilities' is seq(map(int64,tensor(float)))" in result.err
 
 
+def test_the_refusal_hints_only_at_flags_given(tmp_path, mgedump):
+    """int8 implies the portable rewrites: the user gave no --optimize-for-inference, so the hint does not suggest
+    it; under --variants auto the precision variants are left out with no hint, the float32 one packed."""
+    out = tmp_path / "o.mgetest"
+    result = mgedump(ZIPMAP.path, "-d", ZIPMAP.spec, "--quantize", "int8", "-o", out)
+    assert result.code == 2 and "hint: pack without --quantize int8)" in result.err
+    assert "--optimize-for-inference" not in result.err
+    result = mgedump(ZIPMAP.path, "-d", ZIPMAP.spec, "--variants", "auto", "-o", out)
+    assert result.code == 0, result.err
+    left = [line for line in result.err.splitlines() if "left out" in line]
+    assert len(left) == 4 and all("searches on tensor inputs" in line for line in left)
+    assert "(hint:" not in result.err and "alone is fine" not in result.err
+    assert [v["name"] for v in bundle_manifest(out)["variants"]] == ["fp32"]
+
+
 def test_optimize_for_inference_alone_packs_a_zipmap(tmp_path, mgedump, mgerun):
     out = tmp_path / "o.mgetest"
     assert mgedump(ZIPMAP.path, "-d", ZIPMAP.spec, "--optimize-for-inference", "--embed-io-dump", "-o", out).code == 0

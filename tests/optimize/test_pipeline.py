@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import zipfile
 
+import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from tests.support import SAMPLES, bundle_manifest, bundled_model, light_models
 
@@ -79,4 +82,58 @@ def test_optimize_keeps_weight_only_int8_weights_int8(tmp_path, mgedump, mgerun)
     assert [v.name for v in model.graph.input] == ["x"]
     assert len(model.SerializeToString()) < 1.2 * os.path.getsize(source)
     onnx.checker.check_model(model)
+    assert mgerun(out, "--iter", "1").code == 0
+
+
+def _external_chain(folder, dim: int = 64, layers: int = 3) -> str:
+    """A MatMul + Tanh chain on one input row, each weight in its own external data file (a big model's layout)."""
+    rng = np.random.default_rng(0)
+    weights, nodes, current = [], [], "x"
+    for k in range(layers):
+        values = (rng.standard_normal((dim, dim)) / np.sqrt(dim)).astype(np.float32)
+        weights.append(numpy_helper.from_array(values, f"w{k}"))
+        out = "y" if k == layers - 1 else f"t{k}"
+        nodes += [helper.make_node("MatMul", [current, f"w{k}"], [f"m{k}"]), helper.make_node("Tanh", [f"m{k}"], [out])]
+        current = out
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, dim])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, dim])],
+        weights,
+    )
+    path = str(folder / "chain.onnx")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=False, size_threshold=0)
+    return path
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--optimize-for-inference"], ["--optimize-for-inference", "--enable-ioc16", "--maxerr", "1e-2"]],
+    ids=["portable", "ioc16"],
+)
+def test_a_model_past_protobufs_limit_is_checked_and_saved_by_path(tmp_path, mgedump, mgerun, monkeypatch, flags):
+    """Past protobuf's 2 GiB a model in memory cannot be serialised (onnx.checker on it ends in EncodeError): with
+    the limit made small, every model is big, and each rewrite checks and saves by path, never in memory."""
+    from mgedump.optimize import passes
+
+    model = _external_chain(tmp_path)
+    monkeypatch.setattr(passes, "PROTOBUF_LIMIT", 1024)
+    checked = []
+    real = onnx.checker.check_model
+
+    def by_path_only(model, *args, **kwargs):
+        if not isinstance(model, (str, os.PathLike)):
+            raise AssertionError("a big model checked in memory")
+        checked.append(model)
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.checker, "check_model", by_path_only)
+    out = tmp_path / "o.mgetest"
+    result = mgedump(model, "-d", "#rand(0,1)", *flags, "-o", out)
+    assert result.code == 0, result.err
+    assert checked, "the optimised model was checked, by path"
+    with zipfile.ZipFile(out) as bundle:
+        assert "model.onnx.data" in bundle.namelist(), "saved with its weights outside"
     assert mgerun(out, "--iter", "1").code == 0

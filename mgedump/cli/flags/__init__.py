@@ -73,7 +73,10 @@ Decorator = Callable[[Any], Any]
 def default(cls: type, name: str) -> Any:
     """The default of a field of an options dataclass."""
     f = next(f for f in fields(cls) if f.name == name)
-    return f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc,operator]
+    if f.default is not MISSING:
+        return f.default
+    factory: Any = f.default_factory
+    return factory()
 
 
 def stating(help: str, cls: type, name: str) -> str:

@@ -72,6 +72,10 @@ def _none(record: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _agrees(model: Any, record: Mapping[str, Any]) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Precision:
     """One precision mode.
@@ -96,6 +100,8 @@ class Precision:
         lines: what a pack prints about its record.
         record_mode: the ``mode`` its record holds (default: its name), which tells a one-model bundle's mode
             among those that share a manifest key.
+        check: what its record says that the model made does not hold, read off the model's operators (none: they
+            agree); the pipeline refuses a model its record misdescribes.
     """
 
     name: str
@@ -111,6 +117,7 @@ class Precision:
     requirements: Callable[[Mapping[str, Any]], list[str]] = _none
     lines: Callable[[Mapping[str, Any]], list[str]] = _none
     record_mode: str = ""
+    check: Callable[[Any, Mapping[str, Any]], str | None] = _agrees
 
     @property
     def entry(self) -> str:

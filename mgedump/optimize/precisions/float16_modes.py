@@ -12,10 +12,11 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...base.errors import OptimizeError
 from ...base.naming import option_name
 from ..autocast import choose_precision
-from ..float16 import check_not_quantized, convert, is_float16_model
-from ..nodes import matching_nodes, name_nodes
+from ..float16 import check_not_quantized, convert, float16_tensors, float_types, is_float16_model
+from ..nodes import all_nodes, matching_nodes, name_nodes
 from ..offline import save
 from . import Job, Made, Precision
 
@@ -37,7 +38,7 @@ def float16_maker(mode: str, after: Callable[[str, Any, Job], list[str]] | None 
             record = {"mode": mode, "kept_float32": [], "weights_float32": [], "search_rounds": 0}
             return Made(model, record, ["the model is float16 already"])
         if not job.test_inputs:
-            return _from_weights(job, mode)
+            return _converted(_from_weights(job, mode), mode)
         staged = os.path.join(job.scratch, "float32.onnx")
         save(model, staged, job.external)
         found = choose_precision(
@@ -52,9 +53,37 @@ def float16_maker(mode: str, after: Callable[[str, Any, Job], list[str]] | None 
             error_stats={output.name: job.bounds.of(output.name).stat for output in model.graph.output},
         )
         notes = [*found.notes, cast_note(found.model, mode), *(after(staged, found, job) if after else [])]
-        return Made(found.model, found.to_json(), notes)
+        return _converted(Made(found.model, found.to_json(), notes), mode)
 
     return make
+
+
+def _converted(made: Made, mode: str) -> Made:
+    """The mode's model, once it is seen to hold float16, or its record to keep nodes float32 (a search that keeps
+    every node float32 says so): a model with no float32 to convert is the model as it is under another name.
+
+    Raises:
+        OptimizeError: nothing in the model made is float16, and its record keeps no node float32.
+    """
+    if float16_tensors(made.model) or made.record.get("kept_float32"):
+        return made
+    types = float_types(made.model)
+    raise OptimizeError(
+        f"{option_name('precision', mode)} converts nothing: no tensor of the model made is float16 (the model's "
+        f"floating-point tensors are {', '.join(types) or 'none'}): it would be the model as it is under another name"
+    )
+
+
+def float16_check(model: Any, record: Mapping[str, Any]) -> str | None:
+    """What a float16 record says that its model does not hold: a float16 tensor where it keeps no node float32,
+    a node kept float32 that is not in the model."""
+    if not float16_tensors(model) and not record.get("kept_float32"):
+        return "it holds no float16 tensor, and its record says every node converted"
+    names = {node.name for node in all_nodes(model.graph)}
+    missing = [entry["node"] for entry in record.get("kept_float32", []) if entry["node"] not in names]
+    if missing:
+        return f"node(s) recorded kept float32 are not in it: {', '.join(missing[:8])}"
+    return None
 
 
 def _from_weights(job: Job, mode: str) -> Made:
@@ -125,4 +154,5 @@ def float16_mode(name: str, about: str, after: Callable[[str, Any, Job], list[st
         reads=READS,
         rounds_inputs=True,
         lines=float16_lines,
+        check=float16_check,
     )

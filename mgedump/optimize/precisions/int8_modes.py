@@ -14,6 +14,7 @@ from typing import Any
 from ...bundle.requirements import REQ_INT8_DYNAMIC, REQ_INT8_QDQ
 from ...model.runtime import open_session
 from ..offline import save
+from ..quantize_ort import GEMM_SUFFIX, INTEGER_OPS, QUANT_SUFFIX, integer_ops
 from . import Job, Made, Precision
 from .float16_modes import limited
 
@@ -46,6 +47,29 @@ def int8_maker(quantize_mode: str) -> Callable[[Job], Made]:
         return Made(onnx.load(found.path), found.to_json(), list(found.notes))
 
     return make
+
+
+def int8_check(model: Any, record: Mapping[str, Any]) -> str | None:
+    """What an int8 record says that its model does not hold, read off the model's operators: the integer
+    operators (dynamic) or the dequantized tensors (static) of the nodes it counts quantized, and no integer
+    operator of a node it says is kept float."""
+    count, ops = record["quantized_nodes"], integer_ops(model)
+    computing = sum(ops.get(op, 0) for op in INTEGER_OPS)
+    if count <= 0:
+        return "it records no node quantized"
+    if record["mode"] == "dynamic" and computing < count:
+        return f"it records {count} node(s) quantized, and the model holds {computing} integer operator(s)"
+    if record["mode"] != "dynamic" and not ops.get("DequantizeLinear"):
+        return f"it records {count} node(s) quantized, and the model holds no DequantizeLinear"
+    integer = {n.name for n in model.graph.node if n.op_type in INTEGER_OPS}
+    wrong = [
+        entry["node"]
+        for entry in record.get("kept_float32", [])
+        if {entry["node"] + QUANT_SUFFIX, entry["node"] + GEMM_SUFFIX + QUANT_SUFFIX} & integer
+    ]
+    if wrong:
+        return f"node(s) recorded kept float compute in integers: {', '.join(wrong[:8])}"
+    return None
 
 
 def int8_requirements(record: Mapping[str, Any]) -> list[str]:
@@ -107,6 +131,7 @@ def int8_mode(name: str, about: str, quantize_mode: str, reads: frozenset[str], 
         needs_data=True,
         requirements=int8_requirements,
         lines=int8_lines,
+        check=int8_check,
         record_mode=quantize_mode,
         **more,
     )
