@@ -63,6 +63,28 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args = []
     known = {os.path.normpath(arg) for arg in config.args}
     config.args += [path for path in paths if os.path.normpath(path) not in known]
+    from .base.errors import MgeError
+
+    try:  # a bad option is one line now, not an error repeated by every item
+        _options(config)
+        _check_outputs(config, paths)
+    except MgeError as exc:
+        raise pytest.UsageError(exc.one_line()) from None
+
+
+def _check_outputs(config: pytest.Config, paths: list[str]) -> None:
+    """pytest's own reports (``--junitxml``, ``--resultlog``-like paths) never replace a bundle being checked."""
+    from .base.fileio import check_not_input
+    from .bundle.format import BUNDLE_SUFFIX
+
+    bundles = [p for p in paths if os.path.isfile(p)]
+    bundles += [str(f) for p in paths if os.path.isdir(p) for f in Path(p).rglob(f"*{BUNDLE_SUFFIX}")]
+    from .cli.plugin_options import PYTEST_REPORTS
+
+    for option, flag in PYTEST_REPORTS.items():
+        target = getattr(config.option, option, None)
+        if isinstance(target, str) and target:
+            check_not_input(target, bundles, what=flag)
 
 
 def _named(config: pytest.Config) -> list[Path]:
@@ -106,20 +128,19 @@ def _options(config: pytest.Config) -> Any:
     if state["options"] is None:
         from .base.bounds import parse_bounds
         from .base.naming import spoken_as
-        from .cli.flags.spelling import speller
-        from .cli.mgerun import mgerun_command
+        from .cli.plugin_options import plugin_speller
         from .model.session import SessionSettings, settings
         from .options import VerifyOptions
 
-        with spoken_as(speller(mgerun_command)):  # a bad bound is named as mgerun names it: its options are mgerun's
+        with spoken_as(plugin_speller):  # a bad value is named by the plugin's option that gave it
             bounds = parse_bounds(tuple(config.getoption("mgetest_maxerr") or ()))
-        given = {entry.name: config.getoption(f"mgetest_{entry.name}", None) for entry in settings()}
-        state["options"] = VerifyOptions(
-            bounds=bounds,
-            session=SessionSettings.given(given),
-            iters=config.getoption("mgetest_iter"),
-            warmup=config.getoption("mgetest_warmup_iter"),
-        )
+            given = {entry.name: config.getoption(f"mgetest_{entry.name}", None) for entry in settings()}
+            state["options"] = VerifyOptions(
+                bounds=bounds,
+                session=SessionSettings.given(given),
+                iters=config.getoption("mgetest_iter"),
+                warmup=config.getoption("mgetest_warmup_iter"),
+            )
     return state["options"]
 
 

@@ -4,6 +4,7 @@ its bundle alone; the core never imports pytest."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -129,7 +130,31 @@ def test_options_map_to_mgerun(zoo):
                       "-p", "no:cacheprovider")  # fmt: skip
     assert [line for line in done.stdout.splitlines() if "::" in line] == ["zoo/variants/cnn.mgetest::ioc16::case_0"]
     bad = pytest_run(zoo.parent, "--mgetest", "zoo/samples", "--mgetest-maxerr", "x", "-p", "no:cacheprovider")
-    assert bad.returncode != 0 and "--maxerr" in bad.stdout + bad.stderr
+    assert bad.returncode == 4 and "--mgetest-maxerr" in bad.stdout + bad.stderr  # pytest's usage error
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--mgetest-thread", "0"], "--mgetest-thread must be"),  # was an error of 887 lines on every item
+        (["--mgetest-iter", "５"], "--mgetest-iter takes a whole number in ASCII digits"),
+        (["--mgetest-thread", "9" * 5000], "--mgetest-thread takes a whole number in ASCII digits"),
+    ],
+)
+def test_a_bad_option_is_one_usage_error_before_any_item(zoo, args, message):
+    bad = pytest_run(zoo.parent, "--mgetest", "zoo/samples", *args, "-p", "no:cacheprovider")
+    assert bad.returncode == 4, bad.stdout + bad.stderr
+    assert message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert len(bad.stderr.splitlines()) <= 5 and "::case_" not in bad.stdout, bad.stderr  # said once, no item ran
+
+
+def test_the_junit_file_is_never_a_bundle_being_checked(zoo, tmp_path):
+    shutil.copytree(zoo / "samples", tmp_path / "samples")
+    bundle = next((tmp_path / "samples").rglob("*.mgetest"))
+    before = bundle.read_bytes()
+    bad = pytest_run(tmp_path, "--mgetest", "samples", "--junitxml", str(bundle), "-p", "no:cacheprovider")
+    assert bad.returncode == 4 and "is the input" in bad.stderr, bad.stderr
+    assert bundle.read_bytes() == before
 
 
 def test_bundles_under_collected_paths_when_asked(zoo, tmp_path):

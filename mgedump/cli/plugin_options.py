@@ -9,13 +9,19 @@ little of the package.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.errors import UsageError
+from ..base.naming import NO_VALUE
+from ..base.numbers import parse_int
 from ..model.session import Setting, settings
 
 PREFIX = "--mgetest"
+# pytest's own options that write a file, by the name pytest keeps them under: never a bundle being checked
+PYTEST_REPORTS = {"xmlpath": "--junitxml", "report_log": "--report-log"}
 RENAMED = {"threads": "--thread"}  # the session settings whose flag is not named after them
 
 
@@ -52,9 +58,25 @@ def setting_flag(entry: Setting) -> str:
     return entry.flag or RENAMED.get(entry.name) or "--" + entry.name.replace("_", "-")
 
 
+def _integer(flag: str) -> Callable[[str], int]:
+    """An option's whole number, read as every number the package reads (ASCII digits, bounded: ``base/numbers.py``);
+    a bad one is pytest's usage error naming the option."""
+
+    def read(text: str) -> int:
+        try:
+            return parse_int(text, flag)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    return read
+
+
 def _as_setting(entry: Setting) -> PluginOption:
     """A session setting's option: read by its keyword (``mgetest_threads``)."""
-    kind: dict[str, Any] = {"choices": entry.choices} if entry.choices else {"type": entry.kind}
+    flag = f"{PREFIX}-{setting_flag(entry).removeprefix('--')}"
+    kind: dict[str, Any] = (
+        {"choices": entry.choices} if entry.choices else {"type": _integer(flag) if entry.kind is int else entry.kind}
+    )
     if not entry.choices:
         kind["metavar"] = entry.metavar or ("N" if entry.kind is int else "VALUE")
     option = as_mgerun(setting_flag(entry), **kind)
@@ -69,8 +91,30 @@ def plugin_options() -> list[PluginOption]:
         as_mgerun("--maxerr", action="append", default=[], metavar="[OUTPUT:]X"),
         *(_as_setting(entry) for entry in settings()),
         as_mgerun("--variant", metavar="NAME"),
-        as_mgerun("--iter", type=int, default=1, metavar="N", help="Timed runs per test case (1)."),
-        as_mgerun("--warmup-iter", type=int, default=0, metavar="N", help="Untimed runs first (0)."),
+        as_mgerun(
+            "--iter", type=_integer(f"{PREFIX}-iter"), default=1, metavar="N", help="Timed runs per test case (1)."
+        ),
+        as_mgerun(
+            "--warmup-iter",
+            type=_integer(f"{PREFIX}-warmup-iter"),
+            default=0,
+            metavar="N",
+            help="Untimed runs first (0).",
+        ),
         own("in-process", action="store_true", help="Run the bundles in pytest's process, not in a worker."),
         as_mgerun("--timeout", type=float, default=None, metavar="SECONDS"),
     ]
+
+
+# the options of mgerun's that the plugin has, by library keyword (VerifyOptions' and the session's fields)
+_OWN_KEYWORDS = {"maxerr": "--maxerr", "error_stat": "--maxerr", "variant": "--variant", "iters": "--iter",
+                 "warmup": "--warmup-iter"}  # fmt: skip
+
+
+def plugin_speller(name: str, value: Any = NO_VALUE) -> str:
+    """How a message names an option in a pytest session: the plugin's option (``threads`` is
+    ``--mgetest-thread``), the keyword for one the plugin does not have."""
+    flags = {**_OWN_KEYWORDS, **{entry.name: setting_flag(entry) for entry in settings()}}
+    flag = flags.get(name)
+    text = f"{PREFIX}-{flag.removeprefix('--')}" if flag else name
+    return text if value is NO_VALUE else f"{text} {value}"
