@@ -104,14 +104,19 @@ class Searcher:
     bounds: Bounds
     budget: Budget
     skipped: list[str] = field(default_factory=list)
+    allows: Callable[[Mapping[str, str]], bool] | None = None  # a kept-float set the share allows (else not run)
+    on_miss: Callable[[], None] | None = None  # called once, after the first candidate run that misses the bounds
     _seen: dict[frozenset[str], Outcome | None] = field(default_factory=dict)
 
     def run(self, keep: Mapping[str, str], *, last: bool = False) -> Outcome | None:
-        """The candidate keeping these nodes float (cached), or None when the budget is spent (unless ``last``) or
-        the child failed on it. A ``last`` candidate skipped before is run again: its failure is a refusal."""
+        """The candidate keeping these nodes float (cached), or None when the budget is spent (unless ``last``),
+        when it keeps more float than :attr:`allows` (unless ``last``: never run), or when the child failed on it.
+        A ``last`` candidate skipped before is run again: its failure is a refusal."""
         key = frozenset(keep)
         if key in self._seen and (self._seen[key] is not None or not last):
             return self._seen[key]
+        if not last and self.allows is not None and not self.allows(keep):
+            return None
         if not last and not self.budget.left():
             return None
         self.budget.used += 1
@@ -124,6 +129,9 @@ class Searcher:
             self.skipped.append(f"int8: a candidate with {len(keep)} node(s) kept float was skipped: {cause}")
             outcome = None
         self._seen[key] = outcome
+        if outcome is not None and self.on_miss is not None and not outcome.passes(self.bounds):
+            on_miss, self.on_miss = self.on_miss, None
+            on_miss()
         return outcome
 
     def passes(self, outcome: Outcome | None) -> bool:
