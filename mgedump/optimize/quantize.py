@@ -23,12 +23,13 @@ error statistic (``error_stat``: the largest element error, or its 99th percenti
 1. Quantize everything but the nodes ``fp32_nodes`` names; run it in the child. If every output meets its bound,
    done.
 2. Otherwise search for the fewest nodes to keep float (:mod:`.quantize_search`): first by the error each node
-   introduces, then by what keeping each float buys on the outputs, within a budget of runs and seconds. The
-   search is complete: its last candidate keeps every node float, which meets any bound the float model meets.
-   A model int8 destroys is searched like any other; nothing is refused before the search.
+   introduces, then by what keeping each float buys on the outputs, within a budget of runs and seconds. A model
+   int8 destroys is searched like any other.
 3. When the nodes kept float carry more than half of the model's multiply-accumulates
    (:data:`~mgedump.optimize.quantize_macs.MAX_FLOAT_SHARE`), int8 has too little left to speed up: refused,
-   with the figure and what would have been kept.
+   with the figure and what would have been kept. So no candidate beyond that share is run: the search's last
+   candidate is the largest set within it, run as soon as one candidate of the search misses, and when it misses
+   too the bound is refused there (every node float is the last candidate when the model's MACs are unknown).
 
 Calibration and proof on empty data (a float input that holds no element in every calibration case, a test case
 whose outputs hold none) are refused: ranges calibrated on nothing are onnxruntime's defaults, and a proof on no

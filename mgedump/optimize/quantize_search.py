@@ -12,14 +12,16 @@ skipped and named, unless it is the first (everything int8) or the last (every n
    is kept float alone and the candidate run, as long as the budget allows (:class:`Budget`); the ranking is the
    drop of the worst output's error against its bound, then of the mean absolute error over every output (which
    credits a node that mends one branch of several). The nodes not measured follow in the order of step 1, then
-   those that bought nothing, then every other node: the ranking holds every node, so its whole length, every
-   node float, meets any bound the float model meets. The shortest prefix that passes is kept: 1, 2, 4, ...,
-   then bisected; when the budget is spent before any passes, every node float is the last candidate.
+   those that bought nothing, then every other node: the ranking holds every node. The shortest prefix that
+   passes is kept: 1, 2, 4, ..., then bisected; when the budget is spent before any passes, the last candidate
+   (the caller's) is run.
 
 The run with every tensor exposed is made in the child too; when it is lost (a crash, a hang), step 1 has nothing
 to rank and step 2 measures the nodes alone in graph order.
 
-How much of the model may stay float is judged by the caller (:mod:`.quantize_macs`).
+How much of the model may stay float is judged by the caller (:mod:`.quantize_macs`): a candidate beyond it is
+never run (:attr:`Searcher.allows`), and the caller's largest set within it runs once a candidate misses
+(:attr:`Searcher.on_miss`).
 """
 
 from __future__ import annotations
