@@ -57,7 +57,7 @@ class OutputCheck:
         worst_index: where the worst element is.
         expect_value, got_value: the two values there.
         stats: per-output numbers for the report.
-        stat: the statistic of the element errors ``err`` is and ``maxerr`` bounds (docs/assertion.md#statistics).
+        stat: the statistic of the element errors ``err`` is and ``maxerr`` bounds (docs/assertion.md#error-statistics).
         largest: the largest element error, whatever the statistic (none: not computed, or not finite).
         worst_path: for a sequence, a map or an optional: where the worst element is (``[3][1]``:
             element 3 of the sequence, key 1 of its map; :mod:`mgedump.measure.structured`).
@@ -333,8 +333,8 @@ def assert_equal(name: str, expect: np.ndarray, got: np.ndarray, maxerr: float, 
         m.reason = "the difference of finite values overflows (inf)"
     passed = m.passes(maxerr)
     err = m.err if math.isfinite(m.err) else None
-    largest = m.err if m.largest is None else m.largest  # none apart: equal, exact, or no element
-    largest = largest if math.isfinite(largest) else None
+    worst = m.err if m.largest is None else m.largest  # none apart: equal, exact, or no element
+    largest = worst if math.isfinite(worst) else None
     return OutputCheck(
         name, passed, err, maxerr, m.reason, m.index, m.expect_value, m.got_value, stats, stat, largest=largest
     )

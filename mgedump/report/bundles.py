@@ -206,7 +206,7 @@ class BundleRecord:
         return {}
 
     def error_stats(self) -> dict[str, str]:
-        """Each checked output's statistic of its element errors (docs/assertion.md#statistics), as the checks
+        """Each checked output's statistic of its element errors (docs/assertion.md#error-statistics), as the checks
         applied it: name to ``max``, ``p99``, ``mean`` or ``median``."""
         for case in self.test_cases:
             if case.outputs:

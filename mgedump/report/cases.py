@@ -31,7 +31,7 @@ class OutputRecord:
     stats: dict[str, Any] = field(default_factory=dict)
     failure: list[str] | None = None
     worst_path: str | None = None  # a sequence's, map's or optional's worst element (``[3][1]``)
-    error_stat: str = "max"  # the statistic of the element errors err is (docs/assertion.md#statistics)
+    error_stat: str = "max"  # the statistic of the element errors err is (docs/assertion.md#error-statistics)
     max_err: float | None = None  # under another statistic than max: the largest element error
 
     @classmethod

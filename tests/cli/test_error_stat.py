@@ -1,4 +1,4 @@
-"""A bound on another statistic than the largest error (docs/assertion.md#statistics): ``mgerun`` says the
+"""A bound on another statistic than the largest error (docs/assertion.md#error-statistics): ``mgerun`` says the
 statistic and the largest error beside every ``err``, every report records them, and ``mgerun --error-stat``
 chooses the statistic (``--error-stat max`` takes back the largest-error check)."""
 
@@ -67,7 +67,9 @@ def test_a_median_bound_passes_but_the_line_shows_the_statistic_and_the_largest_
     assert LINE in done.stdout.splitlines()
     record = json.loads((tmp_path / "r.json").read_text())["bundles"][0]["test_cases"][0]["outputs"][0]
     assert (record["error_stat"], record["err"], record["max_err"]) == ("median", 0.0, 10.0)
-    properties = {p.get("name").removesuffix(" (moved)"): p.get("value") for p in ET.parse(tmp_path / "r.xml").iter("property")}
+    properties = {
+        p.get("name").removesuffix(" (moved)"): p.get("value") for p in ET.parse(tmp_path / "r.xml").iter("property")
+    }
     assert properties["error_stat"] == "median"
     assert properties["maxerr"] == "0.0001; statistic median"
     page = (tmp_path / "r.html").read_text()
@@ -83,7 +85,9 @@ def test_error_stat_max_takes_back_the_largest_error_check(moved, tmp_path):
     assert "AssertEqual: err=10 (name=y) FAILED (maxerr=0.0001)" in done.stdout.splitlines()
     record = json.loads((tmp_path / "r.json").read_text())["bundles"][0]["test_cases"][0]["outputs"][0]
     assert record["error_stat"] == "max" and "max_err" not in record and record["passed"] is False
-    properties = {p.get("name").removesuffix(" (moved)"): p.get("value") for p in ET.parse(tmp_path / "r.xml").iter("property")}
+    properties = {
+        p.get("name").removesuffix(" (moved)"): p.get("value") for p in ET.parse(tmp_path / "r.xml").iter("property")
+    }
     assert properties["error_stat"] == "max"
 
 

@@ -22,7 +22,7 @@ def maxerr_option(help: str) -> Decorator:
 
 def error_stat_option(help: str) -> Decorator:
     """``--error-stat STAT`` and ``--error-stat OUTPUT:STAT``, repeatable (:func:`~mgedump.base.bounds.parse_bounds`;
-    docs/assertion.md#statistics)."""
+    docs/assertion.md#error-statistics)."""
     return click.option("--error-stat", "error_stat", metavar="[OUTPUT:]STAT", multiple=True, default=None, help=help)
 
 
