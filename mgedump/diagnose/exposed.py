@@ -25,6 +25,7 @@ class ModelDumper(AbstractContextManager["ModelDumper"]):
     Args:
         settings: the caller's session settings (none: the CPU provider with onnxruntime's defaults).
         budget: bytes of exposed tensors one run may hold at once.
+        data_folder: where the model's external data lies, when not beside it.
     """
 
     def __init__(
@@ -35,13 +36,14 @@ class ModelDumper(AbstractContextManager["ModelDumper"]):
         *,
         budget: int = DEFAULT_BUDGET,
         label: str | None = None,
+        data_folder: str | None = None,
     ) -> None:
         self.path = path
         self.sha256 = sha256
         self.settings = settings or SessionSettings()
         self.label = label or path
         self._scratch = tempfile.TemporaryDirectory(prefix="mgedump-expose-")
-        model, data_folder = load_for_exposure(path, self._scratch.name)
+        model, data_folder = load_for_exposure(path, self._scratch.name, data_folder)
         settings = self.settings
         label = f"{self.label} (every tensor exposed)"
 
