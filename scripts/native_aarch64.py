@@ -5,7 +5,8 @@
    (g++-aarch64-linux-gnu, whose /usr/aarch64-linux-gnu also serves qemu as the target's C and C++ runtime) and
    qemu-user 8 or newer (qemu 7.2, bookworm's, crashes inside onnxruntime's CPU detection on aarch64: from
    bookworm-backports there).
-2. Cross-builds native/ with native/cross/build-aarch64.sh (native/CMakeLists.txt as it is).
+2. Cross-builds native/ with native/cross/build-aarch64.sh (native/CMakeLists.txt as it is): Debian's GCC 12
+   cross compiler, or with ``--zig`` zig's clang against glibc 2.17 (ziglang from PyPI).
 3. Fetches the aarch64 onnxruntime library: ``capi/libonnxruntime.so.1.*`` of the onnxruntime wheel from PyPI
    (the newest, or ``--ort X.Y.Z``; wheels ship it from 1.19 on), or of the npm package onnxruntime-node for
    older versions.
@@ -188,14 +189,14 @@ def ensure_tools() -> None:
         raise SystemExit(f"native_aarch64: qemu-aarch64 {qemu_major()} is older than {QEMU_MIN}")
 
 
-def cross_build(build: Path) -> Path:
-    say(f"cross-building into {build}")
+def cross_build(build: Path, zig: bool = False) -> Path:
+    say(f"cross-building into {build}" + (" with zig (glibc 2.17, libc++ static)" if zig else ""))
     start = time.perf_counter()
     log = build.parent / f"{build.name}.log"
     build.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
-        done = subprocess.run([str(ROOT / "native" / "cross" / "build-aarch64.sh"), str(build)], stdout=out,
-                              stderr=subprocess.STDOUT)  # fmt: skip
+        script = [str(ROOT / "native" / "cross" / "build-aarch64.sh"), *(["--zig"] if zig else []), str(build)]
+        done = subprocess.run(script, stdout=out, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         sys.stdout.write("".join(log.read_text(errors="replace").splitlines(True)[-30:]))
         raise SystemExit(f"native_aarch64: the cross build failed (log: {log})")
@@ -222,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ort", default=None, help="onnxruntime version for the run (default: the newest wheel)")
     parser.add_argument("--no-install", action="store_true", help="install nothing; fail when a tool is missing")
     parser.add_argument("--no-build", action="store_true", help="use the binary already in BUILD")
+    parser.add_argument("--zig", action="store_true", help="build with zig (glibc 2.17, libc++ linked statically)")
     parser.add_argument("--tests", nargs="*", default=TESTS, help="test files to run (default: %(default)s)")
     args = parser.parse_args(argv)
 
@@ -230,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         ensure_tools()
     say(f"qemu-aarch64 {qemu_major()}, cross runtime {SYSROOT}")
     build = Path(args.build).resolve()
-    binary = build / "mgerun-native" if args.no_build else cross_build(build)
+    binary = build / "mgerun-native" if args.no_build else cross_build(build, args.zig)
     cache = Path(args.cache).resolve() if args.cache else build / "ort"
     cache.mkdir(parents=True, exist_ok=True)
     version, library = ort_library(args.ort, "aarch64", cache)
