@@ -580,8 +580,6 @@ def check_trace(trace: str, allowed: list[str], writable: str) -> list[str]:
         if real == writable or real.startswith(writable + os.sep):
             continue
         writes = any(flag in flags for flag in ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC")) or m.group(1) == "creat"
-        if not writes and ("O_DIRECTORY" in flags or "/onnxruntime/capi/" in real):
-            continue  # a folder listed, or onnxruntime's library found in a wheel: what the program loads, by design
         if not writes and (
             real in allowed
             or real.startswith(ALLOWED_READ)
