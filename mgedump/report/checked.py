@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any
 
+from ..base.bounds import ERROR_STATS
 from ..base.errors import UsageError
 from ..base.fileio import read_regular
 from ..base.jsontypes import is_int, is_number
@@ -70,6 +71,8 @@ _OUTPUT: dict[str, Any] = {
     "stats?": "stats",
     "failure?": ["list", "str"],
     "worst_path?": "str|null",
+    "error_stat?": "stat",
+    "max_err?": "num|null",
 }
 _DIAGNOSIS: dict[str, Any] = {
     "maxerr": _FIN,
@@ -253,6 +256,7 @@ _WORDS = {
     "exit": "an exit code (0, 1 or 2)",
     "run_exit": "an exit code (0, 1, 2 or 3)",
     "stats": "an object of statistics",
+    "stat": f"one of {', '.join(ERROR_STATS)}",
 }
 
 
@@ -272,6 +276,8 @@ def _is(value: Any, kind: str) -> bool:
         return is_int(value) and value in (0, 1, 2)
     if kind == "run_exit":
         return is_int(value) and value in (0, 1, 2, 3)
+    if kind == "stat":
+        return value in ERROR_STATS and isinstance(value, str)
     if kind == "stats":
         return isinstance(value, dict) and all(k in ("shape", "dtype") or _is(v, "num|null") for k, v in value.items())
     if "|" in kind:
