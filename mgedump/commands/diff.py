@@ -24,6 +24,7 @@ from ..base.deps import require
 from ..base.errors import RunError, SpecError, UsageError
 from ..base.fileio import hash_files
 from ..base.log import fresh_warnings
+from ..base.naming import option_name
 from ..base.outputs import Output, Outputs
 from ..bundle import Bundle
 from ..data import TestData
@@ -35,6 +36,7 @@ from ..model.runtime import TensorInfo, model_io, open_session
 from ..model.session import SessionSettings
 from ..options import DiffOptions
 from .inputs import files_read
+from .verify_prepare import choose_variant
 
 __all__ = ["DiffOptions", "diff"]
 
@@ -51,9 +53,10 @@ class _Side:
     model_path: str = ""
     sha256: str = ""
     cases: Cases | None = None  # a bundle's own test cases
+    variants: bool = False  # a bundle of several variants, of which --variant chose one
 
 
-def _open_side(path: str, name: str, scratch: str) -> _Side:
+def _open_side(path: str, name: str, scratch: str, variant: str | None) -> _Side:
     if os.path.isdir(path):
         return _Side(f"{path} (io dump)", "dump", dump=IoDump(path))
     if not os.path.exists(path):
@@ -67,16 +70,22 @@ def _open_side(path: str, name: str, scratch: str) -> _Side:
         os.makedirs(folder)
         with Bundle(path) as bundle:
             manifest = bundle.manifest
-            model = bundle.extract(manifest.model.member, folder)
-            if manifest.model.external_data:
-                bundle.extract(manifest.model.external_data, folder)
+            # a bundle of several variants runs the one --variant names (none named: refused, as mgerun does);
+            # a bundle of one model runs it, whatever the other side's variant is
+            chosen = choose_variant(bundle, variant if manifest.variants else None).model
+            model = bundle.extract(chosen.member, folder)
+            if chosen.external_data:
+                bundle.extract(chosen.external_data, folder)
             infos = [TensorInfo.from_json(info) for info in manifest.inputs]
             cases = [
                 (k, {i.name: bundle.value(member, i) for i, member in zip(infos, case.inputs, strict=True)})
                 for k, case in enumerate(manifest.test_cases)
             ]
             bundle.verified()
-        return _Side(f"{path} (bundle)", "bundle", model_path=model, sha256=manifest.model.sha256, cases=cases)
+        label = f"{path} (bundle, variant {variant})" if manifest.variants else f"{path} (bundle)"
+        return _Side(
+            label, "bundle", model_path=model, sha256=chosen.sha256, cases=cases, variants=bool(manifest.variants)
+        )
     return _Side(f"{path} (model)", "model", model_path=path, sha256=hash_files([path]).sha256)
 
 
@@ -178,8 +187,13 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
     settings = SessionSettings(provider=options.provider)
     settings.providers()  # an unknown provider refused before any work
     with tempfile.TemporaryDirectory(prefix="mgediff-") as scratch:
-        side_a = _open_side(a, "A", scratch)
-        side_b = _open_side(b, "B", scratch)
+        side_a = _open_side(a, "A", scratch, options.variant)
+        side_b = _open_side(b, "B", scratch, options.variant)
+        if options.variant is not None and not (side_a.variants or side_b.variants):
+            raise UsageError(
+                f"{option_name('variant')} {options.variant!r} chooses among a bundle's variants; neither A nor B "
+                "is a bundle of several (mgedump --variants)"
+            )
         cases, data_files = _test_cases(side_a, side_b, data, options)
         protected += data_files
         outputs.check(protected)

@@ -329,3 +329,20 @@ def test_a_variant_whose_record_is_not_its_model_is_refused(dtype, variants, mge
     lying = rewrite_bundle(variants, tmp_path / "lie.mgetest", lie)
     for args in (["--variant", "fp32"], ["--fitting", "--fitting-budget", "1"]):
         one_line(mgerun(lying, *args), f"the manifest says input 'data' is {dtype}; the model's is 'data', float32")
+
+
+# ---------------------------------------------------------------- mgediff runs the variant it is told to
+
+
+def test_mgediff_on_a_bundle_of_variants_needs_one_named(variants, mgediff):
+    # it compared the first variant, saying nothing
+    one_line(mgediff(variants, variants), "holds the variants fp32, ioc16: name one (--variant)")
+    one_line(mgediff(variants, variants, "--variant", "int8"), "has no variant 'int8': it holds fp32, ioc16")
+    one_line(
+        mgediff(SAMPLES / "cnn.onnx", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--variant", "fp32"),
+        "neither A nor B is a bundle of several",
+    )
+    result = mgediff(SAMPLES / "cnn.onnx", variants, "--variant", "ioc16")
+    assert result.code == 0, result.err
+    assert "float16 on one side" in result.out + result.err  # the float16 variant ran, not the first
+    assert "2 in B only" in result.out + result.err  # its Casts
