@@ -346,3 +346,41 @@ def test_mgediff_on_a_bundle_of_variants_needs_one_named(variants, mgediff):
     assert result.code == 0, result.err
     assert "float16 on one side" in result.out + result.err  # the float16 variant ran, not the first
     assert "2 in B only" in result.out + result.err  # its Casts
+
+
+# ---------------------------------------------------------------- --variants' refusals name what works with --variants
+
+
+@pytest.mark.parametrize(
+    "variants_given, flags, says",
+    [
+        (
+            "fp32,ioc16",
+            ["--fp32-nodes", "conv1"],
+            "--fp32-nodes keeps nodes float in a float16 or int8 mode, not to the fp32 variant: leave fp32 out of "
+            "--variants (it applies to ioc16, io16xc32, int8 or int8-dynamic), or leave --fp32-nodes out",
+        ),
+        (
+            "fp32,ioc16",
+            ["--calibrate", "#rand(0,1)"],
+            "--calibrate gives calibration data to int8's static calibration, not to the fp32 variant: name int8 in "
+            "--variants",
+        ),
+        (
+            "ioc16,int8",
+            ["--float16-margin", "0.3"],
+            "not to the int8 variant: leave int8 out of --variants (it applies to ioc16 or io16xc32)",
+        ),
+    ],
+    ids=["fp32-nodes", "calibrate", "float16-margin"],
+)
+def test_a_mode_option_refused_under_variants_names_what_works_with_them(
+    variants_given, flags, says, tmp_path, mgedump
+):
+    # the hints said "add --enable-ioc16" or "add --quantize int8", which --variants then refuses
+    out = tmp_path / "v.mgetest"
+    line = one_line(
+        mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--variants", variants_given, *flags, "-o", out), says
+    )
+    assert "--enable-" not in line and "--quantize" not in line
+    assert not out.exists()
