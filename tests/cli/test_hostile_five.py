@@ -384,3 +384,40 @@ def test_a_mode_option_refused_under_variants_names_what_works_with_them(
     )
     assert "--enable-" not in line and "--quantize" not in line
     assert not out.exists()
+
+
+# ---------------------------------------------------------------- a --config choice is checked as the choice it is
+
+
+def _choice(tmp_path: Path, **fields) -> Path:
+    choice = {
+        "format": "mgedump-fitting",
+        "version": 1,
+        "bundle": "v.mgetest",
+        "variant": "fp32",
+        "provider": "CPUExecutionProvider",
+        "threads": 1,
+        "graph_opt": "extended",
+        "execution_mode": "sequential",
+        **fields,
+    }
+    path = tmp_path / "choice.json"
+    path.write_text(json.dumps(choice), encoding="utf-8")
+    return path
+
+
+def test_a_config_of_too_many_threads_names_its_field_not_a_flag(variants, tmp_path, mgerun):
+    # it said "--thread must be at most 64", a flag the user never gave
+    line = one_line(mgerun(variants, "--config", _choice(tmp_path, threads=4096)), "choice.json: threads 4096 is above")
+    assert line.startswith("mgerun: error: --config ") and "--thread" not in line
+
+
+def test_a_config_chosen_for_another_bundle_says_so(variants, tmp_path, mgerun):
+    # it ran silently; a renamed copy is the same bundle, so it warns and runs (docs/fitting.md)
+    result = mgerun(variants, "--config", _choice(tmp_path, bundle="other.mgetest"), "--iter", "1")
+    assert result.code == 0, result.err
+    [line] = [line for line in result.err.splitlines() if "warning" in line]
+    assert "was chosen for bundle 'other.mgetest', not 'v.mgetest': running its variant and settings anyway" in line
+    result = mgerun(variants, "--config", _choice(tmp_path), "--iter", "1")
+    assert result.code == 0 and "chosen for bundle" not in result.err, result.err
+    one_line(mgerun(variants, "--config", _choice(tmp_path, bundle=7)), "its 'bundle' is not valid")
