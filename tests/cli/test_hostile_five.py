@@ -421,3 +421,79 @@ def test_a_config_chosen_for_another_bundle_says_so(variants, tmp_path, mgerun):
     result = mgerun(variants, "--config", _choice(tmp_path), "--iter", "1")
     assert result.code == 0 and "chosen for bundle" not in result.err, result.err
     one_line(mgerun(variants, "--config", _choice(tmp_path, bundle=7)), "its 'bundle' is not valid")
+
+
+# ---------------------------------------------------------------- names that are not text, in mgediff
+
+
+def _model_with_output_name(path: Path, raw: bytes) -> Path:
+    """A Relu model whose output's name is ``raw`` (bytes onnx.helper cannot write: patched into the protobuf)."""
+    from onnx import TensorProto, helper
+
+    placeholder = b"q" * len(raw)  # the same length: no protobuf length changes
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], [placeholder.decode()], name="relu")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(placeholder.decode(), TensorProto.FLOAT, [2])],
+    )
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    assert data.count(placeholder) == 2  # the node's output and the graph's
+    path.write_bytes(data.replace(placeholder, raw))
+    return path
+
+
+@pytest.mark.parametrize("raw", [b"y\xffy", b"\xed\xa0\x80"], ids=["0xff", "surrogate"])
+def test_mgediff_on_a_model_whose_output_name_is_not_utf8_is_one_line(raw, tmp_path, mgediff, mgerun):
+    # a UnicodeDecodeError traceback; run beside an io dump, the output went uncompared and the diff passed
+    bad = _model_with_output_name(tmp_path / "bad.onnx", raw)
+    good = _model_with_output_name(tmp_path / "good.onnx", b"y")
+    says = "output 0 of the model has a name that is not UTF-8 text"
+    one_line(mgediff(bad, bad, "-d", "#rand(0,1)"), says)
+    one_line(mgediff(good, bad, "-d", "#rand(0,1)"), says)
+    assert mgerun(good, "-d", "#rand(0,1)", "--iter", "1", "--io-dump", tmp_path / "dump").code == 0
+    line = one_line(mgediff(tmp_path / "dump", bad), says)
+    assert line.startswith(f"mgediff: error: {bad} (model): ")
+
+
+def _dump_with_node_names(bundle: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """Two io dumps of the bundle whose index names every node with lone surrogates; B's output moved by 0.5."""
+    import hashlib
+
+    from onnx import TensorProto, numpy_helper
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_ok("mgerun", bundle, "--iter", "1", "-q", "--io-dump", a)
+    index = a / "test_data_set_0" / "index.json"
+    document = json.loads(index.read_text(encoding="utf-8"))
+    for node in document["nodes"]:
+        node["name"] += "\udcff\ud800"
+        node["op_type"] += "\udcfe"
+    index.write_text(json.dumps(document), encoding="utf-8")  # ensure_ascii: "\udcff" escapes, as a crafter writes
+    import shutil
+
+    shutil.copytree(a, b)
+    index = b / "test_data_set_0" / "index.json"
+    document = json.loads(index.read_text(encoding="utf-8"))
+    entry = document["tensors"][-1]
+    proto = TensorProto()
+    proto.ParseFromString((b / "test_data_set_0" / entry["file"]).read_bytes())
+    data = numpy_helper.from_array(numpy_helper.to_array(proto) + 0.5, entry["name"]).SerializeToString()
+    (b / "test_data_set_0" / entry["file"]).write_bytes(data)
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    index.write_text(json.dumps(document), encoding="utf-8")
+    return a, b
+
+
+def test_mgediff_report_of_dumps_whose_names_hold_lone_surrogates_is_strict_json(bundle, tmp_path, mgediff):
+    from tests.report.test_records import strict_json
+
+    a, b = _dump_with_node_names(bundle, tmp_path)
+    report = tmp_path / "d.json"
+    result = mgediff(a, b, "--report-json", report)
+    assert result.code == 1, result.err  # B diverges, at the node whose name holds them
+    document = strict_json(report.read_bytes())  # no "\udcff" escape a strict parser rejects
+    text = json.dumps(document)
+    assert "softmax\\\\xff\\\\ud800" in text, text  # named, its bytes recoverable
+    result = mgediff(a, b, "--report-json", "-")
+    assert result.code == 1 and strict_json(result.out)["exit_code"] == 1
