@@ -206,3 +206,36 @@ def with_changed_weight(bundle: Path, target: Path, name="conv2_W", where=(3, 2,
         bundle, target, lambda n, m, members: members.update({"model.onnx": model.SerializeToString()}), fix_hashes=True
     )
     return target
+
+
+def external_chain(folder, locations, dim=4):
+    """A MatMul chain on one input row, one weight per location (in that file, at the offset of the weights before
+    it in that same file), saved as ``folder/m.onnx``; returns its path."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits, last, ends = [], [], "x", {}
+    for k, location in enumerate(locations):
+        w = rng.standard_normal((dim, dim)).astype(np.float32)
+        name = os.path.normpath(location)
+        with open(folder / name, "ab") as f:
+            f.write(w.tobytes())
+        offset = ends.get(name, 0)
+        ends[name] = offset + w.nbytes
+        tensor = TensorProto(name=f"w{k}", data_type=TensorProto.FLOAT, dims=[dim, dim])
+        tensor.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", location), ("offset", str(offset)), ("length", str(w.nbytes))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        inits.append(tensor)
+        nodes.append(helper.make_node("MatMul", [last, f"w{k}"], [f"m{k}"]))
+        last = f"m{k}"
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, dim])],
+        [helper.make_tensor_value_info(last, TensorProto.FLOAT, [1, dim])], inits,
+    )  # fmt: skip
+    path = folder / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path

@@ -36,7 +36,7 @@ from ..model.runtime import TensorInfo, model_io, open_session
 from ..model.session import SessionSettings
 from ..options import DiffOptions
 from .inputs import files_read
-from .verify_prepare import choose_variant
+from .verify_prepare import choose_variant, place_model
 
 __all__ = ["DiffOptions", "diff"]
 
@@ -53,6 +53,8 @@ class _Side:
     model_path: str = ""
     sha256: str = ""
     cases: Cases | None = None  # a bundle's own test cases
+    opened: str | bytes = ""  # what a session opens (the file, or a bundled model's bytes)
+    data_folder: str | None = None  # where a bundled model's weights lie (the bundle's folder: docs/bundle.md)
     variants: bool = False  # a bundle of several variants, of which --variant chose one
 
 
@@ -66,16 +68,12 @@ def _open_side(path: str, name: str, scratch: str, variant: str | None) -> _Side
             f"{name}: {path} is not a regular file or a folder (give an io dump folder, a bundle or a model)"
         )
     if zipfile.is_zipfile(path):
-        folder = os.path.join(scratch, name)
-        os.makedirs(folder)
         with Bundle(path) as bundle:
             manifest = bundle.manifest
             # a bundle of several variants runs the one --variant names (none named: refused, as mgerun does);
             # a bundle of one model runs it, whatever the other side's variant is
             chosen = choose_variant(bundle, variant if manifest.variants else None).model
-            model = bundle.extract(chosen.member, folder)
-            if chosen.external_data:
-                bundle.extract(chosen.external_data, folder)
+            placed = place_model(bundle, chosen, os.path.join(scratch, name), f"{path}:{chosen.member}")
             infos = [TensorInfo.from_json(info) for info in manifest.inputs]
             cases = [
                 (k, {i.name: bundle.value(member, i) for i, member in zip(infos, case.inputs, strict=True)})
@@ -84,14 +82,15 @@ def _open_side(path: str, name: str, scratch: str, variant: str | None) -> _Side
             bundle.verified()
         label = f"{path} (bundle, variant {variant})" if manifest.variants else f"{path} (bundle)"
         return _Side(
-            label, "bundle", model_path=model, sha256=chosen.sha256, cases=cases, variants=bool(manifest.variants)
-        )
-    return _Side(f"{path} (model)", "model", model_path=path, sha256=hash_files([path]).sha256)
+            label, "bundle", model_path=placed.path, sha256=chosen.sha256, cases=cases,
+            opened=placed.opened, data_folder=placed.data_folder, variants=bool(manifest.variants),
+        )  # fmt: skip
+    return _Side(f"{path} (model)", "model", model_path=path, sha256=hash_files([path]).sha256, opened=path)
 
 
 def _cases_from_data(side: _Side, data: TestData, options: DiffOptions) -> tuple[Cases, list[str]]:
     """The test cases the data makes for this side's model, and the data files they read."""
-    session = open_session(side.model_path, label=side.label)
+    session = open_session(side.opened, label=side.label, data_folder=side.data_folder)
     inputs, _ = model_io(session)
     built = data.build(inputs, options.data)
     return [(k, dict(case.inputs)) for k, case in enumerate(built)], [f for case in built for f in case.files]
@@ -137,7 +136,9 @@ def _run(side: _Side, cases: Cases, settings: SessionSettings, budget: int, scra
         UsageError: the test data does not give the model's inputs (the sides are not related models).
         SpecError: the model fails to run on the data (the data must change, as at pack time).
     """
-    with ModelDumper(side.model_path, side.sha256, settings, budget=budget, label=side.label) as dumper:
+    with ModelDumper(
+        side.model_path, side.sha256, settings, budget=budget, label=side.label, data_folder=side.data_folder
+    ) as dumper:
         dtypes = {
             v.name: _np_dtype(v.type.tensor_type.elem_type)
             for v in dumper.runner.model.graph.input

@@ -29,11 +29,15 @@ from ..measure.timing import Progress
 from ..model.runtime import TensorInfo, open_runner
 from ..model.session import CPU, EXECUTION_MODES, GRAPH_OPT_LEVELS, MAX_THREADS, SessionSettings
 from ..options import FITTING_BUDGET_S, VerifyOptions
+from .verify_prepare import Placed, place_model
 
 CONFIG_FORMAT = "mgedump-fitting"
 CONFIG_VERSION = 1
 RANKS = {"fp32": 0}  # a variant's distance from float32 when its mode does not say (precisions give the rest)
 UNUSABLE_PROVIDERS = ("AzureExecutionProvider",)  # listed by some builds, runs no model of its own
+# onnxruntime's defaults, what mgerun opens with no flags (its default graph optimisation is all, its execution
+# sequential; its intra-op threads its own choice: null in a choice)
+DEFAULTS = SessionSettings(graph_opt="all", execution_mode="sequential")
 
 MAX_CONFIG_BYTES = 1 << 20  # a choice is a few hundred bytes
 
@@ -148,11 +152,13 @@ def providers() -> list[str]:
 
 
 def _candidates(path: str, names: Sequence[str], options: VerifyOptions, tmp: str) -> list[Candidate]:
-    """Every passing variant under every setting: its model extracted once, its first test case's inputs in its
-    dtypes."""
+    """Every passing variant under every setting, and onnxruntime's defaults (float32's, or the one variant's of a
+    bundle of one model): its model placed once (its weights read where they lie in the bundle), its first test
+    case's inputs in its dtypes."""
     from ..optimize.precisions import FLOAT32, registry
 
     space = settings_space(providers())
+    plain = FLOAT32 if FLOAT32 in names else names[0] if len(names) == 1 else None
     candidates = []
     with Bundle(path) as bundle:
         manifest = bundle.manifest
@@ -162,25 +168,23 @@ def _candidates(path: str, names: Sequence[str], options: VerifyOptions, tmp: st
         for name in names:
             entry = next((v for v in manifest.variants if v.name == name), None)  # none: a one-model bundle
             model = entry.model if entry is not None else manifest.model
-            folder = os.path.join(tmp, name)
-            os.makedirs(folder)
-            model_path = bundle.extract(model.member, folder)
-            if model.external_data:
-                bundle.extract(model.external_data, folder)
+            placed = place_model(bundle, model, os.path.join(tmp, name), f"{path}:{model.member}")
             takes = [TensorInfo.from_json(d) for d in (entry.inputs if entry is not None else manifest.inputs)]
             feeds = dict(as_inputs_of(arrays, stored, takes))
             mode = registry().get(name)
             rank = RANKS.get(name, mode.rank if mode is not None else 1) if name != FLOAT32 else 0
-            candidates += [Candidate(name, rank, s, _starter(model_path, feeds, s)) for s in space]
+            candidates += [Candidate(name, rank, s, _starter(placed, feeds, s)) for s in space]
+            if name == plain:  # doing nothing: the session mgerun opens with no flags
+                candidates.append(Candidate(name, rank, DEFAULTS, _starter(placed, feeds, DEFAULTS), defaults=True))
         bundle.verified()
     return candidates
 
 
-def _starter(model_path: str, feeds: dict[str, Any], settings: SessionSettings) -> Callable[[], Callable[[], None]]:
+def _starter(placed: Placed, feeds: dict[str, Any], settings: SessionSettings) -> Callable[[], Callable[[], None]]:
     """Opens the candidate's runner when it is first timed; returns one run of the test case."""
 
     def start() -> Callable[[], None]:
-        run = open_runner(model_path, settings).run
+        run = open_runner(placed.opened, settings, data_folder=placed.data_folder).run
 
         def once() -> None:
             run(feeds)
@@ -226,7 +230,7 @@ def read_config(path: str) -> dict[str, Any]:
     fields = {
         "variant": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
         "provider": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
-        "threads": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        "threads": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
         "graph_opt": lambda v: v in GRAPH_OPT_LEVELS,
         "execution_mode": lambda v: v in EXECUTION_MODES,
     }
@@ -239,7 +243,9 @@ def read_config(path: str) -> dict[str, Any]:
     for key, valid in fields.items():
         if not valid(choice.get(key)):
             raise UsageError(f"{what}: its {key!r} is not valid ({choice.get(key)!r})")
-    if choice["threads"] > MAX_THREADS:  # the config's field, not a --thread the user never gave
+    if (
+        choice["threads"] is not None and choice["threads"] > MAX_THREADS
+    ):  # the config's field, not a --thread the user never gave
         raise UsageError(
             f"{what}: threads {choice['threads']} is above the most mgerun runs, {MAX_THREADS} (four per core, 64 "
             "at least)"

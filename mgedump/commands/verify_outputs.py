@@ -60,6 +60,7 @@ def io_dump(prepared: Prepared, cases: Sequence[tuple[int, dict[str, np.ndarray]
         options.session,
         budget=options.io_dump_budget_mb << 20,
         label=prepared.model_path,
+        data_folder=prepared.data_folder,
     ) as d:
         d.dump(options.io_dump, cases)
 
@@ -84,6 +85,7 @@ def diagnose_case(
             options.session,
             budget=options.io_dump_budget_mb << 20,
             label="the bundled model",
+            data_folder=prepared.data_folder,
         ) as d:
             d.dump(run_folder, [(index, case.feeds)])
         diff = diff_dumps(

@@ -55,15 +55,18 @@ class Prepared:
     packed_environment: dict[str, Any] | None = None  # the manifest's: where the bundle was packed
     files: list[str] = field(default_factory=list)  # data files read (outputs must not overwrite them)
     session_ms: float = 0.0  # creating the session: the cold start
+    data_folder: str | None = None  # where the model's external data lies, when not beside model_path (the bundle's)
     variant: str | None = None  # the variant of a bundle of several that runs; its outputs compare by value
     model_outputs: list[TensorInfo] = field(default_factory=list)  # the session's outputs (none: ``outputs``)
 
 
-def open_timed(model: str | bytes, label: str, options: VerifyOptions, tmp: str) -> tuple[Runner, float]:
+def open_timed(
+    model: str | bytes, label: str, options: VerifyOptions, tmp: str, data_folder: str | None = None
+) -> tuple[Runner, float]:
     """The runner, and how long creating its session took (ms): the cold start."""
     profile_prefix = os.path.join(tmp, "profile") if options.profile else None
     began = time.perf_counter()
-    runner = open_runner(model, options.session, label=label, profile=profile_prefix)
+    runner = open_runner(model, options.session, label=label, profile=profile_prefix, data_folder=data_folder)
     return runner, (time.perf_counter() - began) * 1e3
 
 
@@ -104,16 +107,10 @@ def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[st
         model = chosen.model
         label = f"{path}:{model.member}"
         check_requirements(chosen.requirements, options.session.providers()[0])
-        # onnxruntime loads a file with a third less memory than the same bytes from Python; the model and its
-        # data get a folder of their own, which no name in the bundle can collide with
-        model_folder = os.path.join(tmp, "model")
-        os.mkdir(model_folder)
-        model_path = bundle.extract(model.member, model_folder)
-        if model.external_data:
-            bundle.extract(model.external_data, model_folder)
-        _check_external_data(label, model_path, model.external_data)
+        placed = place_model(bundle, model, os.path.join(tmp, "model"), label)
+        model_path = placed.path
         stage("loading the model")
-        runner, session_ms = open_timed(model_path, label, options, tmp)
+        runner, session_ms = open_timed(placed.opened, label, options, tmp, placed.data_folder)
         stage("reading the test cases and checking the bundle's hashes")
         inputs = [TensorInfo.from_json(d) for d in manifest.inputs]
         outputs = [TensorInfo.from_json(d) for d in manifest.outputs]
@@ -147,6 +144,7 @@ def from_bundle(path: str, options: VerifyOptions, tmp: str, stage: Callable[[st
         reference=reference,
         packed_environment=manifest.environment,
         session_ms=session_ms,
+        data_folder=placed.data_folder,
         variant=chosen.name if manifest.variants else None,
         model_outputs=got_out,
     )
@@ -216,6 +214,58 @@ def _bundled_cases(
             expected = [bundle.value(member, info) for info, member in zip(outputs, case.outputs, strict=True)]
         cases.append(PreparedCase(case.spec, case.origin, feeds, expected))
     return cases
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A bundled model ready to open: its file, what a session opens (the file, or the model's bytes), and the
+    folder its external data lies in (None: beside the file)."""
+
+    path: str
+    opened: str | bytes
+    data_folder: str | None = None
+
+
+def place_model(bundle: Bundle, model: Any, folder: str, label: str) -> Placed:
+    """A bundled model (a manifest's model entry) made ready to open, its external data checked (check 8 of
+    docs/bundle.md, "What a reader checks").
+
+    The model member is copied into ``folder`` (a folder of its own, which no name in the bundle can collide with:
+    onnxruntime loads a file with a third less memory than the same bytes from Python). Its weights are never
+    copied: members are stored, so the data member's bytes lie in one range of the bundle file, and the model is
+    rewritten to read them there (docs/bundle.md, "Reading the weights in place"). Only a bundle whose file name
+    is not UTF-8 text (which the model cannot name) has its data member copied beside the model.
+
+    Raises:
+        BundleError: the model reads external data from anything but its data member, or beyond it.
+    """
+    from ..model.modelfile import point_into
+
+    os.mkdir(folder)
+    path = bundle.extract(model.member, folder)
+    member = model.external_data
+    real = os.path.realpath(bundle.path)
+    name = os.path.basename(real)
+    if member and _utf8(name):
+        with open(path, "rb") as f:
+            given = f.read()
+        start, size = bundle.span(member)
+        rewritten = point_into(given, member, name, start, size, label)
+        with open(path, "wb") as f:
+            f.write(rewritten)
+        return Placed(path, rewritten, os.path.dirname(real))
+    if member:
+        bundle.extract(member, folder)
+    _check_external_data(label, path, member)
+    return Placed(path, path)
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_external_data(label: str, model_path: str, member: str | None) -> None:

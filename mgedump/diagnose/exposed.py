@@ -26,6 +26,7 @@ class ModelDumper(AbstractContextManager["ModelDumper"]):
     Args:
         settings: the caller's session settings (none: the CPU provider with onnxruntime's defaults).
         budget: bytes of exposed tensors one run may hold at once.
+        data_folder: where the model's external data lies, when not beside it.
     """
 
     def __init__(
@@ -36,13 +37,14 @@ class ModelDumper(AbstractContextManager["ModelDumper"]):
         *,
         budget: int = DEFAULT_BUDGET,
         label: str | None = None,
+        data_folder: str | None = None,
     ) -> None:
         self.path = path
         self.sha256 = sha256
         self.settings = settings or SessionSettings()
         self.label = label or path
         self._scratch = tempfile.TemporaryDirectory(prefix="mgedump-expose-")
-        model, data_folder = load_for_exposure(path, self._scratch.name)
+        model, data_folder = load_for_exposure(path, self._scratch.name, data_folder)
         try:  # an output it cannot name would go unexposed and a comparison pass without it: refused as a run is
             check_io_names(model)
         except ModelError as exc:

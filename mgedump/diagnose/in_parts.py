@@ -32,8 +32,9 @@ DEFAULT_BUDGET = IO_DUMP_BUDGET_MB << 20  # bytes
 EMBEDDED_WEIGHTS_LIMIT = 64 << 20  # a model file larger than this has its weights moved out before exposing
 
 
-def load_for_exposure(path: str, scratch_dir: str) -> tuple[Any, str | None]:
-    """The model's graph without weights in memory, and the folder its weights are in.
+def load_for_exposure(path: str, scratch_dir: str, data_folder: str | None = None) -> tuple[Any, str | None]:
+    """The model's graph without weights in memory, and the folder its weights are in (``data_folder`` when given:
+    a bundled model reads its weights inside the bundle, docs/bundle.md).
 
     Each run in parts serializes the graph with other outputs; weights embedded
     in a large model would be copied every time, so they are written once as
@@ -51,7 +52,7 @@ def load_for_exposure(path: str, scratch_dir: str) -> tuple[Any, str | None]:
     folder = os.path.dirname(os.path.abspath(path))
     try:
         if uses_external_data(path):
-            return onnx.load(path, load_external_data=False), folder
+            return onnx.load(path, load_external_data=False), data_folder or folder
         model = onnx.load(path)
     except Exception as exc:  # protobuf's DecodeError and friends
         raise ModelError(f"{path}: not a valid ONNX model ({type(exc).__name__})") from None

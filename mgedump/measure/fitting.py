@@ -10,19 +10,29 @@ spin a while after a run, and the last candidate's spinning threads would
 otherwise slow the next one (a 2-thread session timed 12 ms alone ran up to
 26 ms right after another session's turn).
 
-1. Screening: every candidate, a few runs each, in interleaved rounds; each
-   variant keeps its best settings (:data:`KEEP` of them).
+1. Screening: every candidate, one turn of a few runs each, interleaved; each
+   variant keeps its best settings (:data:`KEEP` of them) as it goes. Only
+   they keep their sessions open: a candidate screened out (slower than the
+   variant's best :data:`KEEP` so far, or pushed out of them by a faster one)
+   closes its session at once and is never opened again, so the search holds
+   at most :data:`KEEP` sessions a variant, and one more being screened (a
+   session holds the model's weights: every candidate's session open through
+   screening took 2.9 GiB for an 85 MB transformer).
 2. Final rounds: the finalists, interleaved again, as many rounds as the
    budget allows (up to :data:`MAX_ROUNDS`).
 3. The choice: the fastest by median, unless a simpler variant (float32 over
    float16 over int8: :attr:`Candidate.rank`) is as fast within the noise.
-   The two are compared turn by turn, each turn's median against the other's
-   in the same round: the faster wins when it won enough of the rounds both
-   ran that chance is ruled out (a one-sided sign test at
+   The two are compared turn by turn, each final round's median against the
+   other's in the same round: the faster wins when it won enough of the final
+   rounds that chance is ruled out (a one-sided sign test at
    :data:`SIGNIFICANCE`: 5 of 5 rounds, 13 of 17) and by :data:`MARGIN` at
    the median of those rounds' ratios. With fewer than :data:`MIN_ROUNDS`
-   such rounds (where no count of wins passes the test) it wins only when
+   final rounds (where no count of wins passes the test) it wins only when
    the 90th percentile of its runs is below the simpler one's median.
+4. Doing nothing: onnxruntime's defaults (the session ``mgerun`` opens with no
+   flags: :attr:`Candidate.defaults`) are a candidate, screened first and
+   always a finalist, and the choice must beat them by the same test, or the
+   defaults are kept.
 
 The budget bounds the whole search, sessions included: screening (in an
 order that times every variant under its first settings before any variant
@@ -40,13 +50,13 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..model.session import EXECUTION_MODES, SessionSettings
 
 GRAPH_OPTS = ("basic", "extended", "all")  # onnxruntime's levels fitting tries (disable never wins)
-KEEP = 2  # settings per variant that go on to the final rounds
-SCREEN_RUNS = 3  # timed runs per candidate and screening round
-SCREEN_ROUNDS = 2
+KEEP = 1  # settings per variant that go on to the final rounds, their sessions open (each holds the weights)
+SCREEN_RUNS = 5  # timed runs per candidate in its screening turn (one turn: a candidate screened out is closed)
 FINAL_RUNS = 5  # timed runs per finalist and final round
 MAX_ROUNDS = 15
 MIN_ROUNDS = 5  # rounds both candidates ran before they are compared round by round (5 of 5 wins: p = 1/32)
@@ -79,8 +89,10 @@ class Candidate:
         settings: the session settings (every field given: what ``mgerun --config`` reproduces).
         start: makes the session and returns one run of the first test case (a callable that returns nothing);
             called once, when the candidate is first timed.
-        samples_ms: every timed run; ``turns_ms``: the median of each turn (screening, then one per final round).
+        samples_ms: every timed run; ``turns_ms``: the median of each turn (screening, then one per final round);
+            ``rounds_ms``: those of the final rounds only (what the choice compares round by round).
         error: why it could not be timed (the session failed to open or to run), if it could not.
+        defaults: onnxruntime's defaults, doing nothing: the choice must beat it (see the module).
     """
 
     variant: str
@@ -90,15 +102,18 @@ class Candidate:
     samples_ms: list[float] = field(default_factory=list)
     turns_ms: list[float] = field(default_factory=list)
     error: str | None = None
+    defaults: bool = False
+    rounds_ms: list[float] = field(default_factory=list)
     _run: Callable[[], None] | None = field(default=None, repr=False)
 
-    def time(self, runs: int, clock: Callable[[], float]) -> None:
-        """One warm-up run, then ``runs`` timed runs."""
+    def time(self, runs: int, clock: Callable[[], float], *, final: bool = False) -> None:
+        """One warm-up run, then ``runs`` timed runs (``final``: in a final round)."""
         if self.error is not None:
             return
         try:
             if self._run is None:
                 self._run = self.start()
+                give_back()  # what opening the session took and freed (the model parsed, its weights copied)
             self._run()
             turn = []
             for _ in range(runs):
@@ -107,12 +122,21 @@ class Candidate:
                 turn.append((clock() - began) * 1000)
             self.samples_ms += turn
             self.turns_ms.append(statistics.median(turn))
+            if final:
+                self.rounds_ms.append(self.turns_ms[-1])
         except Exception as exc:  # a setting onnxruntime refuses here is not a candidate
             self.error = " ".join(str(exc).split())[:300] or type(exc).__name__
             self._run = None
 
     def release(self) -> None:
-        self._run = None
+        """Close the session (what it holds goes back at once)."""
+        if self._run is not None:
+            self._run = None
+            give_back()
+
+    @property
+    def open(self) -> bool:
+        return self._run is not None
 
     @property
     def median_ms(self) -> float:
@@ -164,24 +188,23 @@ def fit(
     def spent() -> float:
         return clock() - began
 
+    give_back()  # what verifying the variants freed
     pool = _interleaved(candidates)
-    for _ in range(SCREEN_ROUNDS):
-        for k, candidate in enumerate(pool):
-            if spent() > budget_s / 2 and any(c.samples_ms for c in pool):
-                break
-            pause(SETTLE_S)
-            candidate.time(SCREEN_RUNS, clock)
-            if progress is not None:
-                progress(f"fitting: screening {candidate.variant} ({candidate.settings.text()})", k + 1, len(pool))
-    finalists = _finalists(pool)
-    for candidate in pool:
-        if candidate not in finalists:
-            candidate.release()
+    kept: list[Candidate] = []  # the sessions open: each variant's best KEEP so far, and the defaults
+    for k, candidate in enumerate(pool):
+        if spent() > budget_s / 2 and any(c.samples_ms for c in pool):
+            break
+        pause(SETTLE_S)
+        candidate.time(SCREEN_RUNS, clock)
+        if progress is not None:
+            progress(f"fitting: screening {candidate.variant} ({candidate.settings.text()})", k + 1, len(pool))
+        kept = _screened(kept, candidate)
+    finalists = kept
     rounds = 0
     while rounds < MAX_ROUNDS and spent() + _round_cost(finalists) <= budget_s:
         for k, candidate in enumerate(finalists if rounds % 2 == 0 else finalists[::-1]):
             pause(SETTLE_S)
-            candidate.time(FINAL_RUNS, clock)
+            candidate.time(FINAL_RUNS, clock, final=True)
             if progress is not None:
                 progress(f"fitting: round {rounds + 1}, {candidate.variant}", k + 1, len(finalists))
         rounds += 1
@@ -190,29 +213,56 @@ def fit(
     ranked = sorted(finalists, key=lambda c: c.median_ms) + sorted(
         (c for c in pool if c not in finalists), key=lambda c: c.median_ms
     )
-    chosen, why = choose([c for c in finalists if c.error is None and c.samples_ms])
+    timed = [c for c in finalists if c.error is None and c.samples_ms]
+    defaults = next((c for c in timed if c.defaults), None)
+    chosen, why = choose([c for c in timed if not c.defaults], defaults)
     return Fitting(ranked, chosen, why, spent(), rounds, budget_s)
+
+
+def _screened(kept: list[Candidate], candidate: Candidate) -> list[Candidate]:
+    """The sessions kept open once ``candidate`` was screened: the defaults, and each variant's best :data:`KEEP`
+    by screening median; every other is closed, for good."""
+    if candidate.error is not None or not candidate.samples_ms:
+        candidate.release()
+        return kept
+    if candidate.defaults:
+        return [*kept, candidate]
+    rivals = sorted(
+        (c for c in [*kept, candidate] if c.variant == candidate.variant and not c.defaults), key=lambda c: c.median_ms
+    )
+    for out in rivals[KEEP:]:
+        out.release()
+    return [c for c in [*kept, candidate] if c.defaults or c.variant != candidate.variant or c in rivals[:KEEP]]
+
+
+def give_back() -> None:
+    """Hand the memory a closed session freed back to the system (glibc keeps freed blocks for the process, so
+    each session closed would still count in its peak); nothing where the C library is not glibc."""
+    global _trim
+    if _trim is None:
+        import ctypes
+        import ctypes.util
+
+        try:
+            _trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim:
+        _trim(0)
+
+
+_trim: Any = None
 
 
 def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Every variant's first settings, then every variant's second, ...: a screening cut short by the budget has
     timed every variant."""
     by_variant: dict[str, list[Candidate]] = {}
-    for candidate in candidates:
+    first = [c for c in candidates if c.defaults]  # doing nothing is timed before anything
+    for candidate in (c for c in candidates if not c.defaults):
         by_variant.setdefault(candidate.variant, []).append(candidate)
     columns = list(by_variant.values())
-    return [c[k] for k in range(max(map(len, columns), default=0)) for c in columns if k < len(c)]
-
-
-def _finalists(pool: Sequence[Candidate]) -> list[Candidate]:
-    """Each variant's best :data:`KEEP` settings by screening median."""
-    kept: list[Candidate] = []
-    for variant in dict.fromkeys(c.variant for c in pool):
-        timed = sorted(
-            (c for c in pool if c.variant == variant and c.error is None and c.samples_ms), key=lambda c: c.median_ms
-        )
-        kept += timed[:KEEP]
-    return kept
+    return first + [c[k] for k in range(max(map(len, columns), default=0)) for c in columns if k < len(c)]
 
 
 def _round_cost(finalists: Sequence[Candidate]) -> float:
@@ -220,37 +270,45 @@ def _round_cost(finalists: Sequence[Candidate]) -> float:
     return sum(SETTLE_S + (FINAL_RUNS + 1) * c.median_ms / 1000 for c in finalists if c.samples_ms)
 
 
-def choose(candidates: Sequence[Candidate]) -> tuple[Candidate | None, str]:
-    """The fastest candidate by median, unless a simpler variant is as fast within the noise (see the module)."""
+def choose(candidates: Sequence[Candidate], defaults: Candidate | None = None) -> tuple[Candidate | None, str]:
+    """The fastest candidate by median, unless a simpler variant is as fast within the noise, or the ``defaults``
+    (onnxruntime's, doing nothing) are (see the module)."""
     if not candidates:
-        return None, ""
+        return defaults, ""
     fastest = min(candidates, key=lambda c: (c.median_ms, c.rank))
     best_simpler: dict[int, Candidate] = {}
     for candidate in sorted((c for c in candidates if c.rank < fastest.rank), key=lambda c: c.median_ms):
         best_simpler.setdefault(candidate.rank, candidate)
+    chosen, why = fastest, ""
     for rank in sorted(best_simpler):
         candidate = best_simpler[rank]
         doubt = _doubt(fastest, candidate)
         if doubt:
-            return candidate, f"{doubt}: the simpler {candidate.variant}"
-    return fastest, ""
+            chosen, why = candidate, f"{doubt}: the simpler {candidate.variant}"
+            break
+    if defaults is not None:
+        doubt = _doubt(chosen, defaults, "onnxruntime's defaults")
+        if doubt:
+            return defaults, f"{doubt}: onnxruntime's defaults"
+    return chosen, why
 
 
-def _doubt(fast: Candidate, simple: Candidate) -> str:
-    """Why ``fast`` is not clearly faster than ``simple`` ("" when it is)."""
-    said = f"{fast.variant} runs {fast.median_ms:.3g} ms and {simple.variant} {simple.median_ms:.3g} ms"
-    rounds = min(len(fast.turns_ms), len(simple.turns_ms))
+def _doubt(fast: Candidate, simple: Candidate, simple_name: str = "") -> str:
+    """Why ``fast`` is not clearly faster than ``simple`` ("" when it is), counting the final rounds both ran."""
+    name = simple_name or simple.variant
+    said = f"{fast.variant} runs {fast.median_ms:.3g} ms and {name} {simple.median_ms:.3g} ms"
+    rounds = min(len(fast.rounds_ms), len(simple.rounds_ms))
     if rounds < MIN_ROUNDS:
         if fast.p90_ms >= simple.median_ms:
             return f"{said}, within the spread of {fast.variant}'s runs (p90 {fast.p90_ms:.3g})"
         return ""
-    pairs = list(zip(fast.turns_ms[-rounds:], simple.turns_ms[-rounds:], strict=True))
+    pairs = list(zip(fast.rounds_ms[-rounds:], simple.rounds_ms[-rounds:], strict=True))
     won = sum(f < s for f, s in pairs)
     ratio = statistics.median(f / s for f, s in pairs)
     chance = sign_test(won, rounds)
     if chance > SIGNIFICANCE:
         return (
-            f"{said}, but {fast.variant} was faster in only {won} of {rounds} interleaved rounds (as many by chance "
+            f"{said}, but {fast.variant} was faster in only {won} of {rounds} final rounds (as many by chance "
             f"alone: p = {chance:.2g} > {SIGNIFICANCE:g})"
         )
     if ratio > 1 - MARGIN:

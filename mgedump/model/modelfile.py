@@ -15,13 +15,14 @@ from __future__ import annotations
 import functools
 import mmap
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..base.errors import ModelError
+from ..base.errors import BundleError, ModelError
 from .holders import may_hold_tensors
-from .protowire import LENGTH_DELIMITED, VARINT, fields
+from .protowire import LENGTH_DELIMITED, VARINT, WireError, fields, read_varint, write_varint
 
 # protobuf field numbers (onnx.proto3)
 _MODEL_GRAPH, _MODEL_FUNCTIONS = 7, 25
@@ -200,31 +201,56 @@ def external_data_problem(path: str) -> ModelError | None:
         locations = sorted(external_locations(path))
     except (ModelError, OSError, ValueError):
         return None
-    folder = os.path.dirname(os.path.abspath(path))
+    places = _Locations(os.path.dirname(os.path.abspath(path)))
     for location in locations:
-        problem = _location_problem(f"{path}: the model keeps weights in {location!r}", folder, location)
-        if problem is not None:
+        try:
+            places.resolve(f"{path}: the model keeps weights in {location!r}", location)
+        except ModelError as problem:
             return problem
     return None
 
 
-def _location_problem(where: str, folder: str, location: str) -> ModelError | None:
-    """What is wrong with one external data location of a model in ``folder`` (None: a file beside it): not a
-    safe relative path, not a file, or a link out of the folder (onnxruntime reads weights from it only)."""
-    if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
-        return ModelError(f"{where}, which is not a safe relative path")
-    real = os.path.join(folder, location)
-    if not os.path.isfile(real):
-        return ModelError(f"{where}, which is not a file beside the model")
-    resolved = os.path.realpath(real)  # a link may lead out of the folder the text stays in
-    real_folder = os.path.realpath(folder)
-    if os.path.commonpath([resolved, real_folder]) != real_folder:
-        return ModelError(
-            f"{where}, a link to {resolved}, outside the model's folder: onnxruntime reads weights from the "
-            "model's folder only",
-            hint=_OUTSIDE_HINT,
-        )
-    return None
+class _Locations:
+    """The external data locations of one model's folder, each checked and resolved to its real path once (a
+    model of 2,000 tensors in 2,000 files asks for each twice, and the folder's real path is the same for all)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.real_folder = os.path.realpath(folder)
+        self._resolved: dict[str, str] = {}
+
+    def resolve(self, where: str, location: str) -> str:
+        """The real path of the file a location names: two spellings of one file (``./w.bin``, ``w.bin``) give one
+        path.
+
+        Raises:
+            ModelError: not a safe relative path, not a file, or a link out of the folder.
+        """
+        found = self._resolved.get(location)
+        if found is not None:
+            return found
+        if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
+            raise ModelError(f"{where}, which is not a safe relative path")
+        joined = os.path.join(self.folder, location)
+        try:
+            st = os.lstat(joined)
+        except OSError:
+            st = None
+        plain = os.path.normpath(location)
+        if st is not None and stat.S_ISREG(st.st_mode) and "/" not in plain:  # a file right in the folder, no link
+            resolved = os.path.join(self.real_folder, plain)
+        else:
+            if not os.path.isfile(joined):
+                raise ModelError(f"{where}, which is not a file beside the model")
+            resolved = os.path.realpath(joined)  # a link may lead out of the folder the text stays in
+            if os.path.commonpath([resolved, self.real_folder]) != self.real_folder:
+                raise ModelError(
+                    f"{where}, a link to {resolved}, outside the model's folder: onnxruntime reads weights from the "
+                    "model's folder only",
+                    hint=_OUTSIDE_HINT,
+                )
+        self._resolved[location] = resolved
+        return resolved
 
 
 @dataclass(frozen=True)
@@ -308,8 +334,8 @@ def model_source(path: str, data_location: str) -> ModelSource:
         model = onnx.load(path, load_external_data=False)
     except Exception as exc:  # protobuf's DecodeError and friends
         raise ModelError(f"{path}: not a valid ONNX model ({type(exc).__name__}: {exc})") from None
-    folder = os.path.dirname(os.path.abspath(path))
-    files: dict[str, tuple[int, int]] = {}  # real path -> (base offset, size)
+    places = _Locations(os.path.dirname(os.path.abspath(path)))
+    files: dict[str, tuple[int, int]] = {}  # real path -> (base offset, size): a file named two ways is one file
     total = 0
     for tensor in _all_tensors(model):
         if not tensor_external(tensor):
@@ -317,10 +343,7 @@ def model_source(path: str, data_location: str) -> ModelSource:
         info = ExternalDataInfo(tensor)
         location = info.location or ""
         where = f"{path}: tensor {tensor.name!r} keeps its data in {location!r}"
-        problem = _location_problem(where, folder, location)
-        if problem is not None:
-            raise problem
-        real = os.path.join(folder, location)
+        real = places.resolve(where, location)
         if real not in files:
             size = os.path.getsize(real)
             files[real] = (total, size)
@@ -332,3 +355,111 @@ def model_source(path: str, data_location: str) -> ModelSource:
             raise ModelError(f"{where} at offset {offset}, length {length}, past the file's {size} bytes")
         _point_to(tensor, data_location, base + offset, length)
     return ModelSource(model.SerializeToString(), tuple(files))
+
+
+_TENSOR_NAME = 8
+
+
+def _entry(key: str, value: str) -> bytes:
+    """A ``StringStringEntryProto`` field of a TensorProto's ``external_data``."""
+    entry = b"".join(
+        write_varint(number << 3 | LENGTH_DELIMITED) + write_varint(len(text)) + text
+        for number, text in ((_ENTRY_KEY, key.encode()), (_ENTRY_VALUE, value.encode()))
+    )
+    return write_varint(_TENSOR_EXTERNAL_DATA << 3 | LENGTH_DELIMITED) + write_varint(len(entry)) + entry
+
+
+def _pointed(buf: memoryview, span: Span, allowed: str, file_name: str, base: int, size: int, label: str) -> bytes:
+    """An external tensor's bytes, reading from ``file_name`` at ``base`` plus its offset (see :func:`point_into`).
+
+    Raises:
+        BundleError: it names another file than ``allowed``, or lies outside its ``size`` bytes.
+    """
+    kept, entries, name = [], [], ""
+    pos = span[0]
+    for field, wire, s, e in fields(buf, *span):
+        if field == _TENSOR_EXTERNAL_DATA and wire == LENGTH_DELIMITED:
+            entry = {f: bytes(buf[a:b]) for f, w, a, b in fields(buf, s, e) if w == LENGTH_DELIMITED}
+            key = entry.get(_ENTRY_KEY, b"").decode("utf-8", "replace")
+            value = entry.get(_ENTRY_VALUE, b"").decode("utf-8", "replace")
+            if key in ("location", "offset", "length"):
+                entries.append((key, value))
+                pos = e
+                continue
+        elif field == _TENSOR_NAME and wire == LENGTH_DELIMITED:
+            name = bytes(buf[s:e]).decode("utf-8", "replace")
+        kept.append(bytes(buf[pos:e]))
+        pos = e
+    where = f"{label}: tensor {name!r}"
+    locations = [value for key, value in entries if key == "location"]
+    if locations != [allowed]:
+        shown = repr(locations[0]) if len(locations) == 1 else "no one file"
+        raise BundleError(
+            f"{label}: the model reads external data from {shown}; a bundled model may read its data member only"
+        )
+    offset = _external_number(entries, "offset", where)
+    length = _external_number(entries, "length", where)
+    offset = offset or 0
+    length = size - offset if length is None else length
+    if offset + length > size:
+        raise BundleError(f"{where} reads bytes {offset}..{offset + length} of its data member, which holds {size}")
+    entries_out = _entry("location", file_name) + _entry("offset", str(base + offset)) + _entry("length", str(length))
+    return b"".join(kept) + entries_out
+
+
+def _external_number(entries: list[tuple[str, str]], key: str, where: str) -> int | None:
+    """An external tensor's ``offset`` or ``length``, as the digits it is written in (None: not given)."""
+    values = [value for k, value in entries if k == key]
+    if not values:
+        return None
+    if len(values) > 1 or not values[0].isascii() or not values[0].isdigit():
+        raise BundleError(f"{where}: its {key} {', '.join(map(repr, values))} is not one number of bytes")
+    return int(values[0])
+
+
+def _spliced(buf: memoryview, start: int, end: int, edits: list[tuple[int, int, bytes]]) -> bytes:
+    """The message at ``buf[start:end]`` with the payloads ``edits`` name replaced (sorted, none overlapping),
+    every message around them given its new length."""
+    out, pos, k = [], start, 0
+    for _, wire, s, e in fields(buf, start, end):
+        inside = []
+        while k < len(edits) and edits[k][1] <= e and wire == LENGTH_DELIMITED:
+            inside.append(edits[k])
+            k += 1
+        if not inside:
+            out.append(bytes(buf[pos:e]))
+        else:
+            _, tag_end = read_varint(buf, pos, s)
+            payload = inside[0][2] if [edit[:2] for edit in inside] == [(s, e)] else _spliced(buf, s, e, inside)
+            out.append(bytes(buf[pos:tag_end]) + write_varint(len(payload)) + payload)
+        pos = e
+    if k != len(edits):
+        raise WireError("a tensor lies outside the message that holds it")
+    return b"".join(out)
+
+
+def point_into(model_bytes: bytes, member: str, file_name: str, base: int, size: int, label: str) -> bytes:
+    """A bundled model rewritten to read its weights where they lie: inside the bundle file itself, the data
+    member's ``size`` bytes from offset ``base`` (docs/bundle.md, "Reading the weights in place"). Every external
+    tensor must name the data member (check 8 of "What a reader checks") and lie within it; it then names
+    ``file_name`` (the bundle's own name, found in the folder a session is given) at ``base`` plus its offset, with
+    its length written out (none meant "to the end of the file"). Read and written on the wire format: ``mgerun``
+    runs without onnx.
+
+    Raises:
+        BundleError: a tensor that names another file, or lies outside the member.
+        ModelError: the bytes are not a model.
+    """
+    allowed = member.rsplit("/", 1)[-1]
+    buf = memoryview(model_bytes)
+    try:
+        edits = [
+            (sp[0], sp[1], _pointed(buf, sp, allowed, file_name, base, size, label))
+            for sp in _model_spans(buf)
+            if _is_external(buf, sp)
+        ]
+        return _spliced(buf, 0, len(buf), sorted(edits))
+    except (ValueError, IndexError) as exc:
+        raise ModelError(f"{label}: not a valid ONNX model ({exc})") from None
+    finally:
+        buf.release()

@@ -14,6 +14,10 @@ turns right after the turns of 8 other sessions (1 and 2 threads, sequential and
 candidates), with no pause and with the pause, alternated round by round, in one worker process; each round's
 turn against the same session's turns alone in that round (so that a slow spell of the shared machine, which also
 slows the turns alone, cancels out), the median over rounds. Target: with the pause, at most 1.10x alone.
+
+(d) Fitting's memory: the peak RSS of ``mgerun B --fitting`` (b's runs) against ``mgerun B --variant fp32`` (a plain
+run of the same bundle), whole processes, the largest of the runs. Target: at most 2 (fitting keeps open only each
+variant's best settings and onnxruntime's defaults).
 """
 
 from __future__ import annotations
@@ -145,14 +149,18 @@ def section(ctx: Context) -> Table:
     first = run_process(commands["fitting"])  # writes the choice the other command runs
     if not first.ok:
         raise RuntimeError(f"mgerun --fitting failed: {first.failure()}")
+    commands["plain"] = [*console_script("mgerun"), bundle, "--variant", "fp32", "--iter", "10"]
     walls: dict[str, list[float]] = {name: [] for name in commands}
+    peaks: dict[str, list[int]] = {name: [] for name in commands}
     runs = max(2, ctx.runs)
     for _, name in alternate(list(commands), runs):
         done = run_process(commands[name])
         if not done.ok:
             raise RuntimeError(f"mgerun ({name}) failed: {done.failure()}")
         walls[name].append(done.wall_s)
+        peaks[name].append(done.maxrss_kib)
     fitting, alone = median(walls["fitting"]), median(walls["config"])
+    peak_ratio = ratio(max(peaks["fitting"]), max(peaks["plain"]))
     log("fitting: a session's turns after others', with and without the pause")
     settle = run_worker("settle", ctx.tmp, folder=str(ctx.tmp), rounds=3 if ctx.quick else 20)
     settled = settle["pause / alone"]
@@ -174,6 +182,9 @@ def section(ctx: Context) -> Table:
             [f"mgerun --fitting (budget {budget:g} s), median wall (s)", fmt(fitting)],
             ["mgerun --config (the choice alone), median wall (s)", fmt(alone)],
             ["**(b) fitting's overhead (s)**", f"**{fmt(overhead)}**"],
+            ["(d) mgerun --fitting, peak RSS", mib(max(peaks["fitting"]) * 1024)],
+            ["(d) mgerun --variant fp32 (plain), peak RSS", mib(max(peaks["plain"]) * 1024)],
+            ["**(d) fitting's peak / plain peak**", f"**{fmt_ratio(peak_ratio)}**"],
             ["(c) a 2-thread session's median turn alone (ms)", fmt(settle["alone"])],
             ["(c) right after 8 other sessions' turns, no pause (ms)", fmt(settle["no pause"])],
             [f"(c) the same with a {settle['settle_s'] * 1000:g} ms pause before each turn (ms)", fmt(settle["pause"])],
@@ -196,6 +207,9 @@ def section(ctx: Context) -> Table:
             fmt(fitting),
             at_most(fitting, limit),
         )  # fmt: skip
+    )
+    table.checks.append(
+        Check("fitting: peak RSS of --fitting / plain mgerun", "<= 2", fmt_ratio(peak_ratio), at_most(peak_ratio, 2.0))
     )
     table.checks.append(
         Check(

@@ -36,6 +36,7 @@ ORDER = (
     "needs",
     "fitting",
     "native",
+    "big",
 )
 SHARED = ("models",)  # modules with workers that are no section
 

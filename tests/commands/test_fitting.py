@@ -161,3 +161,56 @@ def test_from_code_pack_takes_variants_and_verify_fits(tmp_path):
         and report.fitting.chosen["variant"] in names
         and report.variant == report.fitting.chosen["variant"]
     )
+
+
+_PEAK = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = child.stderr.read()
+_, status, usage = os.wait4(child.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, err.decode(errors="replace")[-500:])
+"""
+
+
+def _peak_kib(*args) -> int:
+    """The peak memory of ``mgerun ARGS`` in a process of its own, spawned by a small Python (a child spawned by
+    this large test process would start its peak at this one's)."""
+    import subprocess
+    import sys
+
+    from tests.support import script
+
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, script("mgerun"), *map(str, args)], capture_output=True, text=True, timeout=300
+    )
+    code, peak, err = done.stdout.split(" ", 2)
+    assert code == "0", err
+    return int(peak)
+
+
+def test_fittings_peak_memory_is_at_most_twice_a_plain_runs(tmp_path):
+    """Every candidate's session open through screening took 2.9 GiB on an 85 MB transformer (325 MiB plain): a
+    session holds the weights, so fitting keeps open only the finalists, the defaults and the one being screened.
+    A MatMul chain of 24 MiB of weights, whose sessions outweigh the interpreter: all 13 open took 2.6x."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    dim, inits, nodes, last = 1024, [], [], "x"
+    for k in range(6):
+        inits.append(numpy_helper.from_array((rng.standard_normal((dim, dim)) / 32).astype(np.float32), f"w{k}"))
+        nodes.append(helper.make_node("MatMul", [last, f"w{k}"], [f"m{k}"]))
+        last = f"m{k}"
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, dim])],
+        [helper.make_tensor_value_info(last, TensorProto.FLOAT, [1, dim])], inits,
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "chain.onnx"))
+    from tests.support import run_ok
+
+    bundle = tmp_path / "chain.mgetest"
+    run_ok("mgedump", tmp_path / "chain.onnx", "-d", "#rand(0,1)", "-o", bundle, "-q")
+    plain = _peak_kib(bundle, "--iter", "1")
+    fitting = _peak_kib(bundle, "--fitting", "--fitting-budget", "4", "--iter", "1")
+    assert fitting <= 2 * plain, f"fitting {fitting >> 10} MiB, plain {plain >> 10} MiB"

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from mgedump.measure.fitting import Candidate, choose, fit, settings_space, sign_test
+from mgedump.measure.fitting import KEEP, SCREEN_RUNS, Candidate, choose, fit, settings_space, sign_test
 from mgedump.model.session import SessionSettings as Settings
 
 
@@ -75,7 +75,15 @@ def test_a_variant_faster_by_less_than_the_margin_loses_to_the_simpler():
 
 def paired(variant: str, rank: int, turns_ms: list[float]) -> Candidate:
     """A candidate already timed: one run per turn, these turns."""
-    return Candidate(variant, rank, Settings(), start=lambda: lambda: None, samples_ms=turns_ms, turns_ms=turns_ms)
+    return Candidate(
+        variant,
+        rank,
+        Settings(),
+        start=lambda: lambda: None,
+        samples_ms=turns_ms,
+        turns_ms=turns_ms,
+        rounds_ms=turns_ms,
+    )
 
 
 @pytest.mark.parametrize("won, chosen", [(13, "int8"), (12, "fp32")])
@@ -87,9 +95,7 @@ def test_the_faster_must_win_more_rounds_than_chance_would(won, chosen):
     assert picked is not None and picked.variant == chosen
     assert (why == "") == (chosen == "int8")
     if chosen == "fp32":
-        assert (
-            f"int8 was faster in only {won} of 17 interleaved rounds (as many by chance alone: p = 0.072 > 0.05)" in why
-        )
+        assert f"int8 was faster in only {won} of 17 final rounds (as many by chance alone: p = 0.072 > 0.05)" in why
 
 
 def test_the_sign_test():
@@ -124,19 +130,20 @@ def test_the_budget_bounds_the_search():
     pool = [candidate(clock, f"v{k % 3}", k % 3, [50.0 + k], threads=1 + k // 3) for k in range(12)]
     result = fit(pool, budget_s=4, clock=clock, pause=clock.pause)
     # screening stops at half the budget, a final round starts only when it fits: a turn that started ends
-    turn = 4 * 0.061  # one warm-up and three runs of the slowest candidate
+    turn = (SCREEN_RUNS + 1) * 0.061  # one warm-up and the screening runs of the slowest candidate
     assert result.seconds <= 4 + turn and result.chosen is not None
     assert all(any(c.samples_ms for c in pool if c.variant == v) for v in {c.variant for c in pool})
     # every turn starts after a pause (the last candidate's threads settle), counted in the budget
     assert clock.pauses == sum(len(c.turns_ms) for c in pool) > 0
 
 
-def test_each_variant_keeps_its_two_best_settings_for_the_final_rounds():
+def test_each_variant_keeps_its_best_settings_for_the_final_rounds():
     clock = Clock()
     pool = [candidate(clock, "fp32", 0, [float(ms)], threads=ms) for ms in (30, 10, 20)]
     result = fit(pool, budget_s=2, clock=clock, pause=clock.pause)
-    finalists = result.ranked[:2]
-    assert [c.settings.threads for c in finalists] == [10, 20] and result.ranked[2].settings.threads == 30
+    assert [c.settings.threads for c in result.ranked[:KEEP]] == [10, 20][:KEEP]
+    assert [c.settings.threads for c in result.ranked[KEEP:]] == [20, 30][KEEP - 1 :]
+    assert all(c.rounds_ms for c in result.ranked[:KEEP]) and not any(c.rounds_ms for c in result.ranked[KEEP:])
 
 
 def test_the_settings_this_machine_offers():
@@ -150,3 +157,58 @@ def test_the_settings_this_machine_offers():
 @pytest.mark.parametrize("empty", [[], [Candidate("x", 0, Settings(), start=lambda: lambda: None)]])
 def test_nothing_timed_chooses_nothing(empty):
     assert choose([c for c in empty if c.samples_ms]) == (None, "")
+
+
+def test_only_the_best_settings_of_each_variant_stay_open_and_none_is_opened_twice():
+    """Screening closes a candidate's session as soon as it is out of its variant's best KEEP, and never opens it
+    again: at most KEEP sessions a variant are open, and one more being screened (every session open through
+    screening took 2.9 GiB)."""
+    import weakref
+
+    clock = Clock()
+    opened: list[str] = []
+    live: set[int] = set()
+    most = [0]
+
+    def counted(variant: str, rank: int, ms: float, threads: int) -> Candidate:
+        def start():
+            def run() -> None:
+                clock.now += ms / 1000
+
+            key = id(run)
+            opened.append(f"{variant}/{threads}")
+            live.add(key)
+            most[0] = max(most[0], len(live))
+            weakref.finalize(run, live.discard, key)
+            return run
+
+        return Candidate(variant, rank, Settings(threads=threads), start=start)
+
+    pool = [counted(v, r, ms + t, t) for v, r, ms in (("fp32", 0, 10.0), ("int8", 2, 6.0)) for t in range(1, 9)]
+    result = fit(pool, budget_s=30, clock=clock, pause=clock.pause)
+    assert len(opened) == len(set(opened)) == len(pool)  # each opened once
+    assert most[0] <= 2 * KEEP + 1
+    assert not live  # every session closed at the end
+    assert result.rounds >= 5 and len([c for c in pool if c.rounds_ms]) == 2 * KEEP
+
+
+def test_onnxruntimes_defaults_are_kept_unless_the_choice_beats_them():
+    for ms, kept in ((9.9, True), (9.0, False)):
+        clock = Clock()
+        defaults = candidate(clock, "fp32", 0, [10.0])
+        defaults.defaults = True
+        tuned = candidate(clock, "fp32", 0, [ms], threads=2)
+        result = fit([tuned, defaults], budget_s=5, clock=clock, pause=clock.pause)
+        assert (result.chosen is defaults) is kept, result.why
+        if kept:
+            assert result.why.endswith("round by round: onnxruntime's defaults") and "faster by only 1.0%" in result.why
+        assert result.ranked[0] in (defaults, tuned) and defaults in result.ranked
+
+
+def test_the_rounds_the_choice_counts_are_the_final_rounds_it_reports():
+    """ "N final round(s)" and "faster in only W of N final rounds" count the same rounds (screening is not one)."""
+    clock = Clock()
+    fp32 = candidate(clock, "fp32", 0, [10.0])
+    uneven = candidate(clock, "int8", 2, [7.0] * 12 + [14.0] * 6)
+    result = fit([fp32, uneven], budget_s=5, clock=clock, pause=clock.pause)
+    assert f"of {result.rounds} final rounds" in result.why

@@ -83,7 +83,7 @@ def test_quick_needs_section_measures_a_tree_ensemble(tmp_path):
     assert "needs: pack / session creation" in out.read_text()
 
 
-SECTIONS = "overhead, pack, rss, startup, load, jobs, report, optimize, trace, zip, iodump, float16, int8, needs, fitting, native"
+SECTIONS = "overhead, pack, rss, startup, load, jobs, report, optimize, trace, zip, iodump, float16, int8, needs, fitting, native, big"
 
 
 def test_one_file_a_section_and_python_m_starts_it_too():
