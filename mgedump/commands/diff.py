@@ -193,7 +193,7 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
         if options.variant is not None and not (side_a.variants or side_b.variants):
             raise UsageError(
                 f"{option_name('variant')} {options.variant!r} chooses among a bundle's variants; neither A nor B "
-                "is a bundle of several (mgedump --variants)"
+                f"is a bundle of several (mgedump {option_name('variants')})"
             )
         cases, data_files = _test_cases(side_a, side_b, data, options)
         protected += data_files
