@@ -65,7 +65,9 @@ def _check_outputs(config: pytest.Config, paths: list[str]) -> None:
 
     bundles = [p for p in paths if os.path.isfile(p)]
     bundles += [str(f) for p in paths if os.path.isdir(p) for f in Path(p).rglob(f"*{BUNDLE_SUFFIX}")]
-    for option, flag in (("xmlpath", "--junitxml"), ("report_log", "--report-log")):
+    from .cli.plugin_options import PYTEST_REPORTS
+
+    for option, flag in PYTEST_REPORTS.items():
         target = getattr(config.option, option, None)
         if isinstance(target, str) and target:
             check_not_input(target, bundles, what=flag)

@@ -240,6 +240,14 @@ class Bounds:
         )
 
 
+def err_text(err: float | None, stat: str = DEFAULT_STAT, largest: float | None = None) -> str:
+    """``AssertEqual: err=X``, as every check's line begins; under another statistic than max, the statistic and
+    the largest element error beside it (``AssertEqual median: err=0 (max 10)``): a bound on the median can pass a
+    tensor whose elements are far off, and the line shows it (docs/assertion.md#error-statistics)."""
+    text = f"AssertEqual{'' if stat == 'max' else ' ' + stat}: err={'n/a' if err is None else f'{err:g}'}"
+    return text if stat == "max" or largest is None else f"{text} (max {largest:g})"
+
+
 def parse_bounds(maxerr: Sequence[str] = (), error_stat: Sequence[str] = ()) -> Bounds:
     """The command line's ``--maxerr [OUTPUT:]X`` and ``--error-stat [OUTPUT:]STAT`` (each repeatable; the last
     given wins) as :class:`Bounds`: a part not given is none. The output's name is everything before the last ``:``.

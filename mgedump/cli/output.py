@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..base.bounds import err_text
 from ..base.log import printable, warn_once
 from ..model.environment import summary as environment_summary
 
@@ -67,7 +68,7 @@ def case_lines(
         if not out.passed:
             lines += out.failure or [f"{out.name} failed"]
         elif show_passing:
-            lines.append(f"AssertEqual: err={out.err:g} (name={out.name})")
+            lines.append(f"{err_text(out.err, out.error_stat, out.max_err)} (name={out.name})")
     if case.error:
         lines.insert(0, f"{case.head}: FAILED: {case.error}")
     elif lines or show_passing:

@@ -20,6 +20,8 @@ from ..base.numbers import parse_int
 from ..model.session import Setting, settings
 
 PREFIX = "--mgetest"
+# pytest's own options that write a file, by the name pytest keeps them under: never a bundle being checked
+PYTEST_REPORTS = {"xmlpath": "--junitxml", "report_log": "--report-log"}
 RENAMED = {"threads": "--thread"}  # the session settings whose flag is not named after them
 
 

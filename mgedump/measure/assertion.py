@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.bounds import ERROR_STATS
+from ..base.bounds import ERROR_STATS, err_text
 from ..base.jsontypes import is_number
 from ..base.naming import option_name
 
@@ -57,6 +57,8 @@ class OutputCheck:
         worst_index: where the worst element is.
         expect_value, got_value: the two values there.
         stats: per-output numbers for the report.
+        stat: the statistic of the element errors ``err`` is and ``maxerr`` bounds (docs/assertion.md#error-statistics).
+        largest: the largest element error, whatever the statistic (none: not computed, or not finite).
         worst_path: for a sequence, a map or an optional: where the worst element is (``[3][1]``:
             element 3 of the sequence, key 1 of its map; :mod:`mgedump.measure.structured`).
     """
@@ -72,6 +74,7 @@ class OutputCheck:
     stats: dict[str, Any] = field(default_factory=dict)
     stat: str = "max"
     worst_path: str | None = None
+    largest: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         path = {"worst_path": self.worst_path} if self.worst_path is not None else {}
@@ -87,14 +90,15 @@ class OutputCheck:
             "get": json_value(self.got_value),
             "stats": self.stats,
             "failure": None if self.passed else self.failure_lines(),
+            "error_stat": self.stat,
+            **({"max_err": self.largest} if self.stat != "max" else {}),
         }
 
     def failure_lines(self) -> list[str]:
         """How a failed output is printed (and put in the reports): the err, where the worst element is and
         both values there, and the output's statistics."""
-        err = "n/a" if self.err is None else f"{self.err:g}"
         lines = [
-            f"AssertEqual{'' if self.stat == 'max' else ' ' + self.stat}: err={err} (name={self.name}) FAILED "
+            f"{err_text(self.err, self.stat, self.largest)} (name={self.name}) FAILED "
             f"(maxerr={self.maxerr:g})" + (f": {self.reason}" if self.reason else "")
         ]
         if self.worst_index is not None or self.worst_path is not None:
@@ -183,6 +187,7 @@ class Measure:
         expect_absmax: the largest finite magnitude in the expected tensor.
         got_inf_where_expect_finite: the tensor checked holds an infinity where the expected one is finite.
         path: for a sequence, a map or an optional, where the worst element is (``[3][1]``); ``index`` is then None.
+        largest: the largest element error, whatever the statistic ``err`` is (none: the tensors cannot agree).
     """
 
     err: float
@@ -194,6 +199,7 @@ class Measure:
     expect_absmax: float = 0.0
     got_inf_where_expect_finite: bool = False
     path: str | None = None
+    largest: float | None = None
 
     def passes(self, maxerr: float) -> bool:
         """Within maxerr: ``err <= maxerr``, and every element equal for an exact comparison."""
@@ -268,11 +274,12 @@ def _measure(expect: np.ndarray, got: np.ndarray, labels: tuple[str, str], stat:
         each /= denominator
         flat = int(np.argmax(each))
         index = _unravel(flat, expect.shape)
-        err = float(each.reshape(-1)[flat]) if stat == "max" or exact else summarize(each, stat)
+        largest = float(each.reshape(-1)[flat])
+        err = largest if stat == "max" or exact else summarize(each, stat)
         reason = None
         if exact and err:
             reason = f"{int(np.count_nonzero(expect != got))} of {expect.size} elements differ (exact comparison)"
-        return Measure(err, exact, reason, index, expect[index], got[index], absmax)
+        return Measure(err, exact, reason, index, expect[index], got[index], absmax, largest=largest)
     return _masked(expect, got, x, y, exact, labels, stat)
 
 
@@ -301,8 +308,9 @@ def _masked(
     each = np.where(both, np.abs(np.subtract(x, y)) / np.maximum(np.minimum(np.abs(x), np.abs(y)), 1.0), 0.0)
     flat = int(np.argmax(each))
     index = _unravel(flat, expect.shape)
-    err = float(each.reshape(-1)[flat]) if stat == "max" or exact else summarize(np.asarray(each), stat)
-    return Measure(err, exact, None, index, expect[index], got[index], absmax, inf_new)
+    largest = float(each.reshape(-1)[flat])
+    err = largest if stat == "max" or exact else summarize(np.asarray(each), stat)
+    return Measure(err, exact, None, index, expect[index], got[index], absmax, inf_new, largest=largest)
 
 
 def _absmax(a: np.ndarray) -> float:
@@ -325,7 +333,11 @@ def assert_equal(name: str, expect: np.ndarray, got: np.ndarray, maxerr: float, 
         m.reason = "the difference of finite values overflows (inf)"
     passed = m.passes(maxerr)
     err = m.err if math.isfinite(m.err) else None
-    return OutputCheck(name, passed, err, maxerr, m.reason, m.index, m.expect_value, m.got_value, stats, stat)
+    worst = m.err if m.largest is None else m.largest  # none apart: equal, exact, or no element
+    largest = worst if math.isfinite(worst) else None
+    return OutputCheck(
+        name, passed, err, maxerr, m.reason, m.index, m.expect_value, m.got_value, stats, stat, largest=largest
+    )
 
 
 def by_value(want: Any, have: Any) -> Any:

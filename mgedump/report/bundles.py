@@ -205,12 +205,30 @@ class BundleRecord:
                 return {out.name: out.maxerr for out in case.outputs if out.maxerr != assert_all}
         return {}
 
+    def error_stats(self) -> dict[str, str]:
+        """Each checked output's statistic of its element errors (docs/assertion.md#error-statistics), as the checks
+        applied it: name to ``max``, ``p99``, ``mean`` or ``median``."""
+        for case in self.test_cases:
+            if case.outputs:
+                return {out.name: out.error_stat for out in case.outputs}
+        return {}
+
+    def error_stat_text(self) -> str:
+        """``max``, ``median`` (every output's), or each output's (``prob median; boxes max``); empty when no
+        output was checked."""
+        stats = self.error_stats()
+        if len(set(stats.values())) == 1:
+            return next(iter(stats.values()))
+        return "; ".join(f"{name} {stat}" for name, stat in stats.items())
+
     def maxerr_text(self) -> str:
-        """``maxerr 0.0001``, with the outputs bound otherwise (``; prob 0.01``), or ``no assertions``."""
+        """``maxerr 0.0001``, with the outputs bound otherwise (``; prob 0.01``) and the statistic when it is not
+        the largest error (``; statistic median``), or ``no assertions``."""
         if self.assertion is None or not self.assertion.enabled:
             return "no assertions"
         own = "".join(f"; {name} {bound:g}" for name, bound in self.output_maxerr().items())
-        return f"maxerr {self.assertion.maxerr:g}{own}"
+        stat = self.error_stat_text()
+        return f"maxerr {self.assertion.maxerr:g}{own}" + (f"; statistic {stat}" if stat not in ("", "max") else "")
 
     def failed_cases(self) -> list[CaseRecord]:
         return [case for case in self.test_cases if not case.passed]

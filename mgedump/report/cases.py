@@ -31,6 +31,8 @@ class OutputRecord:
     stats: dict[str, Any] = field(default_factory=dict)
     failure: list[str] | None = None
     worst_path: str | None = None  # a sequence's, map's or optional's worst element (``[3][1]``)
+    error_stat: str = "max"  # the statistic of the element errors err is (docs/assertion.md#error-statistics)
+    max_err: float | None = None  # under another statistic than max: the largest element error
 
     @classmethod
     def of(cls, check: Any) -> OutputRecord:
@@ -47,6 +49,8 @@ class OutputRecord:
             get=element(check.got_value),
             stats={key: _stat(key, value) for key, value in check.stats.items()},
             worst_path=getattr(check, "worst_path", None),
+            error_stat=str(getattr(check, "stat", "max")),
+            max_err=None if getattr(check, "largest", None) is None else float(check.largest),
         )
         if not record.passed:
             record.failure = list(check.failure_lines())  # the lines the check says of itself
@@ -55,7 +59,10 @@ class OutputRecord:
     def cell(self) -> str:
         """``name err / maxerr``, as the HTML table shows it."""
         err = "n/a" if self.err is None else f"{self.err:.3g}"
-        return f"{self.name} {err} / {self.maxerr:g}"
+        if self.error_stat == "max":
+            return f"{self.name} {err} / {self.maxerr:g}"
+        largest = "" if self.max_err is None else f", max {self.max_err:.3g}"
+        return f"{self.name} {self.error_stat} {err} / {self.maxerr:g}{largest}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +77,8 @@ class OutputRecord:
             "stats": {key: finite_or_name(value) for key, value in self.stats.items()},
             "failure": None if self.failure is None else list(self.failure),
             **({"worst_path": self.worst_path} if self.worst_path is not None else {}),
+            "error_stat": self.error_stat,
+            **({"max_err": _finite(self.max_err)} if self.error_stat != "max" else {}),
         }
 
     @classmethod
@@ -87,7 +96,13 @@ class OutputRecord:
             stats={key: _stat(key, value) for key, value in (data.get("stats") or {}).items()},
             failure=None if data.get("failure") is None else [str(line) for line in data["failure"]],
             worst_path=None if data.get("worst_path") is None else str(data["worst_path"]),
+            error_stat=str(data.get("error_stat", "max")),
+            max_err=optional(data.get("max_err")),
         )
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
 
 
 def _stat(key: str, value: Any) -> Any:

@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any
 
+from ..base.bounds import ERROR_STATS
 from ..base.errors import UsageError
 from ..base.fileio import read_regular
 from ..base.jsontypes import is_int, is_number
@@ -69,6 +70,8 @@ _OUTPUT: dict[str, Any] = {
     "stats?": "stats",
     "failure?": ["list", "str"],
     "worst_path?": "str|null",
+    "error_stat?": "stat",
+    "max_err?": "num|null",
 }
 _DIAGNOSIS: dict[str, Any] = {
     "maxerr": _FIN,
@@ -248,6 +251,7 @@ _WORDS = {
     "any": "a value",
     "exit": "an exit code (0, 1 or 2)",
     "stats": "an object of statistics",
+    "stat": f"one of {', '.join(ERROR_STATS)}",
 }
 
 
@@ -265,6 +269,8 @@ def _is(value: Any, kind: str) -> bool:
         return (is_number(value) and math.isfinite(value)) or value in ("inf", "-inf", "nan")
     if kind == "exit":
         return is_int(value) and value in (0, 1, 2)
+    if kind == "stat":
+        return value in ERROR_STATS and isinstance(value, str)
     if kind == "stats":
         return isinstance(value, dict) and all(k in ("shape", "dtype") or _is(v, "num|null") for k, v in value.items())
     if "|" in kind:

@@ -6,7 +6,7 @@ check every rule of it) and parses with junitparser and xunitparser:
 - one ``<testsuite>`` per bundle, named as the other reports name it (its file
   name without ``.mgetest``; ``a/m`` and ``b/m`` where two share a file name),
   with ``timestamp`` (when it started, UTC) and ``hostname`` (where it ran);
-- ``<properties>``: how it ran, where it ran, where it was packed and what
+- ``<properties>``: how it ran (the bound, ``maxerr``, and the statistic it bounds, ``error_stat``), where it ran, where it was packed and what
   differs; each name carries the suite's name (``source (cnn)``), so that no
   two suites of the document hold one property name;
 - one ``<testcase>`` per test case: ``classname`` is the suite's name, ``name``
@@ -96,6 +96,8 @@ def _properties(bundle: BundleRecord, environment: dict[str, Any] | None) -> lis
         ("concurrency", str(session.concurrency)),
         ("maxerr", bundle.maxerr_text().removeprefix("maxerr ")),
     ]
+    if bundle.checked and bundle.error_stat_text():
+        found.append(("error_stat", bundle.error_stat_text()))
     if environment:
         found.append(("environment", environment_summary(environment)))
     if bundle.fitting is not None:

@@ -370,6 +370,7 @@ struct Measure {
   std::optional<std::vector<int64_t>> index;
   Element expect, got;
   std::optional<std::string> path;
+  std::optional<double> largest;  // the largest element error, when err is another statistic of them
   bool passes(double maxerr) const { return exact ? err == 0.0 : err <= maxerr; }
 };
 
@@ -448,7 +449,8 @@ Measure metric(const Tensor& e, const Tensor& g, bool exact, const std::string& 
   std::size_t flat = 0;
   for (std::size_t i = 1; i < n; ++i)
     if (each[i] > each[flat] || (std::isnan(each[i]) && !std::isnan(each[flat]))) flat = i;
-  m.err = (stat == "max" || exact) ? static_cast<double>(each[flat]) : summarize<T>(each, stat);
+  m.largest = static_cast<double>(each[flat]);
+  m.err = (stat == "max" || exact) ? *m.largest : summarize<T>(each, stat);
   m.index = unravel(flat, e.shape);
   m.expect = element_at(e, flat);
   m.got = element_at(g, flat);
@@ -754,6 +756,8 @@ OutputCheck check_value(const std::string& name, const Value& expect0, const Val
     if (!std::isfinite(m.err) && !m.reason) m.reason = "the difference of finite values overflows (inf)";
     c.passed = m.passes(maxerr);
     if (std::isfinite(m.err)) c.err = m.err;
+    double largest = m.largest ? *m.largest : m.err;  // none apart: equal, exact, or no element
+    if (std::isfinite(largest)) c.largest = largest;
     c.reason = m.reason;
     c.worst_index = m.index;
     c.expect = m.expect;
@@ -762,6 +766,7 @@ OutputCheck check_value(const std::string& name, const Value& expect0, const Val
   }
   std::vector<Key> path;
   Measure m = walk(*expect, *got, path, 0);
+  c.stat = "max";  // a sequence's, map's or optional's bound is of its largest error
   c.passed = m.passes(maxerr);
   if (std::isfinite(m.err)) c.err = m.err;
   c.reason = m.reason;
@@ -771,11 +776,15 @@ OutputCheck check_value(const std::string& name, const Value& expect0, const Val
   return c;
 }
 
+std::string err_text(const std::optional<double>& err, const std::string& stat, const std::optional<double>& largest) {
+  std::string text = "AssertEqual" + (stat == "max" ? std::string() : " " + stat) +
+                     ": err=" + (err ? format_g(*err) : std::string("n/a"));
+  return stat == "max" || !largest ? text : text + " (max " + format_g(*largest) + ")";
+}
+
 std::vector<std::string> OutputCheck::failure_lines() const {
   std::vector<std::string> lines;
-  std::string e = err ? format_g(*err) : "n/a";
-  std::string head = "AssertEqual" + (stat == "max" ? std::string() : " " + stat) + ": err=" + e + " (name=" + name +
-                     ") FAILED (maxerr=" + format_g(maxerr) + ")";
+  std::string head = err_text(err, stat, largest) + " (name=" + name + ") FAILED (maxerr=" + format_g(maxerr) + ")";
   if (reason && !reason->empty()) head += ": " + *reason;
   lines.push_back(head);
   if (worst_index || worst_path) {

@@ -44,10 +44,15 @@ struct OutputCheck {
   Stats stats;
   std::string stat = "max";
   std::optional<std::string> worst_path;
+  std::optional<double> largest;  // the largest element error, whatever the statistic (none: not finite)
 
   // How a failed output is printed (and put in the reports).
   std::vector<std::string> failure_lines() const;
 };
+
+// `AssertEqual: err=X`, as every check's line begins; under another statistic than max, the statistic and the
+// largest element error beside it (`AssertEqual median: err=0 (max 10)`; mgedump.base.bounds.err_text).
+std::string err_text(const std::optional<double>& err, const std::string& stat, const std::optional<double>& largest);
 
 // Check one output of any type (a tensor, a sequence, a map, an optional) against its expected value, the
 // bound applying to `stat` (max, p99, mean, median) of the element errors.

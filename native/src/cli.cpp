@@ -51,6 +51,8 @@ struct Options {
   std::optional<std::string> variant;
   std::optional<double> maxerr;
   std::vector<std::pair<std::string, double>> output_maxerr;
+  std::optional<std::string> error_stat;
+  std::vector<std::pair<std::string, std::string>> output_error_stat;
   std::string ort_lib;
   std::string report_json;
 };
@@ -127,8 +129,7 @@ std::vector<std::string> case_lines(const CaseResult& c, bool show_passing, cons
       auto f = out.failure_lines();
       lines.insert(lines.end(), f.begin(), f.end());
     } else if (show_passing) {
-      lines.push_back("AssertEqual: err=" + (out.err ? format_g(*out.err) : std::string("n/a")) +
-                      " (name=" + out.name + ")");
+      lines.push_back(err_text(out.err, out.stat, out.largest) + " (name=" + out.name + ")");
     }
   }
   if (c.error) {
@@ -196,6 +197,8 @@ const char* kHelp =
     "  --silent              Print failures only.\n"
     "  --variant NAME        Of a bundle of several variants, run this one (default: every variant).\n"
     "  --maxerr [OUTPUT:]X   Override the bundle's AssertEqual thresholds (repeatable).\n"
+    "  --error-stat [OUTPUT:]STAT  Override the statistic the bundle bounds: max, p99, mean or median\n"
+    "                        (repeatable; --error-stat max checks the largest error again).\n"
     "  --report-json PATH    Write mgerun's JSON report (docs/reports.md); mgerun --merge takes it.\n"
     "  --ort-lib PATH        onnxruntime's shared library (else $MGERUN_ORT_LIB, the system's\n"
     "                        libonnxruntime.so.1, or an installed onnxruntime wheel's).\n"
@@ -348,6 +351,25 @@ Options parse(int argc, char** argv, bool& done) {
           replaced = true;
         }
       if (!replaced) o.output_maxerr.emplace_back(name, v);
+    } else if (flag == "--error-stat") {
+      std::string text = take();
+      auto colon = text.rfind(':');
+      std::string stat = colon == std::string::npos ? text : text.substr(colon + 1);
+      if (stat != "max" && stat != "p99" && stat != "mean" && stat != "median") {
+        throw usage_error("--error-stat " + python_str_repr(text) + ": give one of max, p99, mean, median, or OUTPUT:STAT");
+      }
+      if (colon == std::string::npos) {
+        o.error_stat = stat;
+        continue;
+      }
+      std::string name = text.substr(0, colon);
+      bool replaced = false;
+      for (auto& [n, s] : o.output_error_stat)
+        if (n == name) {
+          s = stat;
+          replaced = true;
+        }
+      if (!replaced) o.output_error_stat.emplace_back(name, stat);
     } else if (flag == "--ort-lib") {
       o.ort_lib = take();
     } else if (flag == "--report-json") {
@@ -631,6 +653,23 @@ void verify(Bundle& bundle, const std::optional<std::string>& variant, Context& 
       throw usage_error("--maxerr " + name + ": names no output of the model (its outputs: " + names + ")");
     }
   }
+  for (const auto& [name, value] : o.output_error_stat) {
+    bool found = false;
+    for (const auto& out : outputs) found = found || out.name == name;
+    if (!found) {
+      std::string names;
+      for (const auto& out : outputs) names += (names.empty() ? "" : ", ") + python_str_repr(out.name);
+      throw usage_error("--error-stat " + name + ": names no output of the model (its outputs: " + names + ")");
+    }
+  }
+  // each output's statistic: the bundle's, all replaced by --error-stat STAT, then by --error-stat OUTPUT:STAT
+  std::vector<std::string> stats;
+  for (const auto& out : outputs) {
+    std::string s = o.error_stat ? *o.error_stat : assertion.stat_of(out.name);
+    for (const auto& [name, value] : o.output_error_stat)
+      if (name == out.name) s = value;
+    stats.push_back(s);
+  }
   for (const auto& out : outputs) {
     double b = o.maxerr ? *o.maxerr : assertion.maxerr_of(out.name);
     for (const auto& [name, value] : o.output_maxerr)
@@ -672,8 +711,7 @@ void verify(Bundle& bundle, const std::optional<std::string>& variant, Context& 
     } else if (assertion.enabled) {
       for (std::size_t k = 0; k < outputs.size(); ++k) {
         if (bundle.format_version() >= 2) by_value(cases[c].expected[k], got[k]);
-        cr.checks.push_back(check_value(outputs[k].name, cases[c].expected[k], got[k], bounds[k],
-                                        assertion.stat_of(outputs[k].name)));
+        cr.checks.push_back(check_value(outputs[k].name, cases[c].expected[k], got[k], bounds[k], stats[k]));
       }
     }
     cr.seconds = ms_since(case_began) / 1e3;

@@ -76,6 +76,8 @@ json output_json(const OutputCheck& c) {
       {"failure", c.passed ? json(nullptr) : json(c.failure_lines())},
   };
   if (c.worst_path) out["worst_path"] = *c.worst_path;
+  out["error_stat"] = c.stat;
+  if (c.stat != "max") out["max_err"] = c.largest ? json(*c.largest) : json(nullptr);
   return out;
 }
 

@@ -185,6 +185,11 @@ def _one_outlier(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _forty_percent_moved(a: np.ndarray) -> np.ndarray:
+    a[0, :160] += np.float32(10)  # 160 of 400 elements (40%) far off: the max error, but not the median
+    return a
+
+
 def _changed_probability(row: int = 1, key: int = 2, by: float = 0.05):
     from mgedump.bundle.valueproto import decode_value, encode_value
     from mgedump.model.valuetype import parse
@@ -560,6 +565,32 @@ def entries() -> list[Entry]:
                 lambda: wide("w_median", "--error-stat", "median", "--maxerr", "0.001"),
                 _tensor_edit("test_data_set_0/output_0.pb", _one_outlier),
             ),
+        ),
+        Entry(  # issue 33: 40% of the elements moved by 10 pass a bound on the median; the line shows the max
+            "stat-median-hides-moved",
+            "pass",
+            _fixed(
+                lambda: wide("w_median40", "--error-stat", "median", "--maxerr", "0.0001"),
+                _tensor_edit("test_data_set_0/output_0.pb", _forty_percent_moved),
+            ),
+        ),
+        Entry(  # mgerun --error-stat max takes back the largest-error check
+            "stat-median-max-again",
+            "fail",
+            _fixed(
+                lambda: wide("w_median40", "--error-stat", "median", "--maxerr", "0.0001"),
+                _tensor_edit("test_data_set_0/output_0.pb", _forty_percent_moved),
+            ),
+            ("--error-stat", "max"),
+        ),
+        Entry(  # and OUTPUT:STAT bounds one output's median
+            "stat-given-per-output",
+            "pass",
+            _fixed(
+                lambda: wide("w_median40", "--error-stat", "median", "--maxerr", "0.0001"),
+                _tensor_edit("test_data_set_0/output_0.pb", _forty_percent_moved),
+            ),
+            ("--error-stat", "max", "--error-stat", "y:median"),
         ),
         Entry(
             "stat-mean-fails",

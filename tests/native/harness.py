@@ -4,7 +4,8 @@ What is compared, in this order:
 
 - the exit code;
 - exit 0 or 1: the verdict lines of stdout, parsed: per variant (``== PATH [NAME]``) and test case
-  (``test case N``), every ``AssertEqual: err=... (name=...)`` line (the output, ``err`` to 6 significant
+  (``test case N``), every ``AssertEqual[ STAT]: err=...[ (max ...)] (name=...)`` line (the output, the statistic
+  and the largest error beside it when it is not max, ``err`` to 6 significant
   digits, passed or FAILED, the reason after ``FAILED (maxerr=...)``, the bound), where the worst element is, a
   test case whose model failed to run, and each closing line (``all N test case(s) passed``, ``FAILED: ...``);
 - exit 2: the class of each refusal (the lines on stderr, and ``ERROR (exit 2): ...`` lines on stdout), decided
@@ -152,7 +153,7 @@ def refusal_class(line: str) -> str:
 _HEADER = re.compile(r"^== (?P<path>.*?)(?: \[(?P<variant>[^\]]+)\])?$")
 _CASE = re.compile(r"^test case (?P<index>\d+) \(.*?\)(?P<failed>: FAILED: the model failed to run: .*)?$")
 _ASSERT = re.compile(
-    r"^AssertEqual: err=(?P<err>\S+) \(name=(?P<name>.*?)\)"
+    r"^AssertEqual(?: (?P<stat>p99|mean|median))?: err=(?P<err>\S+)(?: \(max (?P<largest>\S+)\))? \(name=(?P<name>.*?)\)"
     r"(?: FAILED \(maxerr=(?P<maxerr>[^)]*)\)(?:: (?P<reason>.*))?)?$"
 )
 _WORST = re.compile(r"^  worst element at (?P<where>.*?): expect=")
@@ -185,7 +186,7 @@ def verdicts(out: str) -> list[tuple]:
         elif m := _ASSERT.match(line):
             failed = m["maxerr"] is not None
             found.append(("assert", m["name"], six(m["err"]), "FAILED" if failed else "ok", m["maxerr"] or "",
-                          m["reason"] or ""))  # fmt: skip
+                          m["reason"] or "", m["stat"] or "max", six(m["largest"] or "")))  # fmt: skip
         elif m := _WORST.match(line):
             found.append(("worst", m["where"]))
         elif m := _ERROR.match(line):

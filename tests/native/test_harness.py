@@ -80,7 +80,17 @@ def test_the_verdicts_of_a_run_are_read_line_by_line():
     assert verdicts(FAILING) == [
         ("variant", "ioc16"),
         ("case", 0, "ran"),
-        ("assert", "prob", "0.0171043", "FAILED", "0.0001", ""),
+        ("assert", "prob", "0.0171043", "FAILED", "0.0001", "", "max", ""),
         ("worst", "[0, 6]"),
         ("closing", "FAILED: 1 of 1 test case(s) failed"),
     ]
+
+
+def test_a_statistic_and_the_largest_error_beside_it_are_verdicts():
+    """A bound on the median hides elements far off; the line says the statistic and the largest error, and an
+    implementation that drops either differs."""
+    median = "test case 0 (given: x)\nAssertEqual median: err=0 (max 10) (name=out)\nall 1 test case(s) passed\n"
+    assert ("assert", "out", "0", "ok", "", "", "median", "10") in verdicts(median)
+    silent = median.replace(" (max 10)", "")
+    assert differences(Outcome(0, median, ""), Outcome(0, silent, ""))
+    assert differences(Outcome(0, median, ""), Outcome(0, median.replace("median", "mean", 1), ""))

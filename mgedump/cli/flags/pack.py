@@ -20,6 +20,12 @@ def maxerr_option(help: str) -> Decorator:
     return click.option("--maxerr", "maxerr", metavar="[OUTPUT:]X", multiple=True, default=None, help=help)
 
 
+def error_stat_option(help: str) -> Decorator:
+    """``--error-stat STAT`` and ``--error-stat OUTPUT:STAT``, repeatable (:func:`~mgedump.base.bounds.parse_bounds`;
+    docs/assertion.md#error-statistics)."""
+    return click.option("--error-stat", "error_stat", metavar="[OUTPUT:]STAT", multiple=True, default=None, help=help)
+
+
 pack_options_flags = apply(
     [
         data_options,
@@ -27,14 +33,9 @@ pack_options_flags = apply(
             "AssertEqual threshold recorded in the bundle; OUTPUT:X for one output (repeatable).  "
             f"[default: {DEFAULT_MAXERR}]"
         ),
-        click.option(
-            "--error-stat",
-            "error_stat",
-            metavar="[OUTPUT:]STAT",
-            multiple=True,
-            default=None,
-            help="The statistic of each output's element errors that --maxerr bounds: max (default), p99, mean or "
-            "median; OUTPUT:STAT for one output (repeatable). Recorded in the bundle; mgerun applies it.",
+        error_stat_option(
+            "The statistic of each output's element errors that --maxerr bounds: max (default), p99, mean or "
+            "median; OUTPUT:STAT for one output (repeatable). Recorded in the bundle; mgerun applies it."
         ),
         click.option(
             "--variants",

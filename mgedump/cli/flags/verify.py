@@ -15,7 +15,7 @@ from ...report.formats import ReportFormat, formats
 from ..plugin_options import setting_flag
 from . import FLOAT, INT, OUTPUT, apply, given, path_option, stated_number, stating, switch, value_option
 from .data import data_from, data_options
-from .pack import maxerr_option
+from .pack import error_stat_option, maxerr_option
 
 NAMES = (
     "silent",
@@ -71,6 +71,10 @@ verify_options_flags = apply(
         data_options,
         maxerr_option(
             "Override the bundle's AssertEqual thresholds (every output's); OUTPUT:X for one output (repeatable)."
+        ),
+        error_stat_option(
+            "Override the statistic of the element errors the bundle bounds (max, p99, mean or median; every "
+            "output's); OUTPUT:STAT for one output (repeatable). --error-stat max checks the largest error again."
         ),
         click.option("--silent", "silent", is_flag=True, default=None, help="Print failures only."),
         click.option("--no-assert", "no_assert", is_flag=True, default=None, help="Run and time only; check nothing."),
@@ -198,7 +202,7 @@ def parse_sweep(value: str) -> tuple[int, ...]:
 def verify_options(values: dict[str, Any]) -> tuple[VerifyOptions, list[str]]:
     """How the flags ask ``mgerun`` to verify, and the data flags given (they apply to a plain model only)."""
     cases, data, data_flags = data_from(values)
-    bounds = parse_bounds(values.pop("maxerr", None) or ())
+    bounds = parse_bounds(values.pop("maxerr", None) or (), values.pop("error_stat", None) or ())
     sweep = values.pop("repeat_sweep", None)
     chosen = given(values, NAMES)
     reports = given(values, [entry.option for entry in formats()])
