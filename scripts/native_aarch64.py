@@ -5,13 +5,19 @@
    (g++-aarch64-linux-gnu, whose /usr/aarch64-linux-gnu also serves qemu as the target's C and C++ runtime) and
    qemu-user 8 or newer (qemu 7.2, bookworm's, crashes inside onnxruntime's CPU detection on aarch64: from
    bookworm-backports there).
-2. Cross-builds native/ with native/cross/build-aarch64.sh (native/CMakeLists.txt as it is).
+2. Cross-builds native/ with native/cross/build-aarch64.sh (native/CMakeLists.txt as it is): Debian's GCC 12
+   cross compiler, or with ``--zig`` zig's clang against glibc 2.17 (ziglang from PyPI).
 3. Fetches the aarch64 onnxruntime library: ``capi/libonnxruntime.so.1.*`` of the onnxruntime wheel from PyPI
    (the newest, or ``--ort X.Y.Z``; wheels ship it from 1.19 on), or of the npm package onnxruntime-node for
    older versions.
-4. Runs the conformance corpus (tests/native/test_conformance.py) and the native tests that take a binary, with
-   ``MGERUN_NATIVE`` the aarch64 binary, ``MGERUN_NATIVE_PREFIX`` ``qemu-aarch64 -L /usr/aarch64-linux-gnu`` and
-   ``MGERUN_ORT_LIB`` the aarch64 library; ``mgerun``, the reference, runs natively. Exits with pytest's code.
+4. Runs the conformance corpus (tests/native/corpus.py, compared by tests/native/harness.py) with the aarch64
+   binary under ``qemu-aarch64 -L /usr/aarch64-linux-gnu`` and the aarch64 library, ``mgerun``, the reference,
+   natively on x86_64: the same exit code, refusal class, verdict per test case and variant, and closing lines;
+   ``err`` alike within 1e-6 + 1e-3 of its size (not to 6 digits: the expected outputs and mgerun's come from
+   x86_64 kernels, the native's from aarch64 ones), and onnxruntime's "Unknown CPU vendor" warning, which its
+   aarch64 library prints under qemu, is not counted as the program's. Then the native tests that take a binary
+   (tests/native/test_fuzz.py, test_ort_versions.py) with ``MGERUN_NATIVE``, ``MGERUN_NATIVE_PREFIX`` and
+   ``MGERUN_ORT_LIB`` set so. Exits 1 when a bundle differs or a test fails.
 
 Usage::
 
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import math
 import os
 import re
 import shutil
@@ -40,7 +47,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SYSROOT = "/usr/aarch64-linux-gnu"  # Debian's cross runtime (libc6-arm64-cross, libstdc++6-arm64-cross)
 QEMU_MIN = 8
-TESTS = ["tests/native/test_conformance.py", "tests/native/test_fuzz.py", "tests/native/test_ort_versions.py"]
+TESTS = ["tests/native/test_fuzz.py", "tests/native/test_ort_versions.py"]
+EMULATION_NOISE = re.compile(r"^onnxruntime cpuid_info warning: .*\n?", re.M)
 
 
 def say(text: str) -> None:
@@ -188,14 +196,14 @@ def ensure_tools() -> None:
         raise SystemExit(f"native_aarch64: qemu-aarch64 {qemu_major()} is older than {QEMU_MIN}")
 
 
-def cross_build(build: Path) -> Path:
-    say(f"cross-building into {build}")
+def cross_build(build: Path, zig: bool = False) -> Path:
+    say(f"cross-building into {build}" + (" with zig (glibc 2.17, libc++ static)" if zig else ""))
     start = time.perf_counter()
     log = build.parent / f"{build.name}.log"
     build.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
-        done = subprocess.run([str(ROOT / "native" / "cross" / "build-aarch64.sh"), str(build)], stdout=out,
-                              stderr=subprocess.STDOUT)  # fmt: skip
+        script = [str(ROOT / "native" / "cross" / "build-aarch64.sh"), *(["--zig"] if zig else []), str(build)]
+        done = subprocess.run(script, stdout=out, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         sys.stdout.write("".join(log.read_text(errors="replace").splitlines(True)[-30:]))
         raise SystemExit(f"native_aarch64: the cross build failed (log: {log})")
@@ -210,6 +218,73 @@ def _file_type(path: Path) -> str:
     return {183: "ELF aarch64", 62: "ELF x86_64"}.get(machine, f"ELF machine {machine}")
 
 
+# ---------------------------------------------------------------- the corpus across architectures
+
+
+def _close(a: str, b: str) -> bool:
+    """Two printed err values alike across architectures (inf, nan and n/a exactly)."""
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return a == b
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return str(x) == str(y)
+    return abs(x - y) <= 1e-6 + 1e-3 * max(abs(x), abs(y))
+
+
+def across_differences(harness, reference, native) -> list[str]:
+    """harness.differences, with err compared by :func:`_close` and the emulator's warning dropped."""
+    native = harness.Outcome(native.code, native.out, EMULATION_NOISE.sub("", native.err))
+    problems = [p for p in harness.differences(reference, native) if not p.startswith("verdict lines differ")]
+    if reference.code == 2 or native.code == 2:
+        return problems
+    want, got = harness.verdicts(reference.out), harness.verdicts(native.out)
+    alike = len(want) == len(got) and all(
+        (w[:2] + w[3:] == g[:2] + g[3:] and _close(w[2], g[2])) if w[0] == g[0] == "assert" else w == g
+        for w, g in zip(want, got, strict=False)
+    )
+    if not alike:
+        problems.append(f"verdict lines differ: mgerun {want}, mgerun-native {got}")
+    return problems
+
+
+def run_corpus(binary: Path, env: dict[str, str], folder: Path, jobs: int) -> int:
+    """Every corpus bundle by mgerun (natively) and by the binary (under the prefix in env); prints each
+    difference and the figures; returns how many bundles differ."""
+    import concurrent.futures
+    import json
+
+    sys.path.insert(0, str(ROOT))
+    from tests.native import corpus, harness
+
+    index_file = folder / "index.json"
+    if not index_file.exists():
+        say(f"building the conformance corpus into {folder}")
+        folder.mkdir(parents=True, exist_ok=True)
+        corpus.build(folder)
+    index = json.loads(index_file.read_text(encoding="utf-8"))
+    os.environ.update(env)  # harness.run_native reads the prefix and the library from the environment
+
+    def one(entry_id: str):
+        args = harness.bundle_args(index[entry_id])
+        ref = harness.run_mgerun(args)
+        reference = harness.Outcome(ref.code, ref.out, ref.err)
+        native = harness.run_native(str(binary), args, timeout=600)
+        exact = harness.verdicts(reference.out) == harness.verdicts(native.out)
+        return entry_id, across_differences(harness, reference, native), exact
+
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        results = list(pool.map(one, sorted(index)))
+    differing = [(i, d) for i, d, _ in results if d]
+    for entry_id, problems in differing:
+        print(f"DIFFERS {entry_id}: " + " / ".join(problems), flush=True)
+    exact = sum(e for _, _, e in results)
+    say(f"corpus: {len(results)} bundles in {time.perf_counter() - start:.0f} s, {len(differing)} differ; "
+        f"{exact} with identical verdict lines (err to 6 digits), the rest err alike")  # fmt: skip
+    return len(differing)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     pytest_args: list[str] = []
@@ -222,7 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ort", default=None, help="onnxruntime version for the run (default: the newest wheel)")
     parser.add_argument("--no-install", action="store_true", help="install nothing; fail when a tool is missing")
     parser.add_argument("--no-build", action="store_true", help="use the binary already in BUILD")
+    parser.add_argument("--zig", action="store_true", help="build with zig (glibc 2.17, libc++ linked statically)")
     parser.add_argument("--tests", nargs="*", default=TESTS, help="test files to run (default: %(default)s)")
+    parser.add_argument("--no-corpus", action="store_true", help="skip the conformance corpus")
+    parser.add_argument("--jobs", type=int, default=2, help="corpus bundles checked at a time")
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
@@ -230,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         ensure_tools()
     say(f"qemu-aarch64 {qemu_major()}, cross runtime {SYSROOT}")
     build = Path(args.build).resolve()
-    binary = build / "mgerun-native" if args.no_build else cross_build(build)
+    binary = build / "mgerun-native" if args.no_build else cross_build(build, args.zig)
     cache = Path(args.cache).resolve() if args.cache else build / "ort"
     cache.mkdir(parents=True, exist_ok=True)
     version, library = ort_library(args.ort, "aarch64", cache)
@@ -243,11 +321,15 @@ def main(argv: list[str] | None = None) -> int:
     say(f"{prefix} {binary.name} --version: exit {smoke.returncode}: {(smoke.stdout + smoke.stderr).strip()}")
     if smoke.returncode != 0:
         return 1
+    differing = 0 if args.no_corpus else run_corpus(binary, env, build / "corpus", args.jobs)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *args.tests, *pytest_args]
     say(" ".join(cmd))
     done = subprocess.run(cmd, cwd=ROOT, env=env)
-    say(f"exit {done.returncode} after {time.perf_counter() - start:.0f} s")
-    return done.returncode
+    code = 1 if differing or done.returncode else 0
+    say(
+        f"exit {code} after {time.perf_counter() - start:.0f} s ({differing} corpus bundle(s) differ, pytest {done.returncode})"
+    )
+    return code
 
 
 if __name__ == "__main__":

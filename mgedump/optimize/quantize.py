@@ -23,12 +23,13 @@ error statistic (``error_stat``: the largest element error, or its 99th percenti
 1. Quantize everything but the nodes ``fp32_nodes`` names; run it in the child. If every output meets its bound,
    done.
 2. Otherwise search for the fewest nodes to keep float (:mod:`.quantize_search`): first by the error each node
-   introduces, then by what keeping each float buys on the outputs, within a budget of runs and seconds. The
-   search is complete: its last candidate keeps every node float, which meets any bound the float model meets.
-   A model int8 destroys is searched like any other; nothing is refused before the search.
+   introduces, then by what keeping each float buys on the outputs, within a budget of runs and seconds. A model
+   int8 destroys is searched like any other.
 3. When the nodes kept float carry more than half of the model's multiply-accumulates
    (:data:`~mgedump.optimize.quantize_macs.MAX_FLOAT_SHARE`), int8 has too little left to speed up: refused,
-   with the figure and what would have been kept.
+   with the figure and what would have been kept. So no candidate beyond that share is run: the search's last
+   candidate is the largest set within it, run as soon as one candidate of the search misses, and when it misses
+   too the bound is refused there (every node float is the last candidate when the model's MACs are unknown).
 
 Calibration and proof on empty data (a float input that holds no element in every calibration case, a test case
 whose outputs hold none) are refused: ranges calibrated on nothing are onnxruntime's defaults, and a proof on no
@@ -59,7 +60,7 @@ from .isolate import CandidateFailed, Opener, say_progress
 from .nodes import matching_nodes, name_nodes
 from .offline import save
 from .quantize_blame import diagnose, first_divergence, rank
-from .quantize_macs import HEAVY_OPS, MAX_FLOAT_SHARE, float_share
+from .quantize_macs import HEAVY_OPS, MAX_FLOAT_SHARE, Ceiling, Share, float_share
 from .quantize_ort import DYNAMIC, DYNAMIC_OPS, STATIC, Quantizer, int8_nodes, integer_ops, opset_of
 from .quantize_search import (
     Budget,
@@ -352,7 +353,7 @@ def _search(searcher: Searcher, proof: _Proof, result: Int8Result, base: Any, na
         raise _nothing_quantized(proof, result, base)
     chosen, outcome = kept, first
     if not first.passes(proof.bounds):
-        chosen, outcome = _keep_float(searcher, proof, result, named, kept, touched, first)
+        chosen, outcome = _keep_float(searcher, proof, result, base, named, kept, touched, first)
     final = onnx.load(outcome.path, load_external_data=False)
     result.quantized = int8_nodes(base, final, result.mode, chosen)
     anyway = [name for name in chosen if name in result.quantized]
@@ -388,32 +389,95 @@ def _keep_float(
     searcher: Searcher,
     proof: _Proof,
     result: Int8Result,
+    base: Any,
     named: str,
     kept: dict[str, str],
     touched: Sequence[str],
     first: Outcome,
 ) -> tuple[dict[str, str], Outcome]:
     """The fewest nodes to keep float for every output to meet its bound: by the error each introduces, then by
-    what each buys on the outputs (:mod:`.quantize_search`); every node float is the last candidate."""
+    what each buys on the outputs (:mod:`.quantize_search`). No candidate keeping more than
+    :data:`MAX_FLOAT_SHARE` of the model's MACs float is run (it would be left out whatever its error): the largest
+    set within it is the last candidate, and it is run as soon as one candidate of the search misses, so a bound
+    int8 cannot meet is refused early. With the MACs unknown, every node float is the last candidate."""
     maxerr = proof.bounds.default.maxerr
     diagnosis = _diagnosis(searcher, proof, result, named, first)
     free = [t for t in touched if t not in kept]
     proxy = rank(diagnosis, free)
     strong = [n for n in proxy if n.introduced >= maxerr / 10]
     destroyed = any(s.destroyed for s in output_stats(proof.names, proof.expected, first.got))
+    ceiling = Ceiling.of(base, proof.test_inputs[0])
+    largest: dict[str, str] = {}
+    if ceiling is not None:
+        ordered = keep_introducing({}, proxy, maxerr)
+        ordered.update((name, "kept float with the rest") for name in free if name not in ordered)
+        largest = ceiling.largest(kept, ordered.items())
+        if len(largest) == len(kept):  # the share allows the search to keep nothing more float
+            raise _too_much_float(proof, ceiling, largest, first, None)
+        searcher.allows = ceiling.allows
+        searcher.on_miss = lambda: _try_largest(searcher, proof, ceiling, largest, first)
     found = None
     if strong and not destroyed:
-        found = shortest_prefix(
-            searcher, lambda k: keep_introducing(kept, strong[:k], maxerr), len(strong), complete=False
-        )
+        keep_strong = lambda k: keep_introducing(kept, strong[:k], maxerr)  # noqa: E731
+        length = len(strong) if ceiling is None else ceiling.longest(keep_strong, len(strong))
+        if length:
+            found = shortest_prefix(searcher, keep_strong, length, complete=False)
     if found is not None:
         return found
     order, measured, alone = benefit_ranking(searcher, kept, proxy, free, first)
-    found = alone or shortest_prefix(searcher, lambda k: {**kept, **dict(order[:k])}, len(order), complete=True)
+    keep_ranked = lambda k: {**kept, **dict(order[:k])}  # noqa: E731
+    if alone is not None:
+        found = alone
+    elif ceiling is None:
+        found = shortest_prefix(searcher, keep_ranked, len(order), complete=True)
+    else:
+        length = ceiling.longest(keep_ranked, len(order))
+        found = shortest_prefix(searcher, keep_ranked, length, complete=False) if length else None
+        if found is None:  # the largest set the share allows is the last candidate, run whatever the budget
+            outcome = searcher.run(largest, last=True)
+            assert outcome is not None
+            if not outcome.passes(proof.bounds):
+                raise _too_much_float(proof, ceiling, largest, first, outcome)
+            found = (largest, outcome)
     result.search = {"ranked_by": "benefit", "measured_alone": measured, "budget": searcher.budget.to_json()}
     if found is None:
         raise _every_float_misses(searcher, proof, first, diagnosis, kept, free)
     return found
+
+
+def _try_largest(searcher: Searcher, proof: _Proof, ceiling: Ceiling, largest: dict[str, str], first: Outcome) -> None:
+    """Run the largest set the share allows kept float (once a candidate of the search has missed): when even it
+    misses, no set int8 may keep float passes, refused now rather than after the search. Skipped in the child or
+    out of budget, the search goes on (it is the search's last candidate).
+
+    Raises:
+        OptimizeError: it misses the bounds.
+    """
+    outcome = searcher.run(largest)
+    if outcome is not None and not outcome.passes(proof.bounds):
+        raise _too_much_float(proof, ceiling, largest, first, outcome)
+
+
+def _too_much_float(
+    proof: _Proof, ceiling: Ceiling, largest: Mapping[str, str], first: Outcome, outcome: Outcome | None
+) -> OptimizeError:
+    """No set int8 may keep float meets the bounds: the largest within :data:`MAX_FLOAT_SHARE` misses (``outcome``),
+    or the nodes kept float already leave no room (``outcome`` None)."""
+    share = Share(ceiling.share(largest), sum(1 for name in ceiling.macs if name in largest), len(ceiling.macs))
+    shown = ", ".join(list(largest)[:8]) + (", ..." if len(largest) > 8 else "")
+    nodes = f"the {len(largest)} node(s) ({shown})" if largest else "none (each node quantized carries more alone)"
+    measured = ""
+    if outcome is not None:
+        err, name, case = outcome.measure.worst
+        measured = f" (with those float: err={err:.3g}, name={name}, test case {case})"
+    worst, name, case = first.measure.worst
+    return OptimizeError(
+        f"{proof.what} meets {option_name('maxerr')} {proof.bounds.default.maxerr:g} only with more kept float than "
+        f"{nodes}, {share.text()}, the most it may keep float{measured}: int8 would have too little left to speed "
+        f"up (it is left out beyond {MAX_FLOAT_SHARE:.0%}); with every node int8: err={worst:.3g} (name={name}, test "
+        f"case {case})",
+        hint=maxerr_hint(worst, first.measure.scale) or f"leave {option_name('precision', 'int8')} out",
+    )
 
 
 def _diagnosis(searcher: Searcher, proof: _Proof, result: Int8Result, named: str, first: Outcome) -> list[Any]:

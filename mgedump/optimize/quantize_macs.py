@@ -5,7 +5,7 @@ case's shapes, the figure by which an int8 model that keeps most of its arithmet
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,50 @@ def float_share(model: Any, feeds: Mapping[str, np.ndarray], kept: Iterable[str]
     held = sum(value for name, value in macs.items() if name in kept)
     share = held / total if total > 0 else None
     return Share(share, sum(1 for name in macs if name in kept), len(macs))
+
+
+@dataclass
+class Ceiling:
+    """What the search may still win: each heavy node's MACs, to judge a candidate's kept-float set before it is run
+    (docs/int8.md, "How much may stay float"). A set over :data:`MAX_FLOAT_SHARE` would be left out whatever its
+    error, so the search never runs one; ``None`` from :meth:`of` when the model's MACs are unknown."""
+
+    macs: dict[str, float]
+    total: float
+
+    @classmethod
+    def of(cls, model: Any, feeds: Mapping[str, np.ndarray]) -> Ceiling | None:
+        macs = node_macs(model, feeds)
+        total = sum(macs.values())
+        return cls(macs, total) if total > 0 else None
+
+    def share(self, kept: Iterable[str]) -> float:
+        return sum(self.macs.get(name, 0.0) for name in set(kept)) / self.total
+
+    def allows(self, kept: Iterable[str]) -> bool:
+        """The nodes ``kept`` float carry no more than :data:`MAX_FLOAT_SHARE` of the model's MACs."""
+        return self.share(kept) <= MAX_FLOAT_SHARE
+
+    def largest(self, kept: Mapping[str, str], order: Iterable[tuple[str, str]]) -> dict[str, str]:
+        """The nodes kept float already, and every node of ``order`` (name, why) the share allows, in that order:
+        every light node, and each heavy node that still fits."""
+        chosen = dict(kept)
+        for name, why in order:
+            if name not in chosen and self.allows([*chosen, name]):
+                chosen[name] = why
+        return chosen
+
+    def longest(self, keep: Callable[[int], Mapping[str, str]], length: int) -> int:
+        """The longest prefix of a ranking (``keep(k)``: its first k nodes kept float) the share allows: the share
+        grows with the prefix, so bisected."""
+        low, high = 0, length
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.allows(keep(middle)):
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
 
 def node_macs(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, float]:

@@ -12,14 +12,16 @@ skipped and named, unless it is the first (everything int8) or the last (every n
    is kept float alone and the candidate run, as long as the budget allows (:class:`Budget`); the ranking is the
    drop of the worst output's error against its bound, then of the mean absolute error over every output (which
    credits a node that mends one branch of several). The nodes not measured follow in the order of step 1, then
-   those that bought nothing, then every other node: the ranking holds every node, so its whole length, every
-   node float, meets any bound the float model meets. The shortest prefix that passes is kept: 1, 2, 4, ...,
-   then bisected; when the budget is spent before any passes, every node float is the last candidate.
+   those that bought nothing, then every other node: the ranking holds every node. The shortest prefix that
+   passes is kept: 1, 2, 4, ..., then bisected; when the budget is spent before any passes, the last candidate
+   (the caller's) is run.
 
 The run with every tensor exposed is made in the child too; when it is lost (a crash, a hang), step 1 has nothing
 to rank and step 2 measures the nodes alone in graph order.
 
-How much of the model may stay float is judged by the caller (:mod:`.quantize_macs`).
+How much of the model may stay float is judged by the caller (:mod:`.quantize_macs`): a candidate beyond it is
+never run (:attr:`Searcher.allows`), and the caller's largest set within it runs once a candidate misses
+(:attr:`Searcher.on_miss`).
 """
 
 from __future__ import annotations
@@ -104,14 +106,19 @@ class Searcher:
     bounds: Bounds
     budget: Budget
     skipped: list[str] = field(default_factory=list)
+    allows: Callable[[Mapping[str, str]], bool] | None = None  # a kept-float set the share allows (else not run)
+    on_miss: Callable[[], None] | None = None  # called once, after the first candidate run that misses the bounds
     _seen: dict[frozenset[str], Outcome | None] = field(default_factory=dict)
 
     def run(self, keep: Mapping[str, str], *, last: bool = False) -> Outcome | None:
-        """The candidate keeping these nodes float (cached), or None when the budget is spent (unless ``last``) or
-        the child failed on it. A ``last`` candidate skipped before is run again: its failure is a refusal."""
+        """The candidate keeping these nodes float (cached), or None when the budget is spent (unless ``last``),
+        when it keeps more float than :attr:`allows` (unless ``last``: never run), or when the child failed on it.
+        A ``last`` candidate skipped before is run again: its failure is a refusal."""
         key = frozenset(keep)
         if key in self._seen and (self._seen[key] is not None or not last):
             return self._seen[key]
+        if not last and self.allows is not None and not self.allows(keep):
+            return None
         if not last and not self.budget.left():
             return None
         self.budget.used += 1
@@ -124,6 +131,9 @@ class Searcher:
             self.skipped.append(f"int8: a candidate with {len(keep)} node(s) kept float was skipped: {cause}")
             outcome = None
         self._seen[key] = outcome
+        if outcome is not None and self.on_miss is not None and not outcome.passes(self.bounds):
+            on_miss, self.on_miss = self.on_miss, None
+            on_miss()
         return outcome
 
     def passes(self, outcome: Outcome | None) -> bool:

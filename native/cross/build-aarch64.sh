@@ -1,7 +1,10 @@
 #!/bin/sh
 # Cross-build mgerun-native for aarch64 Linux on an x86_64 Debian host (docs/native.md, "aarch64").
 #
-#   native/cross/build-aarch64.sh BUILD_DIR [CMAKE_ARG...]
+#   native/cross/build-aarch64.sh [--zig] BUILD_DIR [CMAKE_ARG...]
+#
+# --zig: compile with zig (ziglang from PyPI, installed into BUILD_DIR/zig with pip) against glibc 2.17, libc++
+# linked statically (aarch64-zig.cmake); else Debian's GCC 12 cross compiler (aarch64-linux-gnu.cmake).
 #
 # Needs Debian's cross compiler (apt-get install g++-aarch64-linux-gnu) and cmake. Fetches the target's
 # libssl-dev (static libcrypto.a and its headers) from Debian's arm64 archive into BUILD_DIR/deps, checked
@@ -10,8 +13,13 @@
 # native/CMakeLists.txt is used as it is.
 set -eu
 
+compiler=gcc
+if [ "${1:-}" = "--zig" ]; then
+  compiler=zig
+  shift
+fi
 if [ $# -lt 1 ]; then
-  echo "usage: $0 BUILD_DIR [CMAKE_ARG...]" >&2
+  echo "usage: $0 [--zig] BUILD_DIR [CMAKE_ARG...]" >&2
   exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +29,12 @@ shift
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
 
-for tool in aarch64-linux-gnu-g++ cmake apt-get dpkg-deb; do
+if [ "$compiler" = zig ]; then
+  tools="python3 cmake apt-get dpkg-deb"
+else
+  tools="aarch64-linux-gnu-g++ cmake apt-get dpkg-deb"
+fi
+for tool in $tools; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     echo "$0: $tool not found (apt-get install g++-aarch64-linux-gnu cmake)" >&2
     exit 2
@@ -65,6 +78,23 @@ if [ ! -f "$deps/unpacked" ]; then
   : >"$deps/unpacked"
 fi
 
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$here/aarch64-linux-gnu.cmake" -DMGERUN_AARCH64_DEPS="$deps" "$@"
+if [ "$compiler" = zig ]; then
+  zig="$build/zig"
+  if [ ! -f "$zig/py/ziglang/__init__.py" ]; then
+    python3 -m pip install --quiet --disable-pip-version-check --target "$zig/py" ziglang || {
+      echo "$0: pip install ziglang failed" >&2
+      exit 2
+    }
+  fi
+  mkdir -p "$zig/bin"
+  for pair in "cc:cc -target aarch64-linux-gnu.2.17" "c++:c++ -target aarch64-linux-gnu.2.17" "ar:ar" "ranlib:ranlib"; do
+    printf '#!/bin/sh\nPYTHONPATH="%s" exec python3 -m ziglang %s "$@"\n' "$zig/py" "${pair#*:}" >"$zig/bin/zig-${pair%%:*}"
+    chmod +x "$zig/bin/zig-${pair%%:*}"
+  done
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE="$here/aarch64-zig.cmake" -DMGERUN_AARCH64_DEPS="$deps" -DMGERUN_ZIG_BIN="$zig/bin" "$@"
+else
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE="$here/aarch64-linux-gnu.cmake" -DMGERUN_AARCH64_DEPS="$deps" "$@"
+fi
 cmake --build "$build" --parallel

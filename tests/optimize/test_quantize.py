@@ -12,6 +12,7 @@ import pytest
 
 from mgedump.base.bounds import Bounds
 from mgedump.base.errors import OptimizeError
+from mgedump.optimize.isolate import Opener
 from mgedump.optimize.quantize import METHODS, quantize_int8
 from tests.support import sample
 
@@ -150,3 +151,70 @@ def test_dynamic_int8_quantizes_matmul_weights(tmp_path):
     ops = _ops(out)
     assert "MatMulInteger" in ops and "DynamicQuantizeLinear" in ops and "QuantizeLinear" not in ops
     assert result.calibration is None and result.method is None
+
+
+def _matmul_chain(path, layers: int, width: int = 32) -> str:
+    """x -> (MatMul -> Relu) x layers: every MatMul carries the same share of the multiply-accumulates."""
+    rng = np.random.default_rng(3)
+    nodes, weights, previous = [], [], "x"
+    for k in range(layers):
+        weights.append(onnx.numpy_helper.from_array(rng.normal(0, 0.3, (width, width)).astype(np.float32), f"w{k}"))
+        nodes.append(onnx.helper.make_node("MatMul", [previous, f"w{k}"], [f"m{k}"], name=f"mm{k}"))
+        previous = f"r{k}" if k < layers - 1 else "y"
+        nodes.append(onnx.helper.make_node("Relu", [f"m{k}"], [previous], name=f"relu{k}"))
+    graph = onnx.helper.make_graph(
+        nodes,
+        "chain",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, width])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, width])],
+        weights,
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+class _CountingOpener(Opener):
+    """The child that runs the candidates, counting the candidates it runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.candidates = 0
+
+    def run(self, *args, **kwargs):
+        self.candidates += 1
+        return super().run(*args, **kwargs)
+
+
+@pytest.mark.parametrize("destroyed", [False, True], ids=["missed", "destroyed"])
+def test_a_bound_int8_cannot_meet_within_the_share_is_refused_after_three_candidates(destroyed, tmp_path):
+    """Six equal MatMuls: half the model's arithmetic may stay float, and no set of three meets a bound far below
+    int8's error. The search runs the first candidate, one more that misses, then the largest set the share
+    allows; that misses too, and it is refused there, naming that set, its share and its error (the search that
+    ran to every node float took 6 and 19 candidates to the same refusal). Counted in runs of the child."""
+    model = _matmul_chain(tmp_path / "chain.onnx", 6)
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    scale = 1e4 if destroyed else 1.0  # calibrated on small inputs, tested on huge ones: int8 saturates them all
+    cases = [{"x": rng.random((1, 32)).astype(np.float32) * (scale if k else 1.0)} for k in range(3)]
+    expected = [session.run(None, case) for case in cases]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with _CountingOpener() as opener, pytest.raises(OptimizeError) as caught:
+        quantize_int8(
+            model,
+            str(tmp_path / "int8.onnx"),
+            test_inputs=cases,
+            expected=expected,
+            bounds=Bounds(maxerr=1e-6),
+            calibration=cases[:1],
+            scratch=str(scratch),
+            opener=opener,
+        )
+    assert opener.candidates == 3
+    message = caught.value.message
+    assert "only with more kept float than the 9 node(s)" in message
+    assert "50% of the model's multiply-accumulates (3 of 6 heavy node(s)), the most it may keep float" in message
+    assert "(with those float: err=" in message and "int8 would have too little left to speed up" in message
+    assert not (tmp_path / "int8.onnx").exists()
