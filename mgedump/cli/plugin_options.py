@@ -106,7 +106,7 @@ def plugin_options() -> list[PluginOption]:
 
 
 # the options of mgerun's that the plugin has, by library keyword (VerifyOptions' and the session's fields)
-_OWN_KEYWORDS = {"maxerr": "--maxerr", "error_stat": "--maxerr", "variant": "--variant", "iters": "--iter",
+_OWN_KEYWORDS = {"maxerr": "--maxerr", "variant": "--variant", "iters": "--iter",
                  "warmup": "--warmup-iter"}  # fmt: skip
 
 
