@@ -414,6 +414,8 @@ class DiffOptions:
             :data:`FLOAT16_MAXERR` when either side holds float16: float16's precision).
         provider: execution provider for the runs (none: the CPU provider).
         io_dump_budget_mb: MiB of exposed tensors one run may hold.
+        variant: the variant to run of a side that is a bundle of several (``mgedump --variants``); such a
+            side needs it.
         report_json: write the comparison as JSON to this file.
     """
 
@@ -422,6 +424,7 @@ class DiffOptions:
     maxerr: float | None = None
     provider: str | None = None
     io_dump_budget_mb: int = IO_DUMP_BUDGET_MB
+    variant: str | None = None
     report_json: str | None = None
 
     def __post_init__(self) -> None:

@@ -24,6 +24,7 @@ from ..base.deps import require
 from ..base.errors import RunError, SpecError, UsageError
 from ..base.fileio import hash_files
 from ..base.log import fresh_warnings
+from ..base.naming import option_name
 from ..base.outputs import Output, Outputs
 from ..bundle import Bundle
 from ..data import TestData
@@ -35,7 +36,7 @@ from ..model.runtime import TensorInfo, model_io, open_session
 from ..model.session import SessionSettings
 from ..options import DiffOptions
 from .inputs import files_read
-from .verify_prepare import place_model
+from .verify_prepare import choose_variant, place_model
 
 __all__ = ["DiffOptions", "diff"]
 
@@ -54,9 +55,10 @@ class _Side:
     cases: Cases | None = None  # a bundle's own test cases
     opened: str | bytes = ""  # what a session opens (the file, or a bundled model's bytes)
     data_folder: str | None = None  # where a bundled model's weights lie (the bundle's folder: docs/bundle.md)
+    variants: bool = False  # a bundle of several variants, of which --variant chose one
 
 
-def _open_side(path: str, name: str, scratch: str) -> _Side:
+def _open_side(path: str, name: str, scratch: str, variant: str | None) -> _Side:
     if os.path.isdir(path):
         return _Side(f"{path} (io dump)", "dump", dump=IoDump(path))
     if not os.path.exists(path):
@@ -68,16 +70,20 @@ def _open_side(path: str, name: str, scratch: str) -> _Side:
     if zipfile.is_zipfile(path):
         with Bundle(path) as bundle:
             manifest = bundle.manifest
-            placed = place_model(bundle, manifest.model, os.path.join(scratch, name), f"{path}:{manifest.model.member}")
+            # a bundle of several variants runs the one --variant names (none named: refused, as mgerun does);
+            # a bundle of one model runs it, whatever the other side's variant is
+            chosen = choose_variant(bundle, variant if manifest.variants else None).model
+            placed = place_model(bundle, chosen, os.path.join(scratch, name), f"{path}:{chosen.member}")
             infos = [TensorInfo.from_json(info) for info in manifest.inputs]
             cases = [
                 (k, {i.name: bundle.value(member, i) for i, member in zip(infos, case.inputs, strict=True)})
                 for k, case in enumerate(manifest.test_cases)
             ]
             bundle.verified()
+        label = f"{path} (bundle, variant {variant})" if manifest.variants else f"{path} (bundle)"
         return _Side(
-            f"{path} (bundle)", "bundle", model_path=placed.path, sha256=manifest.model.sha256, cases=cases,
-            opened=placed.opened, data_folder=placed.data_folder,
+            label, "bundle", model_path=placed.path, sha256=chosen.sha256, cases=cases,
+            opened=placed.opened, data_folder=placed.data_folder, variants=bool(manifest.variants),
         )  # fmt: skip
     return _Side(f"{path} (model)", "model", model_path=path, sha256=hash_files([path]).sha256, opened=path)
 
@@ -182,8 +188,13 @@ def diff(a: str, b: str, options: DiffOptions | None = None) -> DiffReport:
     settings = SessionSettings(provider=options.provider)
     settings.providers()  # an unknown provider refused before any work
     with tempfile.TemporaryDirectory(prefix="mgediff-") as scratch:
-        side_a = _open_side(a, "A", scratch)
-        side_b = _open_side(b, "B", scratch)
+        side_a = _open_side(a, "A", scratch, options.variant)
+        side_b = _open_side(b, "B", scratch, options.variant)
+        if options.variant is not None and not (side_a.variants or side_b.variants):
+            raise UsageError(
+                f"{option_name('variant')} {options.variant!r} chooses among a bundle's variants; neither A nor B "
+                f"is a bundle of several (mgedump {option_name('variants')})"
+            )
         cases, data_files = _test_cases(side_a, side_b, data, options)
         protected += data_files
         outputs.check(protected)

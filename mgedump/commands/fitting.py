@@ -19,6 +19,7 @@ from typing import Any
 
 from ..base.errors import UsageError
 from ..base.fileio import read_regular
+from ..base.log import warn_once
 from ..base.naming import option_name
 from ..bundle import Bundle
 from ..bundle.reader import peek_variants
@@ -26,7 +27,7 @@ from ..data.casts import as_inputs_of
 from ..measure.fitting import Candidate, Fitting, fit, settings_space
 from ..measure.timing import Progress
 from ..model.runtime import TensorInfo, open_runner
-from ..model.session import CPU, EXECUTION_MODES, GRAPH_OPT_LEVELS, SessionSettings
+from ..model.session import CPU, EXECUTION_MODES, GRAPH_OPT_LEVELS, MAX_THREADS, SessionSettings
 from ..options import FITTING_BUDGET_S, VerifyOptions
 from .verify_prepare import Placed, place_model
 
@@ -229,7 +230,7 @@ def read_config(path: str) -> dict[str, Any]:
     fields = {
         "variant": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
         "provider": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
-        "threads": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 4096),
+        "threads": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
         "graph_opt": lambda v: v in GRAPH_OPT_LEVELS,
         "execution_mode": lambda v: v in EXECUTION_MODES,
     }
@@ -242,16 +243,36 @@ def read_config(path: str) -> dict[str, Any]:
     for key, valid in fields.items():
         if not valid(choice.get(key)):
             raise UsageError(f"{what}: its {key!r} is not valid ({choice.get(key)!r})")
+    if (
+        choice["threads"] is not None and choice["threads"] > MAX_THREADS
+    ):  # the config's field, not a --thread the user never gave
+        raise UsageError(
+            f"{what}: threads {choice['threads']} is above the most mgerun runs, {MAX_THREADS} (four per core, 64 "
+            "at least)"
+        )
+    if "bundle" in choice and not (isinstance(choice["bundle"], str) and 0 < len(choice["bundle"]) <= 4096):
+        raise UsageError(f"{what}: its 'bundle' is not valid ({str(choice['bundle'])[:100]!r})")
     return choice
 
 
-def with_config(options: VerifyOptions, path: str) -> VerifyOptions:
+def with_config(options: VerifyOptions, path: str, bundles: Sequence[str] = ()) -> VerifyOptions:
     """The options that run exactly the choice in a ``--fitting-out`` file: its variant and session settings.
+
+    A choice names the bundle it was made for by file name; run on a bundle of another name, it says so in one
+    warning and runs (a copy renamed for deployment is the same bundle; docs/fitting.md#running-the-choice-again).
 
     Raises:
         UsageError: the file is not a choice, or an option given beside it says otherwise.
     """
     choice = read_config(path)
+    made_for = choice.get("bundle")
+    others = [os.path.basename(b) for b in bundles if made_for is not None and os.path.basename(b) != made_for]
+    if others:
+        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+        warn_once(
+            f"{option_name('config')} {path} was chosen for bundle {made_for!r}, not {others[0]!r}{more}: running its "
+            "variant and settings anyway"
+        )
     session = chosen_session(options.session, choice)
     wanted = {"variant": choice["variant"], **{key: session.value(key) for key in _CHOSEN}}
     for key, value in wanted.items():

@@ -160,9 +160,11 @@ def _io_dump_note(io_dump: dict[str, Any], size: int) -> str:
 def _variants(options: PackOptions, calibrate: bool) -> list[str]:
     """The variants to make, their options checked before any work (one: the model the options make)."""
     names = variant_names(options.variants) if options.variants else [options.optimize.precision or FLOAT32]
-    modes = [check_can_make(_optimize_options(options, name)) for name in names]
+    several = bool(options.variants)  # a refusal names what works with --variants, not a precision flag
+    modes = [check_can_make(_optimize_options(options, name), among_variants=several) for name in names]
     if calibrate and not any(mode is not None and "calibrate" in mode.reads for mode in modes):
-        check_can_make(_optimize_options(options, names[0]), calibrate=True)  # says which modes it is for
+        # says which modes it is for
+        check_can_make(_optimize_options(options, names[0]), calibrate=True, among_variants=several)
     return names
 
 

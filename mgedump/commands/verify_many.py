@@ -248,7 +248,7 @@ def plan_runs(
             f"run it without {option_name('jobs')}"
         )
     if options.config:
-        options = with_config(options, options.config)
+        options = with_config(options, options.config, bundles)
     names = report_names(found)
     picked = None
     if shard is not None:

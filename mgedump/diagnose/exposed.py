@@ -10,7 +10,8 @@ from contextlib import AbstractContextManager
 
 import numpy as np
 
-from ..model.runtime import OrtRunner, open_runner
+from ..base.errors import ModelError
+from ..model.runtime import OrtRunner, check_io_names, open_runner
 from ..model.session import SessionSettings
 from .in_parts import DEFAULT_BUDGET, ExposedRunner, load_for_exposure
 from .iodump import IoDump, MemoryDump, write_case
@@ -44,6 +45,11 @@ class ModelDumper(AbstractContextManager["ModelDumper"]):
         self.label = label or path
         self._scratch = tempfile.TemporaryDirectory(prefix="mgedump-expose-")
         model, data_folder = load_for_exposure(path, self._scratch.name, data_folder)
+        try:  # an output it cannot name would go unexposed and a comparison pass without it: refused as a run is
+            check_io_names(model)
+        except ModelError as exc:
+            self._scratch.cleanup()
+            raise ModelError(f"{self.label}: {exc.message}", hint=exc.hint) from None
         settings = self.settings
         label = f"{self.label} (every tensor exposed)"
 

@@ -212,6 +212,34 @@ def describe_load_error(label: str, exc: BaseException) -> str:
     return f"{label}: onnxruntime cannot load the model: {message}"
 
 
+def name_not_utf8(what: str, index: int, exc: UnicodeDecodeError) -> ModelError:
+    """The refusal of a model input or output whose name is not UTF-8 (``exc``: the failed decoding of its name)."""
+    raw = exc.object[exc.start : exc.end] if isinstance(exc.object, bytes) else b""
+    return ModelError(
+        f"{what} {index} of the model has a name that is not UTF-8 text (bytes {raw!r} in it): onnxruntime's "
+        "Python API cannot name it, so nothing can feed or check it",
+        hint="rename it in the model (onnx.helper) to UTF-8 text",
+    )
+
+
+def check_io_names(model: Any) -> None:
+    """An ONNX ModelProto's inputs and outputs have names onnxruntime can give (onnx hands one that is not UTF-8
+    over as bytes).
+
+    Raises:
+        ModelError: the first that has not, as :func:`tensor_infos` refuses it.
+    """
+    graph = model.graph
+    weights = {init.name for init in graph.initializer}
+    for what, values in (("input", [v for v in graph.input if v.name not in weights]), ("output", graph.output)):
+        for index, value in enumerate(values):
+            if isinstance(value.name, bytes):
+                try:
+                    value.name.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise name_not_utf8(what, index, exc) from None
+
+
 def tensor_infos(args: Sequence[Any], what: str) -> list[TensorInfo]:
     """Describe onnxruntime ``NodeArg`` s; non-tensor types are refused."""
     infos = []
@@ -219,12 +247,7 @@ def tensor_infos(args: Sequence[Any], what: str) -> list[TensorInfo]:
         try:
             arg.name  # noqa: B018 - onnxruntime decodes it here
         except UnicodeDecodeError as exc:
-            raw = exc.object[exc.start : exc.end] if isinstance(exc.object, bytes) else b""
-            raise ModelError(
-                f"{what} {index} of the model has a name that is not UTF-8 text (bytes {raw!r} in it): onnxruntime's "
-                "Python API cannot name it, so nothing can feed or check it",
-                hint="rename it in the model (onnx.helper) to UTF-8 text",
-            ) from None
+            raise name_not_utf8(what, index, exc) from None
         dtype = _ORT_DTYPES.get(arg.type)
         if dtype is None:
             dtype = _structured(arg, what)

@@ -75,13 +75,14 @@ def requirements_of(options: OptimizeOptions) -> list[str]:
     return reqs + ([REQ_ORT_CPU, REQ_AVX2] if options.nchw88 else [])
 
 
-def check_can_make(options: OptimizeOptions, calibrate: bool = False) -> Precision | None:
-    """Check the options before any work; return the chosen precision mode.
+def check_can_make(options: OptimizeOptions, calibrate: bool = False, among_variants: bool = False) -> Precision | None:
+    """Check the options before any work; return the chosen precision mode (``among_variants``: it makes one of
+    a pack's variants, and a refusal says what works with them).
 
     Raises:
         UsageError: options that do not go together, or NCHWc on a CPU without AVX2 (it cannot be laid out here).
     """
-    mode = check_options(options, calibrate)
+    mode = check_options(options, calibrate, among_variants)
     if options.nchw88 and not target.cpu_has_avx2():
         raise UsageError(
             f"{option_name('nchw88')} makes onnxruntime's NCHWc layout for x86 AVX2, and this CPU has no AVX2"

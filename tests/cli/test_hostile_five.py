@@ -329,3 +329,171 @@ def test_a_variant_whose_record_is_not_its_model_is_refused(dtype, variants, mge
     lying = rewrite_bundle(variants, tmp_path / "lie.mgetest", lie)
     for args in (["--variant", "fp32"], ["--fitting", "--fitting-budget", "1"]):
         one_line(mgerun(lying, *args), f"the manifest says input 'data' is {dtype}; the model's is 'data', float32")
+
+
+# ---------------------------------------------------------------- mgediff runs the variant it is told to
+
+
+def test_mgediff_on_a_bundle_of_variants_needs_one_named(variants, mgediff):
+    # it compared the first variant, saying nothing
+    one_line(mgediff(variants, variants), "holds the variants fp32, ioc16: name one (--variant)")
+    one_line(mgediff(variants, variants, "--variant", "int8"), "has no variant 'int8': it holds fp32, ioc16")
+    one_line(
+        mgediff(SAMPLES / "cnn.onnx", SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--variant", "fp32"),
+        "neither A nor B is a bundle of several",
+    )
+    result = mgediff(SAMPLES / "cnn.onnx", variants, "--variant", "ioc16")
+    assert result.code == 0, result.err
+    assert "float16 on one side" in result.out + result.err  # the float16 variant ran, not the first
+    assert "2 in B only" in result.out + result.err  # its Casts
+
+
+# ---------------------------------------------------------------- --variants' refusals name what works with --variants
+
+
+@pytest.mark.parametrize(
+    "variants_given, flags, says",
+    [
+        (
+            "fp32,ioc16",
+            ["--fp32-nodes", "conv1"],
+            "--fp32-nodes keeps nodes float in a float16 or int8 mode, not to the fp32 variant: leave fp32 out of "
+            "--variants (it applies to ioc16, io16xc32, int8 or int8-dynamic), or leave --fp32-nodes out",
+        ),
+        (
+            "fp32,ioc16",
+            ["--calibrate", "#rand(0,1)"],
+            "--calibrate gives calibration data to int8's static calibration, not to the fp32 variant: name int8 in "
+            "--variants",
+        ),
+        (
+            "ioc16,int8",
+            ["--float16-margin", "0.3"],
+            "not to the int8 variant: leave int8 out of --variants (it applies to ioc16 or io16xc32)",
+        ),
+    ],
+    ids=["fp32-nodes", "calibrate", "float16-margin"],
+)
+def test_a_mode_option_refused_under_variants_names_what_works_with_them(
+    variants_given, flags, says, tmp_path, mgedump
+):
+    # the hints said "add --enable-ioc16" or "add --quantize int8", which --variants then refuses
+    out = tmp_path / "v.mgetest"
+    line = one_line(
+        mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "--variants", variants_given, *flags, "-o", out), says
+    )
+    assert "--enable-" not in line and "--quantize" not in line
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------- a --config choice is checked as the choice it is
+
+
+def _choice(tmp_path: Path, **fields) -> Path:
+    choice = {
+        "format": "mgedump-fitting",
+        "version": 1,
+        "bundle": "v.mgetest",
+        "variant": "fp32",
+        "provider": "CPUExecutionProvider",
+        "threads": 1,
+        "graph_opt": "extended",
+        "execution_mode": "sequential",
+        **fields,
+    }
+    path = tmp_path / "choice.json"
+    path.write_text(json.dumps(choice), encoding="utf-8")
+    return path
+
+
+def test_a_config_of_too_many_threads_names_its_field_not_a_flag(variants, tmp_path, mgerun):
+    # it said "--thread must be at most 64", a flag the user never gave
+    line = one_line(mgerun(variants, "--config", _choice(tmp_path, threads=4096)), "choice.json: threads 4096 is above")
+    assert line.startswith("mgerun: error: --config ") and "--thread" not in line
+
+
+def test_a_config_chosen_for_another_bundle_says_so(variants, tmp_path, mgerun):
+    # it ran silently; a renamed copy is the same bundle, so it warns and runs (docs/fitting.md)
+    result = mgerun(variants, "--config", _choice(tmp_path, bundle="other.mgetest"), "--iter", "1")
+    assert result.code == 0, result.err
+    [line] = [line for line in result.err.splitlines() if "warning" in line]
+    assert "was chosen for bundle 'other.mgetest', not 'v.mgetest': running its variant and settings anyway" in line
+    result = mgerun(variants, "--config", _choice(tmp_path), "--iter", "1")
+    assert result.code == 0 and "chosen for bundle" not in result.err, result.err
+    one_line(mgerun(variants, "--config", _choice(tmp_path, bundle=7)), "its 'bundle' is not valid")
+
+
+# ---------------------------------------------------------------- names that are not text, in mgediff
+
+
+def _model_with_output_name(path: Path, raw: bytes) -> Path:
+    """A Relu model whose output's name is ``raw`` (bytes onnx.helper cannot write: patched into the protobuf)."""
+    from onnx import TensorProto, helper
+
+    placeholder = b"q" * len(raw)  # the same length: no protobuf length changes
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], [placeholder.decode()], name="relu")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(placeholder.decode(), TensorProto.FLOAT, [2])],
+    )
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    assert data.count(placeholder) == 2  # the node's output and the graph's
+    path.write_bytes(data.replace(placeholder, raw))
+    return path
+
+
+@pytest.mark.parametrize("raw", [b"y\xffy", b"\xed\xa0\x80"], ids=["0xff", "surrogate"])
+def test_mgediff_on_a_model_whose_output_name_is_not_utf8_is_one_line(raw, tmp_path, mgediff, mgerun):
+    # a UnicodeDecodeError traceback; run beside an io dump, the output went uncompared and the diff passed
+    bad = _model_with_output_name(tmp_path / "bad.onnx", raw)
+    good = _model_with_output_name(tmp_path / "good.onnx", b"y")
+    says = "output 0 of the model has a name that is not UTF-8 text"
+    one_line(mgediff(bad, bad, "-d", "#rand(0,1)"), says)
+    one_line(mgediff(good, bad, "-d", "#rand(0,1)"), says)
+    assert mgerun(good, "-d", "#rand(0,1)", "--iter", "1", "--io-dump", tmp_path / "dump").code == 0
+    line = one_line(mgediff(tmp_path / "dump", bad), says)
+    assert line.startswith(f"mgediff: error: {bad} (model): ")
+
+
+def _dump_with_node_names(bundle: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """Two io dumps of the bundle whose index names every node with lone surrogates; B's output moved by 0.5."""
+    import hashlib
+
+    from onnx import TensorProto, numpy_helper
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_ok("mgerun", bundle, "--iter", "1", "-q", "--io-dump", a)
+    index = a / "test_data_set_0" / "index.json"
+    document = json.loads(index.read_text(encoding="utf-8"))
+    for node in document["nodes"]:
+        node["name"] += "\udcff\ud800"
+        node["op_type"] += "\udcfe"
+    index.write_text(json.dumps(document), encoding="utf-8")  # ensure_ascii: "\udcff" escapes, as a crafter writes
+    import shutil
+
+    shutil.copytree(a, b)
+    index = b / "test_data_set_0" / "index.json"
+    document = json.loads(index.read_text(encoding="utf-8"))
+    entry = document["tensors"][-1]
+    proto = TensorProto()
+    proto.ParseFromString((b / "test_data_set_0" / entry["file"]).read_bytes())
+    data = numpy_helper.from_array(numpy_helper.to_array(proto) + 0.5, entry["name"]).SerializeToString()
+    (b / "test_data_set_0" / entry["file"]).write_bytes(data)
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    index.write_text(json.dumps(document), encoding="utf-8")
+    return a, b
+
+
+def test_mgediff_report_of_dumps_whose_names_hold_lone_surrogates_is_strict_json(bundle, tmp_path, mgediff):
+    from tests.report.test_records import strict_json
+
+    a, b = _dump_with_node_names(bundle, tmp_path)
+    report = tmp_path / "d.json"
+    result = mgediff(a, b, "--report-json", report)
+    assert result.code == 1, result.err  # B diverges, at the node whose name holds them
+    document = strict_json(report.read_bytes())  # no "\udcff" escape a strict parser rejects
+    text = json.dumps(document)
+    assert "softmax\\\\xff\\\\ud800" in text, text  # named, its bytes recoverable
+    result = mgediff(a, b, "--report-json", "-")
+    assert result.code == 1 and strict_json(result.out)["exit_code"] == 1

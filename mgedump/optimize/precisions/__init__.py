@@ -208,11 +208,13 @@ def precision(name: str) -> Precision:
     return modes[name]
 
 
-def check_options(options: OptimizeOptions, calibrate: bool = False) -> Precision | None:
+def check_options(options: OptimizeOptions, calibrate: bool = False, among_variants: bool = False) -> Precision | None:
     """The chosen mode, once the options are checked against it.
 
     Args:
         calibrate: calibration data was given.
+        among_variants: the mode makes one of a pack's ``variants``: a refusal names the variant and what works
+            with ``variants`` (which refuses a precision flag).
 
     Raises:
         UsageError: an unknown mode, a mode that needs ``optimize_for_inference`` without it, or an option that
@@ -234,10 +236,32 @@ def check_options(options: OptimizeOptions, calibrate: bool = False) -> Precisio
             continue
         phrase = MODE_OPTIONS[name][0]
         readers = [m for m in registry().values() if name in m.reads]
+        if among_variants:
+            raise UsageError(
+                f"{option_name(name)} {phrase}, not to the {mode.name if mode else FLOAT32} variant: "
+                f"{_among_variants(name, mode.name if mode else FLOAT32, readers)}"
+            )
         if mode is not None:
             raise UsageError(f"{option_name(name)} {phrase}, not to {option_name('precision', mode.name)}")
         raise UsageError(f"{option_name(name)} {phrase}: add {_either(readers)}")
     return mode
+
+
+def _among_variants(name: str, refused: str, readers: Sequence[Precision]) -> str:
+    """What works with ``variants`` when a variant refuses an option: calibration data is used by the variants that
+    read it (the pack checks it against one only when none does); every other mode option must suit every
+    variant."""
+    variants = option_name("variants")
+    if name == "calibrate":
+        return f"name {_either_name(readers)} in {variants}"
+    return (
+        f"leave {refused} out of {variants} (it applies to {_either_name(readers)}), or leave {option_name(name)} out"
+    )
+
+
+def _either_name(modes: Sequence[Precision]) -> str:
+    names = [m.name for m in modes]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _either(modes: Sequence[Precision]) -> str:
