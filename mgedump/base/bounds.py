@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from .errors import UsageError
 from .naming import option_name
+from .numbers import parse_float
 
 DEFAULT_MAXERR = 1e-4  # AssertEqual's threshold when none is given (docs/assertion.md)
 ERROR_STATS = ("max", "p99", "mean", "median")  # what a bound applies to, over an output's element errors
@@ -248,6 +249,14 @@ def err_text(err: float | None, stat: str = DEFAULT_STAT, largest: float | None 
     return text if stat == "max" or largest is None else f"{text} (max {largest:g})"
 
 
+def _number(text: str) -> float:
+    """A bound's number, read as every number is (ASCII digits, bounded: :mod:`.numbers`); ValueError if not one."""
+    try:
+        return parse_float(text, "a bound")
+    except UsageError:
+        raise ValueError(text) from None
+
+
 def parse_bounds(maxerr: Sequence[str] = (), error_stat: Sequence[str] = ()) -> Bounds:
     """The command line's ``--maxerr [OUTPUT:]X`` and ``--error-stat [OUTPUT:]STAT`` (each repeatable; the last
     given wins) as :class:`Bounds`: a part not given is none. The output's name is everything before the last ``:``.
@@ -260,13 +269,13 @@ def parse_bounds(maxerr: Sequence[str] = (), error_stat: Sequence[str] = ()) -> 
     named: dict[str, float] = {}
     for text in maxerr:
         try:
-            every = check_maxerr(float(text))
+            every = check_maxerr(_number(text))
             continue
         except ValueError:
             pass
         name, sep, number = text.rpartition(":")
         try:
-            value = float(number)
+            value = _number(number)
         except ValueError:
             value = None
         if not sep or not name or value is None:

@@ -13,8 +13,9 @@ a crash of ``mgedump``, and a model that crashes onnxruntime is never bundled
 The child starts in Python's isolated mode (``-I``) with the parent's import
 path less the current folder, so a ``json.py`` in the folder ``mgedump`` runs
 from is never imported. Each candidate has :data:`CANDIDATE_SECONDS` to answer
-(its session and every test case): a child that stops (SIGSTOP, a deadlock in a
-provider) is killed, and the candidate named as abandoned.
+(its session and every test case): a child that deadlocks in a provider is
+killed when the time is up, one that is stopped (SIGSTOP) as soon as it is
+seen stopped, and the candidate named as abandoned.
 
 The session the child opens is the one a plain ``mgerun`` would run (CPU,
 default optimisation level), so :meth:`Opener.run` also runs the test cases on
@@ -52,6 +53,19 @@ from ..base.streams import is_terminal
 from .isolate_call import load_result, reply_error, save_cases
 
 CANDIDATE_SECONDS = 600.0  # the time one candidate may take in the child: its session and every test case
+STOP_POLL_SECONDS = (
+    1.0  # how often a child that has not answered is looked at: stopped (SIGSTOP, SIGTSTP), it is abandoned
+)
+
+
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped (state T, or t when traced): it will not answer until someone continues it."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in ("T", "t")
 
 
 class CandidateFailed(OptimizeError):
@@ -184,8 +198,10 @@ class Opener(AbstractContextManager["Opener"]):
             selector.register(fd, selectors.EVENT_READ)
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
+                if left <= 0 or _stopped(child.pid):  # a stopped child answers never: no need to wait out the limit
                     return None
+                if not selector.select(min(left, STOP_POLL_SECONDS)):
+                    continue
                 chunk = os.read(fd, 1 << 16)
                 chunks.append(chunk)
                 if not chunk or chunk.endswith(b"\n"):
@@ -214,12 +230,14 @@ class Opener(AbstractContextManager["Opener"]):
         self._child = None
         hint = hint or f"keep more of the model float with {option_name('fp32_nodes')}"
         if answer is None:  # stopped or deadlocked: abandoned
+            stopped = _stopped(child.pid)
             child.kill()
             child.wait()
-            cause = f"no answer within {self.timeout:g} s"
+            cause = "no answer: its process was stopped" if stopped else f"no answer within {self.timeout:g} s"
             on = "running it with every tensor exposed" if exposed else "on the candidate"
             raise CandidateFailed(
-                f"{what}: onnxruntime gave {cause} {on} (stopped, or deadlocked): it was abandoned",
+                f"{what}: onnxruntime gave {cause} {on} ({'stopped' if stopped else 'stopped, or deadlocked'}): it "
+                "was abandoned",
                 cause=cause,
                 hint=hint,
             )

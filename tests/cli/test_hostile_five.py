@@ -497,3 +497,8 @@ def test_mgediff_report_of_dumps_whose_names_hold_lone_surrogates_is_strict_json
     assert "softmax\\\\xff\\\\ud800" in text, text  # named, its bytes recoverable
     result = mgediff(a, b, "--report-json", "-")
     assert result.code == 1 and strict_json(result.out)["exit_code"] == 1
+
+
+@pytest.mark.parametrize("value", ["１e-3", "prob:１", "1e" + "9" * 60])
+def test_a_bound_in_full_width_digits_is_refused(value, bundle, mgerun):
+    one_line(mgerun(bundle, "--maxerr", value), "give a number (e.g. 1e-4) or OUTPUT:number")
