@@ -77,3 +77,14 @@ def peak_rss_mib() -> float:
     """This process's peak resident memory so far, in MiB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux
+
+
+def process_stopped(pid: int) -> bool:
+    """Whether a process is stopped (state T, or t when traced: SIGSTOP, SIGTSTP): it answers nothing until someone
+    continues it, so whoever waits on it stops waiting."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in ("T", "t")

@@ -40,11 +40,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.errors import EXIT_FAILED, MgeError
+from ..base.limits import process_stopped
 from ..base.naming import NO_VALUE, spoken_as
 from ..options import VerifyOptions
 from ..report import utc_timestamp
 
 STOP_SECONDS = 10.0  # how long a killed worker may take to be reaped
+STOP_POLL_SECONDS = 1.0  # how often the workers are looked at while none has finished
 TIMING_KEYS = ("latency_ms", "latencies_ms", "warmup_ms", "wall_s", "inferences_per_s", "samples_per_s", "sweep")
 UNTIMED: dict[str, Any] = {"latency_ms": {"count": 0}, "latencies_ms": [], "warmup_ms": [], "wall_s": None, "inferences_per_s": None,
            "samples_per_s": None, "sweep": []}  # fmt: skip
@@ -345,7 +347,7 @@ def run_checks(
         for slot in range(min(workers, len(pending))):
             start(slot)
         while running:
-            wait_s = None
+            wait_s = STOP_POLL_SECONDS  # a stopped worker answers never: looked at this often
             if timeout is not None:
                 first = min(pool[slot].deadline(run[0], timeout) for slot, run in running.values())
                 wait_s = min(1.0, max(0.0, first - time.time()))  # the began files come late: look again soon
@@ -362,6 +364,16 @@ def run_checks(
                     pool.discard(slot)
                 if pending:  # the next run starts before this process handles the outcome: the worker never waits
                     start(slot)
+            for future, (slot, run) in list(running.items()):
+                process = pool[slot].process
+                if process is not None and not future.done() and process_stopped(process.pid):
+                    del running[future]
+                    stopped = Done(run[0], run[1], run[2], started=utc_timestamp())
+                    stopped.error = f"{run[1]}: its worker process was stopped (SIGSTOP) and would never answer; killed"
+                    outcomes.append(stopped)
+                    pool.discard(slot)  # killed and reaped: a fresh worker takes the slot's next run
+                    if pending:
+                        start(slot)
             if timeout is not None:
                 now = time.time()
                 for future, (slot, run) in list(running.items()):

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import OptimizeError
+from ..base.limits import process_stopped
 from ..base.log import logger
 from ..base.naming import option_name
 from ..base.streams import is_terminal
@@ -56,16 +57,6 @@ CANDIDATE_SECONDS = 600.0  # the time one candidate may take in the child: its s
 STOP_POLL_SECONDS = (
     1.0  # how often a child that has not answered is looked at: stopped (SIGSTOP, SIGTSTP), it is abandoned
 )
-
-
-def _stopped(pid: int) -> bool:
-    """Whether the process is stopped (state T, or t when traced): it will not answer until someone continues it."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            state = f.read().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state in ("T", "t")
 
 
 class CandidateFailed(OptimizeError):
@@ -198,7 +189,9 @@ class Opener(AbstractContextManager["Opener"]):
             selector.register(fd, selectors.EVENT_READ)
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0 or _stopped(child.pid):  # a stopped child answers never: no need to wait out the limit
+                if left <= 0 or process_stopped(
+                    child.pid
+                ):  # a stopped child answers never: no need to wait out the limit
                     return None
                 if not selector.select(min(left, STOP_POLL_SECONDS)):
                     continue
@@ -230,7 +223,7 @@ class Opener(AbstractContextManager["Opener"]):
         self._child = None
         hint = hint or f"keep more of the model float with {option_name('fp32_nodes')}"
         if answer is None:  # stopped or deadlocked: abandoned
-            stopped = _stopped(child.pid)
+            stopped = process_stopped(child.pid)
             child.kill()
             child.wait()
             cause = "no answer: its process was stopped" if stopped else f"no answer within {self.timeout:g} s"

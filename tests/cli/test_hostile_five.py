@@ -502,3 +502,27 @@ def test_mgediff_report_of_dumps_whose_names_hold_lone_surrogates_is_strict_json
 @pytest.mark.parametrize("value", ["１e-3", "prob:１", "1e" + "9" * 60])
 def test_a_bound_in_full_width_digits_is_refused(value, bundle, mgerun):
     one_line(mgerun(bundle, "--maxerr", value), "give a number (e.g. 1e-4) or OUTPUT:number")
+
+
+def test_a_stopped_worker_fails_its_bundle_and_the_run_goes_on(bundle, tmp_path):
+    zoo, scratch = tmp_path / "zoo", tmp_path / "tmp"
+    zoo.mkdir(), scratch.mkdir()
+    for k in range(60):
+        (zoo / f"b{k}.mgetest").write_bytes(bundle.read_bytes())
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    child = subprocess.Popen(
+        [BIN / "mgerun", zoo, "-j", "2", "--silent"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(scratch.glob("mgerun-jobs-*/worker-*.tmp/mgerun-*")):  # a worker is inside a bundle
+            assert child.poll() is None and time.monotonic() < deadline, "the run ended before a worker started"
+            time.sleep(0.02)
+        [worker, *_] = _worker_pids(child.pid)
+        os.kill(worker, 19)  # SIGSTOP: the parent waited on it forever
+        out, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == 1, out + err
+    assert "its worker process was stopped (SIGSTOP)" in out + err
+    assert "60 bundle(s): 59 passed" in out + err
