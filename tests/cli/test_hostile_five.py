@@ -526,3 +526,16 @@ def test_a_stopped_worker_fails_its_bundle_and_the_run_goes_on(bundle, tmp_path)
     assert child.returncode == 1, out + err
     assert "its worker process was stopped (SIGSTOP)" in out + err
     assert "60 bundle(s): 59 passed" in out + err
+
+
+def test_a_report_of_a_bundle_whose_spec_holds_lone_surrogates_is_strict_json(bundle, tmp_path, mgerun):
+    def surrogates(names, manifest, members):
+        manifest["test_cases"][0]["spec"] = "#rand(0,1)\ud800x"
+        manifest["test_cases"][0]["origin"] = "-d \udcff"
+
+    odd = rewrite_bundle(bundle, tmp_path / "odd.mgetest", surrogates)
+    report = tmp_path / "r.json"
+    assert mgerun(odd, "--iter", "1", "--report-json", report, "--junit-xml", tmp_path / "j.xml").code == 0
+    text = report.read_text(encoding="utf-8")  # strict UTF-8: a lone surrogate cannot be encoded
+    case = json.loads(text)["bundles"][0]["test_cases"][0]
+    assert case["spec"] == "#rand(0,1)\\ud800x" and case["origin"] == "-d \\xff"  # shown as text, not as escapes
