@@ -539,3 +539,22 @@ def test_a_report_of_a_bundle_whose_spec_holds_lone_surrogates_is_strict_json(bu
     text = report.read_text(encoding="utf-8")  # strict UTF-8: a lone surrogate cannot be encoded
     case = json.loads(text)["bundles"][0]["test_cases"][0]
     assert case["spec"] == "#rand(0,1)\\ud800x" and case["origin"] == "-d \\xff"  # shown as text, not as escapes
+
+
+def test_a_bundle_name_with_an_escape_sequence_reaches_the_progress_bar_as_text(monkeypatch):
+    import io
+
+    from mgedump.cli.output import ProgressBar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    bar = ProgressBar()
+    for done in range(1, 11):
+        bar("evil\x1b[2J\x1b]0;title\x07.mgetest", done, 10)  # --duration on a terminal, a crafted file name
+    shown = screen.getvalue()
+    assert "evil" in shown and "\\x1b[2J" in shown
+    assert "\x1b[2J" not in shown and "\x07" not in shown
