@@ -234,7 +234,8 @@ def place_model(bundle: Bundle, model: Any, folder: str, label: str) -> Placed:
     onnxruntime loads a file with a third less memory than the same bytes from Python). Its weights are never
     copied: members are stored, so the data member's bytes lie in one range of the bundle file, and the model is
     rewritten to read them there (docs/bundle.md, "Reading the weights in place"). Only a bundle whose file name
-    is not UTF-8 text (which the model cannot name) has its data member copied beside the model.
+    is not UTF-8 text (which the model cannot name), or an onnxruntime older than 1.21 (which cannot be told where
+    the data lies), has its data member copied beside the model.
 
     Raises:
         BundleError: the model reads external data from anything but its data member, or beyond it.
@@ -246,7 +247,7 @@ def place_model(bundle: Bundle, model: Any, folder: str, label: str) -> Placed:
     member = model.external_data
     real = os.path.realpath(bundle.path)
     name = os.path.basename(real)
-    if member and _utf8(name):
+    if member and _utf8(name) and _reads_data_from_a_folder():
         with open(path, "rb") as f:
             given = f.read()
         start, size = bundle.span(member)
@@ -258,6 +259,20 @@ def place_model(bundle: Bundle, model: Any, folder: str, label: str) -> Placed:
         bundle.extract(member, folder)
     _check_external_data(label, path, member)
     return Placed(path, path)
+
+
+IN_PLACE_FROM = (1, 21)  # the first onnxruntime that reads external data from a folder named in its options
+
+
+def _reads_data_from_a_folder() -> bool:
+    """Whether this onnxruntime takes ``session.model_external_initializers_file_folder_path`` for a model opened
+    from memory (1.21 on); an older one gets the data member copied beside the model, as before."""
+    import re
+
+    import onnxruntime as ort  # type: ignore[import-untyped]
+
+    found = re.match(r"(\d+)\.(\d+)", str(getattr(ort, "__version__", "")), re.ASCII)
+    return found is not None and (int(found.group(1)), int(found.group(2))) >= IN_PLACE_FROM
 
 
 def _utf8(name: str) -> bool:
