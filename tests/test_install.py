@@ -152,8 +152,14 @@ def test_the_ci_recipe_installs_a_lean_target_that_verifies(dist, tmp_path):
             baseline = tmp_path / gate[gate.index("--baseline") + 1]
             baseline.parent.mkdir(parents=True, exist_ok=True)
             _run(bin_dir / "mgerun", "models/", "--report-json", baseline, cwd=tmp_path)
-        checked = _run(bin_dir / gate[0], *gate[1:], cwd=tmp_path)
+        checked = subprocess.run(
+            [str(bin_dir / gate[0]), *gate[1:]], capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=600
+        )
+        # a baseline timed moments before on a shared machine may differ by more than the noise the gate allows:
+        # its verdict is measured by scripts/bench_gates.py (docs/benchmarks.md); here it must run and say it
+        assert checked.returncode in ((0, 3) if "--baseline" in gate else (0,)), checked.stdout + checked.stderr
         assert "all 4 test case(s) passed" in checked.stdout
+        assert ("latency gate" in checked.stdout) == ("--baseline" in gate or "--max-latency" in gate)
         assert json.loads((tmp_path / "report.json").read_text())["report_version"] == 2
         assert (tmp_path / "junit.xml").stat().st_size and (tmp_path / "report.html").stat().st_size
 
