@@ -31,6 +31,7 @@ from .model.session import SessionSettings, check_threads
 FLOAT16_MAXERR = 1e-2  # mgediff's default when either side holds float16: float16's own precision
 FLOAT16_MARGIN = 0.5  # the float16 search aims this fraction below maxerr (measured on held-out data: docs/float16.md)
 IO_DUMP_BUDGET_MB = 1024  # MiB of exposed tensors one run may hold (docs/io-dump.md)
+FLOAT32 = "fp32"  # the variant of no precision mode: the model's own float32 (a name in PackOptions.variants)
 CALIBRATE_METHODS = ("minmax", "entropy", "percentile")  # onnxruntime's calibrators; minmax measured best (docs)
 INT8_WEIGHTS = ("per-channel", "per-tensor")
 MAX_DURATION_S = 86400
