@@ -45,13 +45,13 @@ candidates: this module times, it never proves.
 from __future__ import annotations
 
 import math
-import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.cpus import usable_cpus
 from ..model.session import EXECUTION_MODES, SessionSettings
 
 GRAPH_OPTS = ("basic", "extended", "all")  # onnxruntime's levels fitting tries (disable never wins)
@@ -67,9 +67,10 @@ SETTLE_S = 0.05  # a pause before each turn: the last candidate's idle threads s
 
 
 def settings_space(providers: Sequence[str], cores: int | None = None) -> list[SessionSettings]:
-    """Every choice of settings this machine offers: each provider, 1, half and all cores, each graph
-    optimisation level, sequential and parallel execution."""
-    cores = cores or os.cpu_count() or 1
+    """Every choice of settings this machine offers: each provider, 1, half and all the cores this process may use
+    (:func:`mgedump.base.cpus.usable_cpus`: its affinity and its cgroup's quota), each graph optimisation level,
+    sequential and parallel execution."""
+    cores = cores or usable_cpus()
     threads = sorted({1, max(1, cores // 2), cores})
     return [
         SessionSettings(provider=provider, threads=n, graph_opt=level, execution_mode=mode)

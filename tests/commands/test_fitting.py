@@ -214,3 +214,40 @@ def test_fittings_peak_memory_is_at_most_twice_a_plain_runs(tmp_path):
     plain = _peak_kib(bundle, "--iter", "1")
     fitting = _peak_kib(bundle, "--fitting", "--fitting-budget", "4", "--iter", "1")
     assert fitting <= 2 * plain, f"fitting {fitting >> 10} MiB, plain {plain >> 10} MiB"
+
+
+def test_config_says_what_it_applies_and_refuses_another_models_choice(variants, tmp_path, mgedump, mgerun):
+    """The choice records the sha256 of the model it timed: a renamed copy runs it, another model's bundle is
+    refused in one line (exit 2); a choice an older mgerun wrote (no sha256) still runs, saying what it cannot
+    check."""
+    choice = tmp_path / "c.json"
+    fitted = mgerun(variants, "--fitting", "--fitting-budget", "1", "--fitting-out", choice, "--iter", "1")
+    assert fitted.code == 0, fitted.err
+    chosen = json.loads(choice.read_text())
+    manifest = bundle_manifest(variants)
+    (entry,) = [v for v in manifest["variants"] if v["name"] == chosen["variant"]]
+    assert chosen["model_sha256"] == entry["model"]["sha256"]
+    renamed = tmp_path / "deployed.mgetest"
+    renamed.write_bytes(variants.read_bytes())
+    again = mgerun(renamed, "--config", choice, "--iter", "1")
+    assert again.code == 0, again.err
+    settings = f"{chosen['provider'].removesuffix('ExecutionProvider')}, "
+    assert (
+        f"mgerun: note: --config {choice}: running variant {chosen['variant']} with {settings}" in again.err
+        and f"its choice for {variants.name}" in again.err
+    )
+    assert "warning" not in again.err  # the same model under another name
+    other = tmp_path / "gray.mgetest"
+    assert mgedump(SAMPLES / "gray.onnx", "-d", "#rand(0,255)", "-o", other).code == 0
+    refused = mgerun(other, "--config", choice, "--iter", "1")
+    assert refused.code == 2 and len(refused.err.strip().splitlines()) == 1
+    assert f"--config {choice} was chosen for another model ({variants.name}'s {chosen['variant']}, sha256 " in (
+        refused.err
+    )
+    assert f"{other}'s is sha256 {bundle_manifest(other)['model']['sha256'][:12]}" in refused.err
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps({k: v for k, v in chosen.items() if k != "model_sha256"}))
+    old = mgerun(renamed, "--config", older, "--iter", "1")
+    assert old.code == 0, old.err
+    assert f"--config {older} records no model sha256 (an older mgerun wrote it)" in old.err
+    assert f"was chosen for bundle {variants.name!r}, not 'deployed.mgetest'" in old.err
