@@ -13,7 +13,7 @@ import dataclasses
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,11 +26,12 @@ from ..base.naming import option_name
 from ..base.outputs import Output, Outputs, all_or_nothing
 from ..bundle import DATA_MEMBER, MODEL_MEMBER, Manifest, write_bundle
 from ..data import TestCase, TestData
+from ..data.spec import CaseSpec
 from ..model.environment import pack_environment
 from ..model.modelfile import data_files, model_source
 from ..model.runtime import check_model_path, model_io, open_session
 from ..model.stripinfo import strip_info_paths, write_strip_info
-from ..options import FLOAT32, OptimizeOptions, PackOptions
+from ..options import FLOAT32, GivenCases, OptimizeOptions, PackOptions
 from .inputs import files_read, only_data_of
 from .pack_members import Source, Variant, embed_io_dump, manifest_of, write_model_out
 from .pack_proof import Opened, StoredCase, expected_outputs, explain, self_check
@@ -291,13 +292,22 @@ def _optimize(name: str, optimize: OptimizeOptions, given: Given, target: str) -
         test_inputs=[dict(case.inputs) for case in given.cases],
         bounds=options.bounds,
         calibration=[dict(case.inputs) for case in given.calibration] if calibrated else [],
-        calibration_specs=[
-            f"{option_name('calibrate')} {c}" if isinstance(c, str) else f"{option_name('calibrate')} (arrays)"
-            for c in options.calibrate
-        ],
+        calibration_specs=_calibration_specs(options.calibrate),
     )
     session = open_session(result.path, label="the optimised model")
     return Variant(name, Opened(result.path, session, *model_io(session)), result, notes=list(result.notes))
+
+
+def _calibration_specs(given: GivenCases) -> list[str]:
+    """Where the calibration cases came from, for the manifest: each text given, else "(arrays)" (of test data
+    parsed already, the texts it holds)."""
+    texts: list[str | None] = []
+    if isinstance(given, TestData):
+        texts = [case.text if isinstance(case, CaseSpec) else None for case in given.cases]
+    elif isinstance(given, Iterable):  # else refused when parsed
+        texts = [case if isinstance(case, str) else None for case in given]
+    flag = option_name("calibrate")
+    return [f"{flag} {text}" if text is not None else f"{flag} (arrays)" for text in texts]
 
 
 def _without_hint(mode: str, options: PackOptions) -> str | None:
