@@ -342,8 +342,9 @@ def fit_and_verify(
     on_stage: Callable[[str], None] | None = None,
 ) -> Any:
     """``--fitting`` on one bundle: fit, then verify and time the choice with the options' runs; the report
-    carries the fitting (``Report.fitting``); ``run`` verifies one variant (:func:`mgedump.commands.verify.verify`). With no variant passing, the report of the first that failed
-    (exit 1), its fitting saying so.
+    carries the fitting (``Report.fitting``) from before its first test case is handed to ``on_case``, so that
+    what prints can show the fitting first; ``run`` verifies one variant (:func:`mgedump.commands.verify.verify`).
+    With no variant passing, the report of the first that failed (exit 1), its fitting saying so.
 
     Raises:
         MgeError: a bundle whose variants none could be run (the first variant's error).
@@ -366,6 +367,12 @@ def fit_and_verify(
         variant=chosen["variant"] if peek_variants(path) else None,
         session=chosen_session(options.session, chosen),
     )
-    report = run(path, chosen_options, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
+
+    def on_chosen_case(case: Any, report: Any) -> None:  # the fitting is known before the choice's test cases
+        report.fitting = found
+        if on_case is not None:
+            on_case(case, report)
+
+    report = run(path, chosen_options, on_case=on_chosen_case, progress=progress, label=label, on_stage=on_stage)
     report.fitting = found
     return report

@@ -94,6 +94,7 @@ class Candidate:
             ``rounds_ms``: those of the final rounds only (what the choice compares round by round).
         error: why it could not be timed (the session failed to open or to run), if it could not.
         defaults: onnxruntime's defaults, doing nothing: the choice must beat it (see the module).
+        finalist: it went on to the final rounds (the others were timed in one screening turn only).
     """
 
     variant: str
@@ -105,6 +106,7 @@ class Candidate:
     error: str | None = None
     defaults: bool = False
     rounds_ms: list[float] = field(default_factory=list)
+    finalist: bool = False
     _run: Callable[[], None] | None = field(default=None, repr=False)
 
     def time(self, runs: int, clock: Callable[[], float], *, final: bool = False) -> None:
@@ -201,6 +203,8 @@ def fit(
             progress(f"fitting: screening {candidate.variant} ({candidate.settings.text()})", k + 1, len(pool))
         kept = _screened(kept, candidate)
     finalists = kept
+    for candidate in finalists:
+        candidate.finalist = True
     rounds = 0
     while rounds < MAX_ROUNDS and spent() + _round_cost(finalists) <= budget_s:
         for k, candidate in enumerate(finalists if rounds % 2 == 0 else finalists[::-1]):
@@ -285,23 +289,26 @@ def choose(candidates: Sequence[Candidate], defaults: Candidate | None = None) -
         candidate = best_simpler[rank]
         doubt = _doubt(fastest, candidate)
         if doubt:
-            chosen, why = candidate, f"{doubt}: the simpler {candidate.variant}"
+            chosen, why = candidate, f"the simpler {candidate.variant} was chosen: {doubt}"
             break
     if defaults is not None:
         doubt = _doubt(chosen, defaults, "onnxruntime's defaults")
         if doubt:
-            return defaults, f"{doubt}: onnxruntime's defaults"
+            return defaults, f"onnxruntime's defaults were kept: {doubt}"
     return chosen, why
 
 
 def _doubt(fast: Candidate, simple: Candidate, simple_name: str = "") -> str:
     """Why ``fast`` is not clearly faster than ``simple`` ("" when it is), counting the final rounds both ran."""
     name = simple_name or simple.variant
-    said = f"{fast.variant} runs {fast.median_ms:.3g} ms and {name} {simple.median_ms:.3g} ms"
+    said = f"{fast.variant} runs in {fast.median_ms:.3g} ms at the median and {name} in {simple.median_ms:.3g} ms"
     rounds = min(len(fast.rounds_ms), len(simple.rounds_ms))
     if rounds < MIN_ROUNDS:
         if fast.p90_ms >= simple.median_ms:
-            return f"{said}, within the spread of {fast.variant}'s runs (p90 {fast.p90_ms:.3g})"
+            return (
+                f"{said}, and {fast.variant}'s p90 ({fast.p90_ms:.3g} ms) is not below {name}'s median: within the "
+                f"spread of its runs, it is not clearly faster"
+            )
         return ""
     pairs = list(zip(fast.rounds_ms[-rounds:], simple.rounds_ms[-rounds:], strict=True))
     won = sum(f < s for f, s in pairs)
@@ -313,7 +320,7 @@ def _doubt(fast: Candidate, simple: Candidate, simple_name: str = "") -> str:
             f"alone: p = {chance:.2g} > {SIGNIFICANCE:g})"
         )
     if ratio > 1 - MARGIN:
-        return f"{said}, {fast.variant} faster by only {1 - ratio:.1%} round by round"
+        return f"{said}, and {fast.variant} was faster by only {1 - ratio:.1%} round by round (under {MARGIN:.0%})"
     return ""
 
 
