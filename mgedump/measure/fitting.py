@@ -107,7 +107,9 @@ class Candidate:
     _run: Callable[[], None] | None = field(default=None, repr=False)
 
     def time(self, runs: int, clock: Callable[[], float], *, final: bool = False) -> None:
-        """One warm-up run, then ``runs`` timed runs (``final``: in a final round)."""
+        """One warm-up run, ``runs`` timed runs (``final``: in a final round), then the run's ``settle``, if it has
+        one (untimed: the session hands back the memory it holds free, so an open finalist holds its weights and not
+        its largest run)."""
         if self.error is not None:
             return
         try:
@@ -120,6 +122,10 @@ class Candidate:
                 began = clock()
                 self._run()
                 turn.append((clock() - began) * 1000)
+            settle = getattr(self._run, "settle", None)
+            if settle is not None:  # a run, untimed, that hands back what the session holds free between turns
+                settle()
+                give_back()
             self.samples_ms += turn
             self.turns_ms.append(statistics.median(turn))
             if final:
