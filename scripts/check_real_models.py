@@ -27,7 +27,8 @@ vocabulary, molecule graphs, log-mel features and the previous chunk's caches, f
 ``.npz``; each gets a plain pack, ``mgerun``, ``mgediff`` of the model against its bundle, ``--variants auto``
 and ``mgerun --fitting`` at a 20 s budget, whose choice is timed against onnxruntime's defaults and whose peak
 memory is held to twice a plain ``mgerun`` of the same bundle. Their section of docs/real-models.md is rewritten
-alone, between its markers; a run of the other models keeps it.
+alone, between its markers; a run of the other models keeps it, and a run of some of the twelve keeps the others'
+rows.
 
 Usage::
 
@@ -1227,7 +1228,9 @@ def _in_fitting(row: Unseen) -> str:
     return f"{chosen['median_ms'] / default['median_ms']:.2f}"
 
 
-def render_unseen(rows: list[Unseen], rounds: int) -> str:
+def render_unseen(rows: list[Unseen], rounds: int, previous: str = "") -> str:
+    """The section of the unseen models: this run's rows, and the lines of the models it did not check, from
+    the section as it was (previous)."""
     lines = [
         "## Twelve models no check had seen: variants and fitting",
         "",
@@ -1247,6 +1250,7 @@ def render_unseen(rows: list[Unseen], rounds: int) -> str:
         "| chosen / defaults (fitting) | chosen / defaults (alone) | noise | peak MiB plain / fitting | passes |",
         "|" + "---|" * 14,
     ]
+    groups: list[dict[str, list[str]]] = [{}, {}, {}, {}]  # table, why, left out, data: each model's lines
     for row in rows:
         m = row.model
         num = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
@@ -1259,28 +1263,49 @@ def render_unseen(rows: list[Unseen], rounds: int) -> str:
         peak = f"{num(row.peak_plain, '.0f')} / {num(row.peak_fit, '.0f')}"
         if row.peak_plain and row.peak_fit:
             peak += f" ({row.peak_fit / row.peak_plain:.2f}x)"
-        lines.append(
+        groups[0][m.name] = [
             f"| {m.name} | {num(row.plain_s, '.1f')} | {num(row.verify_ms, '.3g')} | {num(row.diff_err, '.3g')} | "
             f"{m.bound[1]} <= {m.bound[0]} | {num(row.auto_s, '.1f')} | {', '.join(row.variants) or '-'} | "
             f"{choice.get('variant', '-')} | {settings} | {_in_fitting(row)} | {num(row.vs_defaults, '.2f')} | "
             f"{'-' if row.noise is None else f'{row.noise:.0%}'} | {peak} | "
             f"{'yes' if not row.problems else 'no: ' + '; '.join(row.problems)} |"
-        )
-    lines += ["", "Why fitting chose what it chose, where it says:", ""]
-    for row in rows:
-        if row.choice.get("why"):
-            lines.append(f"- {row.model.name}: {row.choice['why']}")
-    lines += ["", "Variants left out, and why:", ""]
-    for row in rows:
-        for variant, reason in row.left_out.items():
-            lines.append(f"- {row.model.name}, {variant}: {reason[:400]}")
-    lines += ["", "The models and their test cases (built by the script, written as `.npz`):", "",
-              "| model | wheel | file | what it is | test cases |", "|---|---|---|---|---|"]  # fmt: skip
-    for row in rows:
-        m = row.model
+        ]
+        groups[1][m.name] = [f"- {m.name}: {choice['why']}"] if choice.get("why") else []
+        groups[2][m.name] = [f"- {m.name}, {variant}: {reason[:400]}" for variant, reason in row.left_out.items()]
         about = " ".join((BUILDERS[m.build].__doc__ or "").split())
-        lines.append(f"| {m.name} | {m.wheel} | `{m.member}` | {m.about} | {about} |")
+        groups[3][m.name] = [f"| {m.name} | {m.wheel} | `{m.member}` | {m.about} | {about} |"]
+    for k, part in enumerate(_previous_parts(previous)):  # the models this run did not check keep their lines
+        for name, kept in part.items():
+            groups[k].setdefault(name, kept)
+    order = [m.name for m in UNSEEN]
+    heads = [
+        [],
+        ["", "Why fitting chose what it chose, where it says:", ""],
+        ["", "Variants left out, and why:", ""],
+        ["", "The models and their test cases (built by the script, written as `.npz`):", "",
+         "| model | wheel | file | what it is | test cases |", "|---|---|---|---|---|"],
+    ]  # fmt: skip
+    for head, group in zip(heads, groups, strict=True):
+        lines += head
+        for name in sorted(group, key=order.index):
+            lines += group[name]
     return "\n".join(lines) + "\n"
+
+
+PART_HEADS = ("Why fitting chose", "Variants left out", "The models and their test cases")
+
+
+def _previous_parts(block: str) -> list[dict[str, list[str]]]:
+    """The lines of each model in a section written before, in its four parts (table, why, left out, data)."""
+    parts: list[dict[str, list[str]]] = [{}, {}, {}, {}]
+    names = {m.name for m in UNSEEN}
+    k = 0
+    for line in block.splitlines():
+        k = next((j + 1 for j, head in enumerate(PART_HEADS) if line.startswith(head)), k)
+        found = re.match(r"^(?:\| |- )([a-z0-9_]+)[ ,:|]", line)
+        if found and found.group(1) in names:
+            parts[k].setdefault(found.group(1), []).append(line)
+    return parts
 
 
 def _ort_version() -> str:
@@ -1300,6 +1325,14 @@ def splice_unseen(document: str, block: str | None) -> str:
         old, document = document[start:end], (document[:start].rstrip("\n") + "\n" + document[end:].lstrip("\n"))
     new = f"{UNSEEN_BEGIN}\n\n{block}\n{UNSEEN_END}" if block is not None else old
     return document.rstrip("\n") + ("\n\n" + new + "\n" if new else "\n")
+
+
+def _section(out: Path) -> str:
+    """The unseen models' section of the document as it is ("" when it has none)."""
+    document = out.read_text(encoding="utf-8") if out.exists() else ""
+    if UNSEEN_BEGIN not in document or UNSEEN_END not in document:
+        return ""
+    return document[document.index(UNSEEN_BEGIN) : document.index(UNSEEN_END)]
 
 
 def _write(out: Path, text: str | None, unseen: str | None) -> None:
@@ -1380,13 +1413,14 @@ def main(argv: list[str] | None = None) -> int:
                 if not a.ok or not a.verified or bad_hint(a.message):
                     failed.append(f"{model.name} {a.flags}: {a.message or 'did not verify'}")
         checked: list[Unseen] = []
+        previous = _section(args.out)
         for model in unseen:  # the section is written after each model: a long run keeps what it measured
             checked.append(check_unseen(model, paths[model.name], Path(tmp), args.rounds))
             log(f"{model.name}: {'passes' if not checked[-1].problems else '; '.join(checked[-1].problems)}")
             failed += [f"{model.name}: {problem}" for problem in checked[-1].problems]
-            _write(args.out, None, render_unseen(checked, args.rounds))
+            _write(args.out, None, render_unseen(checked, args.rounds, previous))
     text = render(rows) if wanted else None
-    _write(args.out, text, render_unseen(checked, args.rounds) if unseen else None)
+    _write(args.out, text, render_unseen(checked, args.rounds, previous) if unseen else None)
     sys.stdout.write(args.out.read_text(encoding="utf-8"))
     for line in failed:
         log(f"FAILED: {line}")
