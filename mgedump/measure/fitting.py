@@ -272,8 +272,9 @@ def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def _round_cost(finalists: Sequence[Candidate]) -> float:
-    """Seconds one final round takes, from the medians so far."""
-    return sum(SETTLE_S + (FINAL_RUNS + 1) * c.median_ms / 1000 for c in finalists if c.samples_ms)
+    """Seconds one final round takes, from the medians so far: each finalist's warm-up, timed runs and the run that
+    ends its turn."""
+    return sum(SETTLE_S + (FINAL_RUNS + 2) * c.median_ms / 1000 for c in finalists if c.samples_ms)
 
 
 def choose(candidates: Sequence[Candidate], defaults: Candidate | None = None) -> tuple[Candidate | None, str]:
