@@ -40,6 +40,17 @@ std::vector<std::string> strings_of(const JNode* list) {
   return out;
 }
 
+// A variant's model member, its data member, optimisations and requirements: the manifest's top level in format
+// version 1, one entry of "variants" in version 2 (docs/bundle.md).
+void read_variant_model(const JNode& entry, Variant& v) {
+  const JNode& model = *entry.get("model");
+  v.model.member = model.get("member")->s;
+  v.model.sha256 = model.get("sha256")->s;
+  if (const JNode* d = model.get("external_data"); d && d->kind == JNode::kString) v.model.external_data = d->s;
+  v.optimizations = strings_of(entry.get("optimizations"));
+  v.requirements = strings_of(entry.get("requirements"));
+}
+
 IoInfo io_info(const JNode& entry) {
   IoInfo info;
   info.name = entry.get("name")->s;
@@ -416,12 +427,7 @@ void Bundle::load_manifest() {
         }
       }
     }
-    const JNode& model = *doc.get("model");
-    v.model.member = model.get("member")->s;
-    v.model.sha256 = model.get("sha256")->s;
-    if (const JNode* d = model.get("external_data"); d && d->kind == JNode::kString) v.model.external_data = d->s;
-    v.optimizations = strings_of(doc.get("optimizations"));
-    v.requirements = strings_of(doc.get("requirements"));
+    read_variant_model(doc, v);
     v.inputs = inputs_;
     v.outputs = outputs_;
     variants_.push_back(std::move(v));
@@ -429,12 +435,7 @@ void Bundle::load_manifest() {
     for (const JNode& e : doc.get("variants")->items) {
       Variant v;
       v.name = e.get("name")->s;
-      const JNode& model = *e.get("model");
-      v.model.member = model.get("member")->s;
-      v.model.sha256 = model.get("sha256")->s;
-      if (const JNode* d = model.get("external_data"); d && d->kind == JNode::kString) v.model.external_data = d->s;
-      v.optimizations = strings_of(e.get("optimizations"));
-      v.requirements = strings_of(e.get("requirements"));
+      read_variant_model(e, v);
       v.inputs = io_infos(e.get("inputs"));
       v.outputs = io_infos(e.get("outputs"));
       for (const auto& [k, c] : e.get("certified")->members)
