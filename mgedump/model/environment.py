@@ -367,12 +367,87 @@ def _runtime() -> dict[str, Any]:
 
 
 def _version(distribution: str) -> str | None:
+    """The version of an installed distribution as ``importlib.metadata.version`` gives it (None: not installed).
+
+    The usual install is read here: the first ``.dist-info`` folder of that name on ``sys.path`` and the
+    ``Version`` header of its METADATA. Anything else (an egg, a zip on the path, another finder of
+    distributions, a header not written plainly) is asked of importlib.metadata, whose import (the email package
+    among others) costs about as much CPU as the rest of a small model's pack beyond onnxruntime.
+    """
+    found = _dist_info_version(distribution)
+    if found is not _UNSURE:
+        return found if isinstance(found, str) else None
     from importlib import metadata
 
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return None
+
+
+_UNSURE = object()  # what _dist_info_version says when importlib.metadata must answer
+
+
+def _dist_info_version(distribution: str) -> object:
+    """:func:`_version` for a plain ``.dist-info`` install: the version, None (not on ``sys.path``), or _UNSURE."""
+    import importlib.machinery
+    import re
+    import sys
+
+    finders = [f for f in sys.meta_path if getattr(f, "find_distributions", None) is not None]
+    if finders != [importlib.machinery.PathFinder]:
+        return _UNSURE
+
+    def normalized(name: str) -> str:  # as importlib.metadata compares names (PEP 503, then "-" as "_")
+        return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
+
+    wanted = normalized(distribution)
+    for entry in sys.path:
+        folder = entry or "."
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):  # a zip: importlib.metadata reads those
+                return _UNSURE
+            continue
+        if folder.lower().endswith(".egg"):
+            return _UNSURE
+        try:
+            children = os.listdir(folder)
+        except OSError:
+            return _UNSURE
+        matches = [
+            child
+            for child in children
+            if child.lower().endswith((".dist-info", ".egg-info"))
+            and normalized(child.lower().rpartition(".")[0].partition("-")[0]) == wanted
+        ]
+        if not matches:
+            continue
+        if len(matches) > 1 or not matches[0].lower().endswith(".dist-info"):
+            return _UNSURE
+        return _header_version(os.path.join(folder, matches[0], "METADATA"))
+    return None
+
+
+def _header_version(path: str) -> object:
+    """The ``Version`` header of a METADATA file as the email parser reads it (_UNSURE: not plainly written)."""
+    import re
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return _UNSURE
+    lines = re.split(r"\r\n|\r|\n", text)
+    for index, line in enumerate(lines):
+        if not line or line[0] in " \t":
+            return _UNSURE  # the headers end, or a folded header, before Version
+        name, colon, value = line.partition(":")
+        if not colon or name != name.strip():
+            return _UNSURE
+        if name.lower() == "version":
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            return _UNSURE if following[:1] in (" ", "\t") else value.lstrip(" \t")
+    return _UNSURE
 
 
 def _mgedump_version() -> str:

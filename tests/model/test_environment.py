@@ -407,3 +407,44 @@ def test_a_bundle_without_a_packing_record():
         assert differences(packed, run_environment()) == [
             "packing environment unknown: the bundle does not record where it was packed"
         ]
+
+
+def test_versions_are_importlib_metadatas_without_importing_it(tmp_path, monkeypatch):
+    """Every installed distribution's version as importlib.metadata gives it, read from its METADATA without that
+    module (a pack that imports it spends a tenth of its time beyond onnxruntime there); installs read otherwise
+    (an egg-info, a folded header, two of one name) are asked of importlib.metadata and give its answer too."""
+    from importlib import metadata
+
+    from mgedump.model import environment
+
+    names = sorted({dist.metadata["Name"] for dist in metadata.distributions()})
+    assert {"numpy", "onnx", "onnxruntime"} <= set(names)
+    for name in [*names, "onnxruntime-gpu", "no-such-distribution"]:
+        try:
+            expected = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            expected = None
+        assert environment._version(name) == expected, name
+    read_here = [n for n in names if environment._dist_info_version(n) is not environment._UNSURE]
+    assert {"numpy", "onnx", "onnxruntime"} <= set(read_here)
+
+    crafted = {
+        "plain-pkg": ("plain_pkg-1.0.dist-info", "Metadata-Version: 2.1\nName: plain-pkg\nVersion: 1.0 \n\nbody\n"),
+        "Folded.Pkg": ("folded_pkg-2.0.dist-info", "Name: folded.pkg\nVersion: 2.0\n  .post1\n"),
+        "late-pkg": ("late_pkg-3.0.dist-info", "Name: late-pkg\n\nVersion: 3.0\n"),
+        "egg-pkg": ("egg_pkg-4.0-py3.11.egg-info", "Name: egg-pkg\nVersion: 4.0\n"),
+    }
+    for folder, text in crafted.values():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / ("PKG-INFO" if "egg" in folder else "METADATA")).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in crafted:
+        assert environment._version(name) == metadata.version(name), name
+    assert environment._version("plain-pkg") == "1.0 "  # what the email parser keeps, kept
+    assert environment._dist_info_version("plain-pkg") == "1.0 "
+    assert environment._dist_info_version("Folded.Pkg") is environment._UNSURE
+    assert environment._dist_info_version("egg-pkg") is environment._UNSURE
+    code = "import sys\nfrom mgedump.model.environment import pack_environment\npack_environment()\n"
+    code += "print('importlib.metadata' in sys.modules)\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False"
