@@ -272,8 +272,9 @@ def plan_runs(
             f"{option_name('fitting')} times the variants against each other, alone on this machine; "
             f"run it without {option_name('jobs')}"
         )
+    config_notes: list[str] = []
     if options.config:
-        options = with_config(options, options.config, bundles)
+        options, config_notes = with_config(options, options.config, bundles)
     names = report_names(found)
     if failed is not None and not given:  # the bundles the report names, under its names for them
         named = {source: name for name, source in failed.sources.items()}
@@ -287,7 +288,7 @@ def plan_runs(
     if failed is not None:
         bundles, names, kept, cases = select_failed(failed, bundles, names, runs)
         runs = tuple(kept)
-    notes = (shard.note,) if shard is not None and shard.note else ()
+    notes = ((shard.note,) if shard is not None and shard.note else ()) + tuple(config_notes)
     return RunPlan(
         tuple(bundles), options, protected, tuple(runs), tuple(names), spread, picked, run, notes, gate, select,
         tuple(cases),
