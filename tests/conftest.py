@@ -79,6 +79,7 @@ def _not_on_github(monkeypatch) -> None:
     wants them sets the variables itself: docs/ci.md#what-the-ci-shows)."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -34,6 +34,7 @@ class CiOutput:
         self.err = err
         self.annotate = enabled and env.get("GITHUB_ACTIONS") == "true"
         self.summary_file = (env.get("GITHUB_STEP_SUMMARY") or None) if enabled else None
+        self.workspace = env.get("GITHUB_WORKSPACE") or None
 
     @property
     def active(self) -> bool:
@@ -49,7 +50,7 @@ class CiOutput:
         from ..report.ci import step_summary, workflow_commands
 
         if self.annotate:
-            for line in workflow_commands(report):
+            for line in workflow_commands(report, self.workspace):
                 say(line, err=self.err)
         if self.summary_file:
             self._append(step_summary(report, gate_lines(gate, False), self.title))

@@ -62,8 +62,9 @@ def mgerun_command(paths: tuple[str, ...], verbose: int, quiet: bool | None, **v
                 "--merge merges reports: --rerun-failed, -x and --maxfail apply where the bundles are checked"
             )
         return run_merge(paths, options, spread, err=to_stdout, ci=CiOutput(ci_wanted, to_stdout, "mgerun --merge"))
-    plan = plan_runs(paths, options, data_flags=data_flags, spread=spread, gate=gate, select=select)
     ci = CiOutput(ci_wanted, to_stdout)
+    with ci.errors():  # a folder with no bundle, a report --rerun-failed cannot read: said to the CI too
+        plan = plan_runs(paths, options, data_flags=data_flags, spread=spread, gate=gate, select=select)
     printer = SpreadPrinter(verbose, plan.many, err=to_stdout)
     printer.plan(plan)
     progress = ProgressBar() if is_terminal(sys.stderr) and not quiet else None

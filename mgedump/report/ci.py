@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from ..base import text
 from .schema import BundleRecord, RunReport
 
-MAX_ROWS = 50  # failing rows the summary lists (GitHub takes up to 1 MiB of summary per step)
-MAX_ANNOTATIONS = 50  # ::error lines printed (GitHub shows 10 error annotations per step; the rest are counted)
+MAX_ROWS = 50  # failing rows the summary lists, then one counting the rest (a summary is for reading)
+MAX_ANNOTATIONS = 50  # ::error lines printed (GitHub shows only so many of a step); then one counting the rest
 
 
 def counts(report: RunReport) -> dict[str, int]:
@@ -87,7 +87,8 @@ def step_summary(report: RunReport, gate_lines: Sequence[str] = (), title: str =
     if left:
         shown = ", ".join(text.markdown(bundle.name) for bundle in left[:MAX_ROWS])
         more = f" and {len(left) - MAX_ROWS} more" if len(left) > MAX_ROWS else ""
-        lines += [f"Not run ({text.markdown(left[0].not_run)}): {shown}{more}", ""]
+        why = (left[0].not_run or "").removeprefix("not run: ")
+        lines += [f"Not run ({text.markdown(why)}): {shown}{more}", ""]
     if gate_lines:
         lines += [f"- {text.markdown(gate)}" for gate in gate_lines] + [""]
     return "\n".join(lines) + "\n"
@@ -103,15 +104,29 @@ def _property(value: str) -> str:
     return _data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def workflow_commands(report: RunReport) -> list[str]:
+def _in_workspace(path: str, workspace: str | None) -> str:
+    """A bundle's path as GitHub places an annotation: relative to the workspace (the repository checked out) when
+    it is inside it, else as given."""
+    if not workspace:
+        return path
+    try:
+        inside = os.path.relpath(os.path.abspath(path), os.path.abspath(workspace))
+    except ValueError:  # another drive (Windows)
+        return path
+    return path if inside == ".." or inside.startswith(".." + os.sep) else inside
+
+
+def workflow_commands(report: RunReport, workspace: str | None = None) -> list[str]:
     """GitHub's ``::error file=PATH,title=TITLE::MESSAGE`` workflow commands, one per failure (:func:`failures`; the
-    first :data:`MAX_ANNOTATIONS`, then one counting the rest)."""
+    first :data:`MAX_ANNOTATIONS`, then one counting the rest); ``PATH`` relative to ``workspace``
+    (``GITHUB_WORKSPACE``) when the bundle is inside it."""
     found = failures(report)
     lines = []
     for bundle, what, why in found[:MAX_ANNOTATIONS]:
         title = f"mgerun: {bundle.name}" + (f" {what}" if what else "")
+        path = _in_workspace(bundle.source, workspace)
         lines.append(
-            f"::error file={_property(text.terminal(bundle.source))},title={_property(text.terminal(title))}::"
+            f"::error file={_property(text.terminal(path))},title={_property(text.terminal(title))}::"
             f"{_data(text.terminal(why))}"
         )
     if len(found) > MAX_ANNOTATIONS:

@@ -35,6 +35,7 @@ def on_github(monkeypatch, tmp_path) -> Path:
     summary.write_text("an earlier step's summary\n")
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
     return summary
 
 
@@ -65,6 +66,16 @@ def test_a_folder_run_is_summarised_and_each_failure_annotated(zoo, tmp_path, mg
     assert document["exit_code"] == 2
 
 
+def test_annotations_name_files_in_the_workspace_as_github_places_them(zoo, mgerun, on_github, monkeypatch):
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(zoo))
+    result = mgerun(zoo, "--iter", "1")
+    files = [line.split(",", 1)[0] for line in result.out.splitlines() if line.startswith("::error ")]
+    assert files == ["::error file=c/we%25ird%2Cna%3Ame.mgetest", "::error file=d/junk.mgetest"]
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(zoo / "a"))  # the bundles outside it keep their paths
+    result = mgerun(zoo / "c", "--iter", "1")
+    assert f"::error file={zoo / 'c' / 'we%25ird%2Cna%3Ame.mgetest'}," in result.out
+
+
 def test_a_passing_bundle_is_summarised_without_annotations(zoo, mgerun, on_github):
     result = mgerun(zoo / "b" / "cnn.mgetest", "--iter", "2")
     assert result.code == 0
@@ -83,6 +94,14 @@ def test_one_bad_bundle_is_said_to_the_ci_too(zoo, mgerun, on_github):
     assert "### mgerun: FAILED (exit 2)" in on_github.read_text()
     assert "not a bundle" in on_github.read_text()
     assert [line for line in result.out.splitlines() if line.startswith("::error title=mgerun::")]
+
+
+def test_a_folder_without_bundles_is_said_to_the_ci_too(tmp_path, mgerun, on_github):
+    (tmp_path / "empty").mkdir()
+    result = mgerun(tmp_path / "empty")
+    assert result.code == 2
+    assert "### mgerun: FAILED (exit 2)" in on_github.read_text()
+    assert "::error title=mgerun::" in result.out
 
 
 def test_a_latency_gate_is_in_the_summary(zoo, mgerun, on_github):

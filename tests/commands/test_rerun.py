@@ -32,8 +32,12 @@ def _run(mgerun, tmp_path, *args) -> tuple[int, dict, str]:
     return result.code, json.loads(target.read_text()), result.out
 
 
-def test_x_stops_after_the_first_failing_bundle(zoo, tmp_path, mgerun):
-    code, document, out = _run(mgerun, tmp_path, zoo, "-x", "--junit-xml", tmp_path / "junit.xml")
+def test_x_stops_after_the_first_failing_bundle(zoo, tmp_path, mgerun, monkeypatch):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    page = tmp_path / "report.html"
+    code, document, out = _run(
+        mgerun, tmp_path, zoo, "-x", "--junit-xml", tmp_path / "junit.xml", "--report-html", page
+    )
     assert code == 1
     entries = [(b["name"], b["exit_code"], b.get("not_run")) for b in document["bundles"]]
     reason = "not run: stopped after 1 failing bundle(s) (--maxfail 1)"
@@ -47,6 +51,13 @@ def test_x_stops_after_the_first_failing_bundle(zoo, tmp_path, mgerun):
     skipped = [s.get("name") for s in suites if s.find("testcase/skipped") is not None]
     assert skipped == [f"b{k}/model" for k in range(4)] + ["z_junk"]
     assert {s.get("skipped") for s in suites[1:]} == {"1"}
+    assert (
+        "Not run (stopped after 1 failing bundle(s) (--maxfail 1)): b0/model, b1/model, b2/model, b3/model, z\\_junk"
+        in (tmp_path / "summary.md").read_text()
+    )
+    html = page.read_text()
+    assert html.count('data-verdict="NOT RUN"') == 2 * 5  # in the table of bundles and in each one's section
+    assert "6 bundle(s): 0 passed, 1 failed, 0 could not run, 5 not run; exit code 1" in html
 
 
 def test_maxfail_counts_failing_bundles(zoo, tmp_path, mgerun):
