@@ -38,6 +38,7 @@ from ..options import GateOptions, SelectOptions, SpreadOptions, VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.formats import asked, check_known
 from ..report.schema import BundleRecord, RunReport
+from ..report.spread import JobsRecord, ShardRecord
 from .fitting import config_text, with_config
 from .inputs import files_read
 from .jobs import Done, check_options, run_checks, timing_options, untimed, with_timing
@@ -113,8 +114,8 @@ class Summary:
     peak_rss_mib: float | None = None
     environment: dict[str, Any] = field(default_factory=run_environment)  # where this call runs
     names: dict[str, str] = field(default_factory=dict)  # path -> what the reports call it (none: unique_names)
-    shard: dict[str, Any] | None = None  # the report's shard (--shard)
-    jobs: dict[str, Any] | None = None  # the report's jobs (--jobs)
+    shard: ShardRecord | None = None  # the report's shard (--shard)
+    jobs: JobsRecord | None = None  # the report's jobs (--jobs)
     run: dict[str, str] | None = None  # the run's identity (--run-id, or the CI's run variable)
     gate: dict[str, Any] | None = None  # the latency gate's verdict (--max-latency, --baseline)
     records: IO[bytes] | None = field(default=None, repr=False)  # with workers: every run's record, a JSON line each
@@ -179,7 +180,7 @@ class RunPlan:
     runs: tuple[tuple[str, str | None], ...] = ()  # (bundle, variant): each variant of a bundle of several
     names: tuple[str, ...] = ()  # what the reports call each bundle: its path relative to the folder given
     spread: SpreadOptions = field(default_factory=SpreadOptions)
-    shard: dict[str, Any] | None = None  # with --shard: which one, how chosen, how many of how many bundles
+    shard: ShardRecord | None = None  # with --shard: which one, how chosen, how many of how many bundles
     run: dict[str, str] | None = None  # the run's identity (--run-id, or the CI's run variable)
     notes: tuple[str, ...] = ()  # what to tell the user before any work (--shard auto found no CI index)
     gate: GateOptions = field(default_factory=GateOptions)  # the latency gate

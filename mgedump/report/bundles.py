@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..base.jsontypes import JsonObject
 from ..model.session import SessionSettings
 from .cases import CaseRecord
 from .fitting import FittingRecord
@@ -177,7 +178,7 @@ class BundleRecord:
     profile: str | None = None
     op_profile: list[OpRow] | None = None
     test_cases: list[CaseRecord] = field(default_factory=list)
-    packed_environment: dict[str, Any] | None = None
+    packed_environment: JsonObject | None = None
     environment_differences: list[str] = field(default_factory=list)
     variant: str | None = None
     fitting: FittingRecord | None = None

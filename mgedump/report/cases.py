@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.jsontypes import JsonObject, JsonValue
 from .jsonvalues import element, finite_or_name, optional
 from .timings import TimingRecord
 
@@ -26,9 +27,9 @@ class OutputRecord:
     maxerr: float
     reason: str | None = None
     worst_index: list[int] | None = None
-    expect: Any = None
-    get: Any = None
-    stats: dict[str, Any] = field(default_factory=dict)
+    expect: JsonValue = None
+    get: JsonValue = None
+    stats: JsonObject = field(default_factory=dict)
     failure: list[str] | None = None
     worst_path: str | None = None  # a sequence's, map's or optional's worst element (``[3][1]``)
     error_stat: str = "max"  # the statistic of the element errors err is (docs/assertion.md#error-statistics)
@@ -114,10 +115,10 @@ class Diagnosis:
     """Where a failing test case first diverges from the bundle's embedded io dump, or why that is unknown."""
 
     maxerr: float
-    first_divergence: dict[str, Any] | None = None
+    first_divergence: JsonObject | None = None
     matched: int | None = None
     text: str | None = None
-    top: list[dict[str, Any]] = field(default_factory=list)
+    top: list[JsonObject] = field(default_factory=list)
     error: str | None = None  # the run with every tensor exposed failed
     reference: str = REFERENCE
 
