@@ -1,0 +1,146 @@
+"""The ``gates`` section: the latency gate's false alarms and detections on this machine (docs/verify.md#latency-gates).
+
+A chain of 10 MatMuls of [64, 256] x [256, 256] is packed as ``base/m.mgetest``; the same chain with 3 more MatMuls
+(30% more work, the same bundle name) as ``slow/m.mgetest``. The baseline: 5 runs of the first (``--iter 30
+--warmup-iter 3 --thread 1 --report-json``), the one of the lowest p90 kept (noise only adds time: the lowest is
+the nearest to the model's own; a limit set from a p90 the noise raised can lie above the slower bundle's, and
+then no gate could tell the two apart). Then ``4 x --runs`` checks (20 by default) of each bundle, alternated,
+with ``--baseline baseline.json --max-slowdown 1.10`` and with ``--max-latency`` 15% over the baseline's p90. A
+false alarm is exit 3 for the unchanged bundle; a detection is exit 3 for the slower one. Targets (issue 32): false
+alarms at most 1 in 20, detections at least 19 in 20. Each check's ``--report-json`` says how many rounds a limit
+check timed (docs/reports.md#the-latency-gate).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .common import Check, Context, Table, alternate, console_script, log, run_process, run_worker
+
+SLOWDOWN = 1.10  # --max-slowdown
+MARGIN = 1.15  # --max-latency: this many times the baseline's p90
+BASELINES = 5  # baseline runs; the lowest p90 is kept
+TIMING = ["--iter", "30", "--warmup-iter", "3", "--thread", "1", "-q"]
+
+
+def chain_worker(path: str, layers: int) -> None:
+    """Write a chain of ``layers`` MatMuls of [64, 256] x [256, 256] (the same weights for the same first layers)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits, last = [], [], "x"
+    for k in range(layers):
+        weight = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+        inits.append(numpy_helper.from_array(weight, f"w{k}"))
+        out = "y" if k == layers - 1 else f"h{k}"
+        nodes.append(helper.make_node("MatMul", [last, f"w{k}"], [out], name=f"mm{k}"))
+        last = out
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 256])],
+        initializer=inits,
+    )
+    made = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    made.ir_version = 8
+    onnx.save(made, path)
+
+
+def _bundles(ctx: Context) -> dict[str, Path]:
+    """base/m.mgetest and slow/m.mgetest, packed once."""
+    bundles = {}
+    for name, layers in (("base", 10), ("slow", 13)):
+        model = ctx.tmp / f"gates-{name}.onnx"
+        bundle = ctx.tmp / "gates" / name / "m.mgetest"
+        if not bundle.exists():
+            run_worker("gates_chain", ctx.tmp, path=str(model), layers=layers)
+            bundle.parent.mkdir(parents=True, exist_ok=True)
+            packed = run_process([*console_script("mgedump"), model, "-d", "#rand(0,1)", "-o", bundle, "-q"])
+            if not packed.ok:
+                raise RuntimeError(f"packing {name} failed ({packed.failure()})")
+        bundles[name] = bundle
+    return bundles
+
+
+def _p90(report: Path) -> float:
+    return float(json.loads(report.read_text())["bundles"][0]["test_cases"][0]["latency_ms"]["p90"])
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def section(ctx: Context) -> Table:
+    checks = 4 * ctx.runs
+    allowed = checks // 20  # under 5%
+    bundles = _bundles(ctx)
+    mgerun = console_script("mgerun")
+    load_before = _load()
+    baselines = []
+    for k in range(BASELINES):
+        report = ctx.tmp / "gates" / f"baseline-{k}.json"
+        done = run_process([*mgerun, bundles["base"], *TIMING, "--report-json", report])
+        if not done.ok:
+            raise RuntimeError(f"the baseline run failed ({done.failure()})")
+        baselines.append((_p90(report), report))
+    figure, baseline = min(baselines)
+    limit = figure * MARGIN
+    gates = {
+        "baseline": ["--baseline", str(baseline), "--max-slowdown", f"{SLOWDOWN}"],
+        "max-latency": ["--max-latency", f"{limit:.6f}"],
+    }
+    alarms = {(gate, name): 0 for gate in gates for name in bundles}
+    again = {(gate, name): 0 for gate in gates for name in bundles}
+    order = [(gate, name) for gate in gates for name in bundles]
+    for run, key in alternate([f"{g} {n}" for g, n in order], checks):
+        gate, name = key.split()
+        log(f"gates: check {run + 1} of {checks}: --{gate} on {name}")
+        report = ctx.tmp / "gates" / "check.json"
+        done = run_process([*mgerun, bundles[name], *TIMING, "--report-json", report, *gates[gate]])
+        if done.returncode not in (0, 3):
+            raise RuntimeError(f"mgerun --{gate} on {name} failed ({done.failure()})")
+        alarms[gate, name] += done.returncode == 3
+        [check] = json.loads(report.read_text())["latency_gate"]["checks"]
+        again[gate, name] += len(check.get("rounds", [None])) > 1
+    table = Table(
+        "Latency gate",
+        f"A chain of 10 MatMuls of [64, 256] x [256, 256] (`base`) and the same with 3 more (`slow`, 30% more work, "
+        f"the same bundle name), `mgerun {' '.join(TIMING)}`. The baseline is the lowest p90 of {BASELINES} runs of "
+        f"`base` ({', '.join(f'{p:.3f}' for p, _ in sorted(baselines))} ms): {figure:.3f} ms, so `--max-latency "
+        f"{limit:.3f}` ({MARGIN}x). Then {checks} checks of each bundle with each gate, alternated. A false alarm "
+        f"is exit 3 for `base`, a detection exit 3 for `slow`. Targets: at most {allowed} false alarm(s) in {checks}, "
+        f"at least {checks - allowed} detections in {checks}. Load average (1, 5, 15 min) before: {load_before}; "
+        f"after: {_load()}.",
+        ["gate", "unchanged: false alarms", "30% slower: detected", "limit checks timed again (unchanged, slower)"],
+    )
+    labels = {"baseline": f"`--baseline --max-slowdown {SLOWDOWN}`", "max-latency": f"`--max-latency` ({MARGIN}x p90)"}
+    for gate in gates:
+        timed = f"{again[gate, 'base']}, {again[gate, 'slow']}" if gate == "max-latency" else ""
+        table.rows.append(
+            [labels[gate], f"{alarms[gate, 'base']} of {checks}", f"{alarms[gate, 'slow']} of {checks}", timed]
+        )
+        table.checks.append(
+            Check(f"gates: {gate} false alarms", f"<= {allowed} of {checks}", f"{alarms[gate, 'base']}",
+                  alarms[gate, "base"] <= allowed)
+        )  # fmt: skip
+        table.checks.append(
+            Check(f"gates: {gate} detections of a 30% slower bundle", f">= {checks - allowed} of {checks}",
+                  f"{alarms[gate, 'slow']}", alarms[gate, "slow"] >= checks - allowed)
+        )  # fmt: skip
+    return table
+
+
+# the functions of this file that run in a worker process (python scripts/bench.py --worker NAME ...)
+WORKERS: dict[str, Callable[..., Any]] = {
+    "gates_chain": chain_worker,
+}
