@@ -2,8 +2,8 @@
 case's percentile against a limit, or against the same bundle, variant and test case of an earlier report, decided
 with the tests of :mod:`mgedump.measure.gate` so that the noise of a shared machine does not fail it
 (docs/verify.md#latency-gates). A test case too slow fails the gate: exit code 3, unless something worse happened
-(docs/exit-codes.md). A test case over its limit is timed again, in more rounds, before it fails
-(:func:`mgedump.measure.gate.judge_limit`): ``retime`` times it (the caller knows how the bundle ran).
+(docs/exit-codes.md). A test case too slow is timed again, in more rounds, before it fails
+(:func:`mgedump.measure.gate.judge_rounds`): ``retime`` times it (the caller knows how the bundle ran).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from ..base.errors import MgeError
 from ..base.naming import option_name
-from ..measure.gate import ROUNDS, SIGNIFICANCE, judge_limit, slower, too_slow
+from ..measure.gate import ROUNDS, SIGNIFICANCE, Round, judge_baseline, judge_limit, too_slow
 from ..options import GateOptions
 from ..report.schema import RunReport
 
@@ -43,8 +43,8 @@ def baseline_cases(path: str) -> dict[tuple[str, int], Any]:
 
 def apply_gate(report: RunReport, gate: GateOptions, retime: Retime | None = None) -> dict[str, Any] | None:
     """The gate's verdict on every timed test case of ``report`` (none: no gate asked for); the record goes into
-    the report as ``latency_gate`` (docs/reports.md#the-latency-gate). A test case over its limit is timed again
-    with ``retime`` (none: its runs decide alone)."""
+    the report as ``latency_gate`` (docs/reports.md#the-latency-gate). A test case too slow is timed again with
+    ``retime`` (none: its runs decide alone)."""
     if not gate.active:
         return None
     base = baseline_cases(gate.baseline) if gate.baseline else {}
@@ -58,8 +58,8 @@ def apply_gate(report: RunReport, gate: GateOptions, retime: Retime | None = Non
                 continue
             where = f"{bundle.name} test case {case.index}"
             limit = gate.limit_for(case.index)
+            again = None if retime is None else _again(retime, bundle.source, bundle.variant, case.index)
             if limit is not None:
-                again = None if retime is None else _again(retime, bundle.source, bundle.variant, case.index)
                 checks.append(
                     _against_limit(where, bundle.name, case.index, runs, figure, limit, gate.latency_percentile, again)
                 )
@@ -70,7 +70,7 @@ def apply_gate(report: RunReport, gate: GateOptions, retime: Retime | None = Non
                     unmatched += 1
                     continue
                 checks.append(
-                    _against_baseline(where, bundle.name, case.index, runs, figure, earlier, then, gate)
+                    _against_baseline(where, bundle.name, case.index, runs, figure, earlier, then, gate, again)
                 )  # fmt: skip
     return {
         "percentile": gate.latency_percentile,
@@ -113,14 +113,23 @@ def _against_limit(
         f"{where}: {percentile} {figure:.4g} ms, limit {limit:.4g} ms ({first.over} of {first.runs} runs over it, "
         f"p = {first.p:.2g})"
     )
-    if len(rounds) > 1:
-        timed = "; ".join(f"{percentile} {r.ms:.4g} ms ({r.over} of {r.runs} over, p = {r.p:.2g})" for r in rounds[1:])
-        line += f"; timed again (up to {ROUNDS} rounds, fails if every one is over): {timed}"
+    line += _more_rounds(rounds, lambda r: f"{percentile} {r.ms:.4g} ms ({r.over} of {r.runs} over, p = {r.p:.2g})")
     return {
         "bundle": name, "test_case": index, "kind": "limit", "ms": figure, "limit_ms": limit, "p": first.p,
         "rounds": [r.to_json() for r in rounds], "passed": not failed,
         "line": f"{line}: {'TOO SLOW' if failed else 'ok'}",
     }  # fmt: skip
+
+
+def _more_rounds(rounds: Sequence[Round], said: Callable[[Round], str]) -> str:
+    """What the line adds of the rounds timed again (nothing: one round)."""
+    if len(rounds) < 2:
+        return ""
+    return f"; timed again (up to {ROUNDS} rounds, too slow if every one is): {'; '.join(map(said, rounds[1:]))}"
+
+
+def _rank_test(chance: float | None) -> str:
+    return "too few runs for the rank test" if chance is None else f"rank test p = {chance:.2g}"
 
 
 def _against_baseline(
@@ -132,19 +141,23 @@ def _against_baseline(
     earlier: Any,
     then: float,
     gate: GateOptions,
+    again: Callable[[], Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     factor = gate.max_slowdown or 1.0
-    ratio = figure / then if then > 0 else float("inf")
-    chance = slower(runs, earlier.timing.latencies_ms, factor)
-    failed = ratio > factor and (chance is None or chance < SIGNIFICANCE)
-    test = "too few runs for the rank test" if chance is None else f"rank test p = {chance:.2g}"
+    percentile = gate.latency_percentile
+    rounds = judge_baseline(runs, earlier.timing.latencies_ms, then, factor, percentile, again, figure)
+    failed = too_slow(rounds)
+    first = rounds[0]
+    ratio = first.ratio if first.ratio is not None else float("inf")
     line = (
-        f"{where}: {gate.latency_percentile} {figure:.4g} ms, baseline {then:.4g} ms: {ratio:.2f}x, at most {factor:g}x "
-        f"({test})"
+        f"{where}: {percentile} {figure:.4g} ms, baseline {then:.4g} ms: {ratio:.2f}x, at most {factor:g}x "
+        f"({_rank_test(first.p)})"
     )
+    line += _more_rounds(rounds, lambda r: f"{percentile} {r.ms:.4g} ms: {r.ratio:.2f}x ({_rank_test(r.p)})")
     return {
         "bundle": name, "test_case": index, "kind": "baseline", "ms": figure, "baseline_ms": then, "ratio": ratio,
-        "p": chance, "passed": not failed, "line": f"{line}: {'TOO SLOW' if failed else 'ok'}",
+        "p": first.p, "rounds": [r.to_json() for r in rounds], "passed": not failed,
+        "line": f"{line}: {'TOO SLOW' if failed else 'ok'}",
     }  # fmt: skip
 
 

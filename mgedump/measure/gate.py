@@ -9,18 +9,19 @@ does not fail them:
   in every round of runs timed again, up to :data:`ROUNDS` (:func:`judge_limit`);
 - against an earlier report (``--baseline``, ``--max-slowdown R``): the percentile is over R times the baseline's,
   and the runs are slower than the baseline's runs scaled by R beyond chance: a one-sided Mann-Whitney rank test
-  (normal approximation, ties corrected) at :data:`SIGNIFICANCE`.
+  (normal approximation, ties corrected) at :data:`SIGNIFICANCE`; and so it stays in every round of runs timed
+  again, up to :data:`ROUNDS` (:func:`judge_baseline`).
 
 Why a rank test and not fitting's interleaved rounds (:mod:`.fitting`): the baseline ran earlier, elsewhere; there
 are no rounds to pair. The rank test compares the two samples as they are, needs no assumption about their shape
 (latencies have long right tails) and is not moved by one stalled run.
 
-Why a limit is confirmed in more rounds: the binomial test takes the runs as independent, and a shared machine's
+Why a check is confirmed in more rounds: the tests take the runs as independent, and a shared machine's
 noise is not: another process holding the core for a while slows a stretch of runs together, and no count of runs
 within that stretch tells it from a slower model. Noise only ever adds time, so a round of runs that is fast enough
-shows that the model can be; a model that is slower is over the limit in every round. A round over the limit is
-therefore timed again (up to :data:`ROUNDS` rounds, each of as many runs as the first) and the test case fails only
-when every round is over it: an intersection-union test, whose chance of failing a model that is fast enough is at
+shows that the model can be; a model that is slower is too slow in every round. A round too slow is therefore
+timed again (up to :data:`ROUNDS` rounds, each of as many runs as the first) and the test case fails only
+when every round is too slow: an intersection-union test, whose chance of failing a model that is fast enough is at
 most each round's :data:`SIGNIFICANCE`, and smaller the less the noise of one round carries into the next.
 """
 
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 SIGNIFICANCE = 0.05  # the chance of failing a test case that is fast enough, at most, per test
 PERCENTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 MIN_RUNS = 5  # runs on each side below which the rank test cannot tell: the gate then reads the percentiles alone
-ROUNDS = 3  # the most rounds of runs a limit check times: the runs asked for, then as many again, twice at most
+ROUNDS = 3  # the most rounds of runs a check times: the runs asked for, then as many again, twice at most
 
 
 def binomial_tail(count: int, runs: int, chance: float) -> float:
@@ -91,26 +92,71 @@ def percentile(latencies_ms: Sequence[float], which: str) -> float:
 
 @dataclass(frozen=True)
 class Round:
-    """One round of runs against a limit: its percentile, its runs, how many went over the limit, the binomial
-    test's chance (:func:`over_limit`), and whether it is over the limit beyond the noise."""
+    """One round of a test case's runs, judged: its percentile, its runs, the test's chance (none: too few runs for
+    the rank test), whether it is too slow beyond the noise, and against a limit the runs over it, against a
+    baseline its figure over the baseline's."""
 
     ms: float
     runs: int
-    over: int
-    p: float
+    p: float | None
     too_slow: bool
+    over: int | None = None
+    ratio: float | None = None
 
-    def to_json(self) -> dict[str, float | int | bool]:
-        return {"ms": self.ms, "runs": self.runs, "over": self.over, "p": self.p, "too_slow": self.too_slow}
+    def to_json(self) -> dict[str, float | int | bool | None]:
+        found: dict[str, float | int | bool | None] = {"ms": self.ms, "runs": self.runs, "p": self.p}
+        if self.over is not None:
+            found["over"] = self.over
+        if self.ratio is not None:
+            found["ratio"] = self.ratio
+        return {**found, "too_slow": self.too_slow}
 
 
 def limit_round(latencies_ms: Sequence[float], limit_ms: float, which: str, figure: float | None = None) -> Round:
-    """A round of runs judged against a limit: too slow when its percentile (``figure``, else computed) is over
-    the limit and the binomial test says so at :data:`SIGNIFICANCE`."""
+    """A round of runs against a limit: too slow when its percentile (``figure``, else computed) is over the limit
+    and the binomial test says so at :data:`SIGNIFICANCE`."""
     ms = percentile(latencies_ms, which) if figure is None else figure
     chance = over_limit(latencies_ms, limit_ms, which)
     above = sum(run > limit_ms for run in latencies_ms)
-    return Round(ms, len(latencies_ms), above, chance, ms > limit_ms and chance < SIGNIFICANCE)
+    return Round(ms, len(latencies_ms), chance, ms > limit_ms and chance < SIGNIFICANCE, over=above)
+
+
+def baseline_round(
+    latencies_ms: Sequence[float],
+    baseline_ms: Sequence[float],
+    then: float,
+    factor: float,
+    which: str,
+    figure: float | None = None,
+) -> Round:
+    """A round of runs against a baseline's (whose percentile is ``then``): too slow when its percentile is over
+    ``factor`` times ``then`` and the rank test says so at :data:`SIGNIFICANCE` (or cannot tell: too few runs)."""
+    ms = percentile(latencies_ms, which) if figure is None else figure
+    ratio = ms / then if then > 0 else math.inf
+    chance = slower(latencies_ms, baseline_ms, factor)
+    return Round(
+        ms, len(latencies_ms), chance, ratio > factor and (chance is None or chance < SIGNIFICANCE), ratio=ratio
+    )
+
+
+def judge_rounds(
+    latencies_ms: Sequence[float],
+    judge: Callable[[Sequence[float]], Round],
+    again: Callable[[], Sequence[float]] | None = None,
+    first: Round | None = None,
+    rounds: int = ROUNDS,
+) -> list[Round]:
+    """Every round a check timed: the runs given (``first``: already judged), then, while the last round is too
+    slow and fewer than ``rounds`` were timed, the runs ``again()`` times, each judged by ``judge`` (no ``again``,
+    or a round of no runs: the rounds there are decide). The test case is too slow when every round is
+    (:func:`too_slow`)."""
+    judged = [first or judge(latencies_ms)]
+    while again is not None and judged[-1].too_slow and len(judged) < rounds:
+        more = again()
+        if not more:
+            break
+        judged.append(judge(more))
+    return judged
 
 
 def judge_limit(
@@ -119,20 +165,27 @@ def judge_limit(
     which: str,
     again: Callable[[], Sequence[float]] | None = None,
     figure: float | None = None,
-    rounds: int = ROUNDS,
 ) -> list[Round]:
-    """Every round a limit check timed: the runs given, then, while the last round is too slow and fewer than
-    ``rounds`` were timed, the runs ``again()`` times (none: the first round decides). The test case is too slow
-    when every round is (:func:`too_slow`)."""
-    judged = [limit_round(latencies_ms, limit_ms, which, figure)]
-    while again is not None and judged[-1].too_slow and len(judged) < rounds:
-        more = again()
-        if not more:  # nothing timed: decide on the rounds there are
-            break
-        judged.append(limit_round(more, limit_ms, which))
-    return judged
+    """A limit check's rounds (:func:`judge_rounds` of :func:`limit_round`); ``figure``: the first round's
+    percentile as reported."""
+    first = limit_round(latencies_ms, limit_ms, which, figure)
+    return judge_rounds(latencies_ms, lambda runs: limit_round(runs, limit_ms, which), again, first)
+
+
+def judge_baseline(
+    latencies_ms: Sequence[float],
+    baseline_ms: Sequence[float],
+    then: float,
+    factor: float,
+    which: str,
+    again: Callable[[], Sequence[float]] | None = None,
+    figure: float | None = None,
+) -> list[Round]:
+    """A baseline check's rounds (:func:`judge_rounds` of :func:`baseline_round`)."""
+    first = baseline_round(latencies_ms, baseline_ms, then, factor, which, figure)
+    return judge_rounds(latencies_ms, lambda runs: baseline_round(runs, baseline_ms, then, factor, which), again, first)
 
 
 def too_slow(rounds: Sequence[Round]) -> bool:
-    """Over the limit beyond the noise: every round timed is."""
+    """Too slow beyond the noise: every round timed is."""
     return bool(rounds) and all(r.too_slow for r in rounds)

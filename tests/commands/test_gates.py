@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 
 from mgedump.commands.gate import _against_limit
-from mgedump.measure.gate import ROUNDS, binomial_tail, judge_limit, over_limit, percentile, slower, too_slow
+from mgedump.measure.gate import (
+    ROUNDS,
+    binomial_tail,
+    judge_baseline,
+    judge_limit,
+    over_limit,
+    percentile,
+    slower,
+    too_slow,
+)
 from tests.zoo import failing_bundle, looped_bundle, slow_bundle, small_bundle, tree
 
 
@@ -111,6 +120,21 @@ def test_without_more_rounds_the_first_decides():
     assert too_slow(judge_limit(BURST, 1.2, "p90", Rounds([])))  # timing again failed: the rounds timed decide
     assert not too_slow(judge_limit(QUIET, 1.2, "p90", None))
     assert not too_slow([])
+
+
+def test_a_baseline_check_is_confirmed_in_rounds_too():
+    then = percentile(QUIET, "p90")
+    loaded = [ms * 1.25 for ms in QUIET]  # the whole machine slower for a while: the bulk moved, not the model
+    again = Rounds(QUIET)
+    rounds = judge_baseline(loaded, QUIET, then, 1.10, "p90", again)
+    assert [r.too_slow for r in rounds] == [True, False] and not too_slow(rounds) and again.calls == 1
+    assert rounds[0].ratio == pytest.approx(1.25) and rounds[0].p < 0.001
+    again = Rounds(SLOWER, SLOWER, SLOWER)
+    rounds = judge_baseline(SLOWER, QUIET, then, 1.10, "p90", again)
+    assert len(rounds) == 3 and again.calls == 2 and too_slow(rounds)
+    assert rounds[-1].to_json().keys() == {"ms", "runs", "p", "ratio", "too_slow"}
+    few = Rounds()  # under 5 runs the rank test cannot tell: the figure decides, and is not timed again when fine
+    assert not too_slow(judge_baseline(QUIET[:3], QUIET, then, 1.10, "p90", few)) and few.calls == 0
 
 
 def test_a_limit_line_gives_both_figures_and_every_round():
