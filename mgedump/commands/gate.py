@@ -125,7 +125,7 @@ def _more_rounds(rounds: Sequence[Round], said: Callable[[Round], str]) -> str:
     """What the line adds of the rounds timed again (nothing: one round)."""
     if len(rounds) < 2:
         return ""
-    return f"; timed again (up to {ROUNDS} rounds, too slow if every one is): {'; '.join(map(said, rounds[1:]))}"
+    return f"; timed again (up to {ROUNDS} rounds, too slow if most are): {'; '.join(map(said, rounds[1:]))}"
 
 
 def _rank_test(chance: float | None) -> str:
