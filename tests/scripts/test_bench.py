@@ -93,7 +93,11 @@ def test_quick_gates_section_counts_both_gates_verdicts(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = table_rows(out.read_text(), "(`gates`)")
-    assert [row[0] for row in rows] == ["`--baseline --max-slowdown 1.1`", "`--max-latency` (1.15x p90)"]
+    assert [row[0] for row in rows] == [
+        "`--baseline --max-slowdown 1.1`",
+        "`--max-latency` (1.15x p90)",
+        "`--max-latency --latency-percentile p50` (1.15x p50)",
+    ]
     assert all(re.fullmatch(r"[0-4] of 4", cell) for row in rows for cell in row[1:3]), rows
     assert all(re.fullmatch(r"[0-4], [0-4]", row[3]) for row in rows), rows
     assert "gates: max-latency false alarms" in out.read_text()
