@@ -171,7 +171,7 @@ def gate_lines(gate: dict[str, Any] | None, verbose: bool) -> list[str]:
     total = f"latency gate ({gate['percentile']}): {len(checks)} check(s), {failed} too slow"
     if gate.get("no_baseline"):
         total += f"; {gate['no_baseline']} test case(s) not in the baseline, not compared"
-    if not checks:
+    if not checks and not gate.get("no_baseline"):  # timed test cases the baseline lacks are said above
         total += (
             f" (no timed test case: with {option_name('jobs')} over 1, give {option_name('jobs_timing', 'serial')})"
         )

@@ -208,6 +208,16 @@ def test_the_latency_gate_fails_with_its_own_exit_code_and_both_figures(tmp_path
     assert worse.code == 1
 
 
+def test_a_baseline_of_other_bundles_is_said_so_and_not_blamed_on_timing(tmp_path, mgerun):
+    bundle = small_bundle(tmp_path / "zoo")
+    other = small_bundle(tmp_path / "then", "other.mgetest")
+    assert mgerun(other, "--iter", "5", "-q", "--report-json", tmp_path / "b.json").code == 0
+    result = mgerun(bundle, "--iter", "5", "-q", "--baseline", tmp_path / "b.json")
+    assert result.code == 0, result.out + result.err
+    assert "0 check(s), 0 too slow; 1 test case(s) not in the baseline, not compared" in result.out
+    assert "--jobs-timing" not in result.out
+
+
 def test_the_latency_gate_needs_timing(tmp_path, mgerun):
     bundle = small_bundle(tmp_path / "zoo")
     result = mgerun(tmp_path / "zoo", "-j", "2", "--max-latency", "5")
