@@ -27,7 +27,7 @@ from ..bundle.reader import peek_model_sha256, peek_variants
 from ..data.casts import as_inputs_of
 from ..measure.fitting import Candidate, Fitting, fit, settings_space
 from ..measure.timing import Progress
-from ..model.runtime import TensorInfo, open_runner
+from ..model.runtime import OrtRunner, TensorInfo, open_runner
 from ..model.session import CPU, EXECUTION_MODES, GRAPH_OPT_LEVELS, MAX_THREADS, SessionSettings
 from ..options import FITTING_BUDGET_S, VerifyOptions
 from .verify_prepare import Placed, place_model
@@ -181,16 +181,27 @@ def _candidates(path: str, names: Sequence[str], options: VerifyOptions, tmp: st
     return candidates
 
 
+class _Runs:
+    """One run of the test case (timed), and the run that ends a turn (untimed): it hands back what the session's
+    arena holds free, so that the finalists left open between their turns hold their weights only (docs/fitting.md:
+    each kept the memory of its largest run, 3.3x a plain mgerun on a layout detector with three variants)."""
+
+    def __init__(self, runner: OrtRunner, feeds: dict[str, Any]) -> None:
+        self.runner = runner
+        self.feeds = feeds
+
+    def __call__(self) -> None:
+        self.runner.run(self.feeds)
+
+    def settle(self) -> None:
+        self.runner.run_and_shrink(self.feeds)
+
+
 def _starter(placed: Placed, feeds: dict[str, Any], settings: SessionSettings) -> Callable[[], Callable[[], None]]:
     """Opens the candidate's runner when it is first timed; returns one run of the test case."""
 
     def start() -> Callable[[], None]:
-        run = open_runner(placed.opened, settings, data_folder=placed.data_folder).run
-
-        def once() -> None:
-            run(feeds)
-
-        return once
+        return _Runs(open_runner(placed.opened, settings, data_folder=placed.data_folder), feeds)
 
     return start
 

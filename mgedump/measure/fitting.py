@@ -110,7 +110,9 @@ class Candidate:
     _run: Callable[[], None] | None = field(default=None, repr=False)
 
     def time(self, runs: int, clock: Callable[[], float], *, final: bool = False) -> None:
-        """One warm-up run, then ``runs`` timed runs (``final``: in a final round)."""
+        """One warm-up run, ``runs`` timed runs (``final``: in a final round), then the run's ``settle``, if it has
+        one (untimed: the session hands back the memory it holds free, so an open finalist holds its weights and not
+        its largest run)."""
         if self.error is not None:
             return
         try:
@@ -123,6 +125,10 @@ class Candidate:
                 began = clock()
                 self._run()
                 turn.append((clock() - began) * 1000)
+            settle = getattr(self._run, "settle", None)
+            if settle is not None:  # a run, untimed, that hands back what the session holds free between turns
+                settle()
+                give_back()
             self.samples_ms += turn
             self.turns_ms.append(statistics.median(turn))
             if final:
@@ -271,8 +277,9 @@ def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def _round_cost(finalists: Sequence[Candidate]) -> float:
-    """Seconds one final round takes, from the medians so far."""
-    return sum(SETTLE_S + (FINAL_RUNS + 1) * c.median_ms / 1000 for c in finalists if c.samples_ms)
+    """Seconds one final round takes, from the medians so far: each finalist's warm-up, timed runs and the run that
+    ends its turn."""
+    return sum(SETTLE_S + (FINAL_RUNS + 2) * c.median_ms / 1000 for c in finalists if c.samples_ms)
 
 
 def choose(candidates: Sequence[Candidate], defaults: Candidate | None = None) -> tuple[Candidate | None, str]:
