@@ -281,6 +281,11 @@ def plan_runs(
     if failed is not None and not given:  # the bundles the report names, under its names for them
         named = {source: name for name, source in failed.sources.items()}
         names = [named.get(path, name) for path, name in zip(bundles, names, strict=True)]
+    if failed is not None:  # before the shards: every shard shares out the same bundles, those that failed
+        failed_names = {name for name, _ in failed.runs}
+        kept_found = [(f, n) for f, n in zip(found, names, strict=True) if n in failed_names]
+        found, names = [f for f, _ in kept_found], [n for _, n in kept_found]
+        bundles = [f.path for f in found]
     picked = None
     if shard is not None:
         found, names, picked = pick(found, names, shard, spread.shard_durations)
@@ -288,7 +293,7 @@ def plan_runs(
     runs = _runs(bundles, plain, options.variant, options.fitting)
     cases: list[tuple[int, ...] | None] = []
     if failed is not None:
-        bundles, names, kept, cases = select_failed(failed, bundles, names, runs)
+        bundles, names, kept, cases = select_failed(failed, bundles, names, runs, none_ok=shard is not None)
         runs = tuple(kept)
     notes = ((shard.note,) if shard is not None and shard.note else ()) + tuple(config_notes)
     return RunPlan(
