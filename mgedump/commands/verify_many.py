@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import IO, Any
 
 from ..base.errors import EXIT_OK, EXIT_TOO_SLOW, MgeError, UsageError
@@ -45,7 +46,7 @@ from .jobs import Done, check_options, run_checks, timing_options, untimed, with
 from .rerun import failed_in, select_failed
 from .shards import pick, resolve_run, resolve_shard
 from .tree import expand_tree, report_names
-from .verify import CaseReport, Report, run_outputs, verify
+from .verify import CaseReport, Report, run_outputs, time_again, verify
 from .verify_prepare import is_plain_model
 
 
@@ -375,9 +376,14 @@ def verify_all(
     if plan.gate.active:
         from .gate import apply_gate
 
-        summary.gate = apply_gate(summary.record(), plan.gate)
+        summary.gate = apply_gate(summary.record(), plan.gate, partial(_time_again, plan.options))
     write_reports(summary, options, protected)
     return summary
+
+
+def _time_again(options: VerifyOptions, path: str, variant: str | None, index: int) -> list[float]:
+    """The latency gate's next round of a test case's runs (:func:`.gate.apply_gate`), timed here, alone."""
+    return time_again(path, options_for(path, options, False, variant), index)
 
 
 def _cases_of(plan: RunPlan, k: int, options: VerifyOptions) -> VerifyOptions:
