@@ -347,6 +347,8 @@ class VerifyOptions:
             fastest proven one (docs/fitting.md); ``fitting_budget_s`` bounds the search; ``fitting_out`` writes the
             choice (JSON) to this file.
         config: run exactly a choice ``fitting_out`` wrote: its variant and session settings.
+        test_cases: run only the test cases of these numbers (none: every one; ``--rerun-failed`` sets it per
+            bundle).
     """
 
     cases: GivenCases = ()
@@ -373,6 +375,7 @@ class VerifyOptions:
     fitting_budget_s: float = FITTING_BUDGET_S
     fitting_out: str | None = None
     config: str | None = None
+    test_cases: tuple[int, ...] | None = None
     _: KW_ONLY
     maxerr: InitVar[float | None] = None
     output_maxerr: InitVar[OutputBounds | None] = None
@@ -587,6 +590,30 @@ class SpreadOptions:
         if workers is None:
             return None
         return "alone" if workers == 1 and self.jobs_timing is None else self.jobs_timing or "none"
+
+
+MAX_FAIL = 1_000_000  # --maxfail: beyond, it stops nothing a folder holds
+
+
+@dataclass(frozen=True)
+class SelectOptions:
+    """Which bundles ``mgerun`` runs of those it found, and when it stops (:mod:`mgedump.commands.rerun`,
+    docs/verify.md#stopping-early-and-running-again).
+
+    Attributes:
+        rerun_failed: an earlier JSON report: run only the bundles, variants and test cases that failed or could
+            not run in it (none: all).
+        maxfail: stop after this many failing bundles (or variants) and report the rest as not run (none: never).
+    """
+
+    rerun_failed: str | None = None
+    maxfail: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.maxfail is not None and (
+            isinstance(self.maxfail, bool) or not isinstance(self.maxfail, int) or not 1 <= self.maxfail <= MAX_FAIL
+        ):
+            raise UsageError(f"{option_name('maxfail')} takes a count from 1 to {MAX_FAIL}; got {self.maxfail}")
 
 
 # The bound's keywords, read back from ``bounds`` for the library's callers (``PackOptions(maxerr=0.5).maxerr`` is

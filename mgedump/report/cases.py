@@ -197,6 +197,19 @@ class CaseRecord:
         origin = f"{short_spec(origin)}{sep}{line}" if sep and line.isdigit() else short_spec(self.origin)
         return f"test case {self.index} ({origin}: {short_spec(self.spec)})"
 
+    def reason(self) -> str:
+        """Why it failed, in a few words: ``prob: err=0.5 > maxerr=0.0001`` (``(+1 more)`` when other outputs
+        failed too), the model's error when it failed to run, ``FAILED`` otherwise."""
+        if self.error is not None:
+            return str(self.error)
+        failed = [out for out in self.outputs if not out.passed]
+        if not failed:
+            return "FAILED"
+        first = failed[0]
+        err = first.reason or ("not finite" if first.err is None else f"err={first.err:g}")
+        more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+        return f"{first.name}: {err} > maxerr={first.maxerr:g}{more}"
+
     def failure_lines(self) -> list[str]:
         """The lines of every failed output, as ``mgerun`` prints them."""
         return [line for out in self.outputs if not out.passed for line in (out.failure or [f"{out.name} failed"])]
