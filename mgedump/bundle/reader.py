@@ -110,7 +110,8 @@ class Bundle(AbstractContextManager["Bundle"]):
             if missing:
                 raise BundleError(f"{self.path}: member {missing[0]!r} is listed in the manifest but missing")
             raise BundleError(f"{self.path}: members are not in the manifest's order")
-        large, small = [], []
+        large: list[dict[str, Any]] = []
+        small: list[dict[str, Any]] = []
         archive_size = os.path.getsize(self.path)
         for entry, info in zip(manifest["members"], infos[1:], strict=True):
             if info.header_offset + info.compress_size > archive_size:
