@@ -26,7 +26,7 @@ from ..base.naming import option_name
 from ..base.outputs import Output, Outputs, all_or_nothing
 from ..bundle import DATA_MEMBER, MODEL_MEMBER, Manifest, write_bundle
 from ..data import TestCase, TestData
-from ..model.modelfile import data_files, model_source
+from ..model.modelfile import ModelSource, data_files, model_source
 from ..model.runtime import check_model_path, model_io, open_session
 from ..model.stripinfo import strip_info_paths, write_strip_info
 from ..model.target import retarget_file
@@ -112,9 +112,13 @@ def pack(
     with tempfile.TemporaryDirectory(prefix=".mgedump-", dir=os.path.dirname(os.path.realpath(output_path))) as tmp:
         model_path = _model_file(model, tmp)
         check_model_path(model_path)
-        copy = model_source(model_path, DATA_MEMBER)
-        with _hashing(copy.data_paths or (model_path,)) as hashing:
-            opened = _open_given(model_path, stage)
+        with _sourcing(model_path) as (planned, hashing):
+            try:
+                opened = _open_given(model_path, stage)
+            except MgeError:
+                planned.result()  # the model's refusal of its external data, in mgedump's words, comes first
+                raise
+            copy = planned.result()
             cases = _build_cases(opened, data, options, stage)
             calibration_cases = calibration.build(opened.inputs, options.data) if calibration else []
             made = _make(names, Given(opened, cases, calibration_cases, options, stage, tmp))
@@ -411,12 +415,16 @@ def _files(cases: Sequence[TestCase]) -> list[str]:
 
 
 @contextmanager
-def _hashing(paths: Sequence[str]) -> Iterator[Future[FileDigest]]:
-    """Hash the weights in a thread while onnxruntime loads and runs the model: one read, on the other core."""
+def _sourcing(model_path: str) -> Iterator[tuple[Future[ModelSource], Future[FileDigest]]]:
+    """Plan how the model is copied (:func:`model_source`: its external data checked, the model rewritten to name
+    one data member), then hash what is copied, in a thread while onnxruntime loads and runs the model: one read,
+    on the other core (onnxruntime lets go of the interpreter while it creates a session)."""
     cancel = threading.Event()
     with ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool:
+        planned = pool.submit(model_source, model_path, DATA_MEMBER)  # the one worker runs this first, then:
+        hashing = pool.submit(lambda: hash_files(planned.result().data_paths or (model_path,), cancel))
         try:
-            yield pool.submit(hash_files, paths, cancel)
+            yield planned, hashing
         except BaseException:
             cancel.set()
             raise

@@ -200,3 +200,16 @@ def test_an_offset_that_is_not_a_number_is_one_line(tmp_path, mgedump):
     assert "tensor 'w1' keeps its data in 'b.bin' at offset 'sixteen', which is not a number of bytes" in result.err
     assert "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1
     assert not (tmp_path / "o.mgetest").exists()
+
+
+def test_a_tensor_past_its_file_is_refused_in_mgedumps_words(tmp_path, mgedump):
+    """The copy is planned while onnxruntime opens the model; when both refuse it, the plan's reason is the one
+    said (onnxruntime's own message names no file size)."""
+    path = external_chain(tmp_path, ["a.bin", "b.bin"])
+    model = onnx.load(str(path), load_external_data=False)
+    model.graph.initializer[1].external_data[2].value = "6400"  # length: past b.bin's 64 bytes
+    onnx.save(model, str(path))
+    result = mgedump(path, "-d", "#rand(-1,1)", "-o", tmp_path / "o.mgetest")
+    assert result.code == 2, result.out + result.err
+    assert "tensor 'w1' keeps its data in 'b.bin' at offset 0, length 6400, past the file's 64 bytes" in result.err
+    assert "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1
