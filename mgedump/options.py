@@ -17,12 +17,12 @@ print ``--help`` without loading numpy, onnx or onnxruntime.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, InitVar, dataclass, field, fields, is_dataclass
 from typing import Any
 
 from .base.bounds import Bounds, OutputBounds, OutputStats, check_maxerr
+from .base.cpus import usable_cpus
 from .base.errors import UsageError
 from .base.naming import option_name
 from .base.numbers import parse_version
@@ -540,8 +540,7 @@ class SpreadOptions:
             return 1
         if self.jobs != "auto":
             return self.jobs if isinstance(self.jobs, int) else None
-        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        return max(1, min(usable or 1, MAX_JOBS))
+        return max(1, min(usable_cpus(), MAX_JOBS))
 
     @property
     def timing(self) -> str | None:

@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.cpus import usable_cpus
 from ..base.errors import EXIT_FAILED, MgeError
 from ..base.limits import process_stopped
 from ..base.naming import NO_VALUE, spoken_as
@@ -86,7 +87,7 @@ def check_options(options: VerifyOptions, workers: int, timing: str) -> VerifyOp
     figures are dropped), and onnxruntime's threads shared out between the workers unless ``--thread`` says."""
     if timing == "alone":
         return options
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    usable = usable_cpus()
     session = dataclasses.replace(options.session, threads=options.session.threads or max(1, usable // workers))
     return dataclasses.replace(
         options, iters=1, warmup=0, duration_s=0.0, concurrency=1, repeat_sweep=(), session=session

@@ -247,15 +247,16 @@ def plan_runs(
             f"{option_name('fitting')} times the variants against each other, alone on this machine; "
             f"run it without {option_name('jobs')}"
         )
+    config_notes: list[str] = []
     if options.config:
-        options = with_config(options, options.config, bundles)
+        options, config_notes = with_config(options, options.config, bundles)
     names = report_names(found)
     picked = None
     if shard is not None:
         found, names, picked = pick(found, names, shard, spread.shard_durations)
         bundles = [f.path for f in found]
     runs = _runs(bundles, plain, options.variant, options.fitting)
-    notes = (shard.note,) if shard is not None and shard.note else ()
+    notes = ((shard.note,) if shard is not None and shard.note else ()) + tuple(config_notes)
     return RunPlan(tuple(bundles), options, protected, runs, tuple(names), spread, picked, run, notes, gate)
 
 
