@@ -328,11 +328,13 @@ def run_checks(
     verbosity: int | None = None,
     flags: dict[str, str] | None = None,
     timeout: float | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     """Check ``runs`` ((index, path, variant, options, label) each) in ``workers`` worker processes, at most one
     run per worker at a time; ``on_done`` is called in this process with each outcome as it comes, a crashed
     worker's run as a :class:`WorkerError` (exit code 1) naming the signal; with ``timeout`` (seconds), a run
-    still going that long after it began has its worker killed and fails naming the limit."""
+    still going that long after it began has its worker killed and fails naming the limit. Once ``stop()`` says so
+    (``--maxfail``), no run starts that had not: the runs going end, and the rest are never run."""
     if verbosity is None:
         verbosity = _verbosity()
     if flags is None:
@@ -386,6 +388,8 @@ def run_checks(
                             start(slot)
             for done in outcomes:
                 on_done(done)
+            if stop is not None and stop():
+                pending.clear()
 
 
 class Checker:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.jsontypes import JsonObject
 from ..model.session import SessionSettings
 from .jsonvalues import optional
 
@@ -90,9 +91,9 @@ class FittingRecord:
         budget_s, seconds, rounds: the search's budget, how long it took, the final rounds it ran.
     """
 
-    variants: list[dict[str, Any]]
+    variants: list[JsonObject]
     rows: list[FittingRow]
-    chosen: dict[str, Any] | None
+    chosen: JsonObject | None
     why: str = ""
     budget_s: float = 0.0
     seconds: float = 0.0
