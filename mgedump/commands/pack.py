@@ -443,7 +443,7 @@ def _beside_the_model(
     """In a thread while onnxruntime loads and runs the model (it lets go of the interpreter meanwhile): plan how
     the model is copied (:func:`model_source`: its external data checked, the model rewritten to name one data
     member), hash what is copied (one read of the weights, on the other core), then take the manifest's
-    environment (the lookups of the installed distributions, tens of milliseconds, off the way of a small model's
+    environment (the versions of the installed distributions and the CPU's flags, off the way of a small model's
     pack)."""
     cancel = threading.Event()
     with ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool:
