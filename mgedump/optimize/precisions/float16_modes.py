@@ -17,7 +17,7 @@ from ...base.naming import option_name
 from ..autocast import choose_precision
 from ..float16 import check_not_quantized, convert, float16_tensors, float_types, is_float16_model
 from ..nodes import all_nodes, matching_nodes, name_nodes
-from ..offline import save
+from ..offline import load_weights, save
 from . import Job, Made, Precision
 
 READS = frozenset({"fp32_nodes", "keep_io_types", "float16_margin"})
@@ -89,6 +89,8 @@ def float16_check(model: Any, record: Mapping[str, Any]) -> str | None:
 def _from_weights(job: Job, mode: str) -> Made:
     """Without test data: the nodes ``fp32_nodes`` names stay float32, weights float16 where float16 holds them."""
     model = job.model
+    if job.external:
+        load_weights(model, job.scratch)
     name_nodes(model)
     kept = matching_nodes(model, job.options.fp32_nodes)
     conversion = convert(model, mode, kept, keep_io=job.options.keep_io_types)
