@@ -177,6 +177,11 @@ class WeightFiles:
 
 def largest(values: np.ndarray) -> Any:
     """The largest finite magnitude of an array (0 when it has none)."""
+    if not values.size:
+        return 0.0
+    top = np.abs(values).max()
+    if np.isfinite(top):  # every value finite (a NaN or an infinity would be the largest): no mask to copy
+        return top
     finite = np.abs(values[np.isfinite(values)])
     return finite.max() if finite.size else 0.0
 
