@@ -5,7 +5,13 @@ A MatMul chain on one input row (onnx.helper; [4096, 4096] float32 weights, one 
 script: import onnxruntime, open the model as given, run it once), whole processes. ``mgerun`` reads the weights
 where they lie in the bundle (docs/bundle.md, "Reading the weights in place"): only the small model member is
 copied, and the weights' hash is checked while onnxruntime reads them. Target: ``mgerun`` / onnxruntime alone at
-most 1.3. The model and bundle are deleted at the end of the section.
+most 1.3.
+
+Then float16 of the same model, against a plain pack, alternated, whole processes: ``--optimize-for-inference
+--enable-ioc16`` at ``--maxerr 1e-2`` (every MatMul converted) and at ``--maxerr 1e-3`` (the search ends on every
+MatMul kept float32). Peak RSS is the largest of the process and its children (the search runs its candidates in
+one). Targets (float16 at ``--maxerr 1e-2``): its wall at most 10x a plain pack's, its peak RSS at most 3x the
+weights. The model and bundles are deleted at the end of the section.
 """
 
 from __future__ import annotations
@@ -72,6 +78,31 @@ def make_worker(folder: str, mib_total: int) -> dict[str, Any]:
 
 WORKERS: dict[str, Callable[..., Any]] = {"big_external_chain": make_worker}
 
+FLOAT16 = {  # what is compared with a plain pack: a label and its flags
+    "ioc16 at 1e-2": ["--optimize-for-inference", "--enable-ioc16", "--maxerr", "1e-2"],
+    "ioc16 at 1e-3": ["--optimize-for-inference", "--enable-ioc16", "--maxerr", "1e-3"],
+}
+TARGET16 = "ioc16 at 1e-2"
+
+
+def float16_runs(folder: Any, runs: int) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
+    """A plain pack and each float16 pack of ``folder/chain.onnx``, alternated: walls (s) and peak RSS (KiB)."""
+    plain = ["-q"]
+    argvs = {"plain pack": plain, **{label: [*flags, "-q"] for label, flags in FLOAT16.items()}}
+    walls: dict[str, list[float]] = {name: [] for name in argvs}
+    peaks: dict[str, list[int]] = {name: [] for name in argvs}
+    out = folder / "f16.mgetest"
+    for _, name in alternate(list(argvs), runs):
+        done = run_process(
+            [*console_script("mgedump"), folder / "chain.onnx", "-d", "#rand(0,1)", "-o", out, *argvs[name]]
+        )
+        out.unlink(missing_ok=True)
+        if not done.ok:
+            raise RuntimeError(f"{name} failed: {done.failure()}")
+        walls[name].append(done.wall_s)
+        peaks[name].append(done.maxrss_kib)
+    return walls, peaks
+
 
 def section(ctx: Context) -> Table:
     size = 64 if ctx.quick else 1024
@@ -98,6 +129,9 @@ def section(ctx: Context) -> Table:
                 raise RuntimeError(f"{name} failed: {done.failure()}")
             walls[name].append(done.wall_s)
             peaks[name].append(done.maxrss_kib)
+        bundle.unlink()
+        log(f"big: float16 of the {size} MiB model against a plain pack")
+        walls16, peaks16 = float16_runs(folder, max(2, min(ctx.runs, 3)))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     run, alone = median(walls["mgerun"]), median(walls["onnxruntime alone"])
@@ -117,6 +151,35 @@ def section(ctx: Context) -> Table:
             ["onnxruntime alone peak RSS", mib(max(peaks["onnxruntime alone"]) * 1024)],
             ["**mgerun / onnxruntime alone**", f"**{fmt_ratio(wall_ratio)}**"],
         ],
+    )
+    plain16 = median(walls16["plain pack"])
+    table.rows.append(["plain pack, median wall (s)", fmt(plain16)])
+    table.rows.append(["plain pack peak RSS / weights", fmt_ratio(max(peaks16["plain pack"]) * 1024 / made["bytes"])])
+    ratios16 = {}
+    for label, flags in FLOAT16.items():
+        ratios16[label] = (
+            ratio(median(walls16[label]), plain16),
+            max(peaks16[label]) * 1024 / made["bytes"],
+        )
+        table.rows.append([f"`{' '.join(flags)}`, median wall (s)", fmt(median(walls16[label]))])
+        table.rows.append([f"**{label} / plain pack (wall)**", f"**{fmt_ratio(ratios16[label][0])}**"])
+        table.rows.append(
+            [
+                f"**{label} peak RSS / weights**",
+                f"**{fmt_ratio(ratios16[label][1])}** ({mib(max(peaks16[label]) * 1024)})",
+            ]
+        )
+    wall16, peak16 = ratios16[TARGET16]
+    table.checks.append(
+        Check(
+            f"big: float16 ({TARGET16}) / plain pack ({mib(made['bytes'])})",
+            "<= 10",
+            fmt_ratio(wall16),
+            at_most(wall16, 10),
+        )
+    )
+    table.checks.append(
+        Check(f"big: float16 ({TARGET16}) peak RSS / weights", "<= 3", fmt_ratio(peak16), at_most(peak16, 3))
     )
     table.checks.append(
         Check(
