@@ -74,6 +74,13 @@ class Autocast:
     casts: int = 0
     notes: list[str] = field(default_factory=list)
     path: str = ""  # the model as the search ran it (in the scratch folder)
+    weights: WeightFiles | None = None  # the files its weights lie in, until :meth:`load_weights`
+
+    def load_weights(self) -> None:
+        """Read the model's weights into it (the search leaves them in files of the scratch folder)."""
+        if self.weights is not None:
+            self.weights.load(self.model)
+            self.weights = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -116,7 +123,8 @@ def choose_precision(
             (``p99``, ``mean``, ``median``).
 
     Returns:
-        The converted model and the decisions.
+        The converted model and the decisions; the model's weights lie in files of ``scratch`` until
+        :meth:`Autocast.load_weights`.
 
     Raises:
         OptimizeError: no mixed-precision model meets ``maxerr``; the message
@@ -142,7 +150,6 @@ def choose_precision(
         if floor.err > maxerr:
             raise floor_refusal(search, floor, maxerr)
         found, aim = _run_search(search, kept, aim, maxerr, notes)
-    weights.load(found.model)  # the one model that holds its weights in memory: the mode's model
     worst = found.worst()[0]
     op_types = {node.name: node.op_type for node in all_nodes(base.graph)}
     if aim < maxerr:
@@ -164,6 +171,7 @@ def choose_precision(
         found.conversion.casts,
         notes,
         found.path,
+        weights,
     )
 
 

@@ -85,6 +85,8 @@ def test_candidates_hold_no_weights_and_each_weight_is_converted_once(external, 
     # a model whose weights lie in the scratch folder already is not copied; another one's written there once
     held = os.path.getsize(os.path.join(scratch, FLOAT32_FILE))
     assert held == 0 if external else weights <= held <= LAYERS * (DIM * DIM * 4 + ALIGN)
+    assert _weight_bytes(found.model) <= DIM * 4
+    found.load_weights()
     assert _weight_bytes(found.model) >= DIM * DIM * 2 * (LAYERS - 1)  # the model kept holds its weights again
 
 
@@ -172,3 +174,34 @@ def test_a_model_with_external_weights_packs_float16_as_the_same_model_embedded(
         stored[init.name] = data[start : start + int(entries["length"])] if entries else init.raw_data
     assert stored == {init.name: init.raw_data for init in inline.graph.initializer}
     assert any(init.data_type == onnx.TensorProto.FLOAT16 for init in ext.graph.initializer)
+
+
+@pytest.mark.parametrize("limit, together", [(0, 1), (1 << 40, 2)], ids=["big", "small"])
+def test_io16xc32_times_a_big_model_one_session_at_a_time(limit, together, tmp_path, mgedump, monkeypatch):
+    """The latency note's two sessions: alternated for a small model; one after the other past the size where two
+    would hold the weights twice."""
+    import gc
+    import weakref
+
+    from mgedump.optimize.precisions import io16xc32
+
+    live, most = [0], [0]
+    real = io16xc32.open_session
+
+    def opened(*args, **kwargs):
+        session = real(*args, **kwargs)
+        live[0] += 1
+        most[0] = max(most[0], live[0])
+        weakref.finalize(session, lambda: live.__setitem__(0, live[0] - 1))
+        return session
+
+    monkeypatch.setattr(io16xc32, "ONE_AT_A_TIME", limit)
+    monkeypatch.setattr(io16xc32, "open_session", opened)
+    path = _chain(str(tmp_path), external=False)
+    out = tmp_path / "io16.mgetest"
+    flags = ["--optimize-for-inference", "--enable-io16xc32", "--maxerr", "1e-1", "--keep-io-types"]
+    result = mgedump(path, "-d", "#rand(0,1)", *flags, "-o", out)
+    gc.collect()
+    assert result.code == 0, result.err
+    assert "x the float32 model's latency on this CPU (test case 0, medians of 15 runs)" in result.err
+    assert most[0] == together

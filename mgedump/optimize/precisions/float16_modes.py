@@ -53,6 +53,7 @@ def float16_maker(mode: str, after: Callable[[str, Any, Job], list[str]] | None 
             error_stats={output.name: job.bounds.of(output.name).stat for output in model.graph.output},
         )
         notes = [*found.notes, cast_note(found.model, mode), *(after(staged, found, job) if after else [])]
+        found.load_weights()  # the one model that holds its weights in memory: the mode's model
         return _converted(Made(found.model, found.to_json(), notes), mode)
 
     return make
