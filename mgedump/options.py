@@ -17,25 +17,56 @@ print ``--help`` without loading numpy, onnx or onnxruntime.
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, InitVar, dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from .base.bounds import Bounds, OutputBounds, OutputStats, check_maxerr
+from .base.cpus import usable_cpus
 from .base.errors import UsageError
 from .base.naming import option_name
 from .base.numbers import parse_version
 from .model.session import SessionSettings, check_threads
 
+if TYPE_CHECKING:  # numpy is imported by the commands, not by the options (--help reads them)
+    from numpy.typing import ArrayLike
+
 FLOAT16_MAXERR = 1e-2  # mgediff's default when either side holds float16: float16's own precision
 FLOAT16_MARGIN = 0.5  # the float16 search aims this fraction below maxerr (measured on held-out data: docs/float16.md)
 IO_DUMP_BUDGET_MB = 1024  # MiB of exposed tensors one run may hold (docs/io-dump.md)
+FLOAT32 = "fp32"  # the variant of no precision mode: the model's own float32 (a name in PackOptions.variants)
 CALIBRATE_METHODS = ("minmax", "entropy", "percentile")  # onnxruntime's calibrators; minmax measured best (docs)
 INT8_WEIGHTS = ("per-channel", "per-tensor")
 MAX_DURATION_S = 86400
 REPORT = {"report": True}  # marks a field that is a report format's target (mgedump.report.formats)
 FITTING_BUDGET_S = 60.0  # seconds a fitting may take, sessions included (docs/fitting.md)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Test cases as the options take them (the commands parse them: mgedump.data.TestData.parse)
+
+
+class CaseText(Protocol):
+    """A test case as written, parsed (:class:`mgedump.data.spec.CaseSpec`): its text and where it came from."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def origin(self) -> str: ...
+
+
+class ParsedCases(Protocol):
+    """Test cases parsed already (:class:`mgedump.data.TestData`): they pass as they are."""
+
+    @property
+    def list_files(self) -> list[str]: ...
+
+
+# One test case: a -d text, one parsed, an array (or a number), or a dict of input name to array.
+GivenCase: TypeAlias = "str | CaseText | ArrayLike | Mapping[str, ArrayLike]"
+# The test cases of an option: a list of them, or test data parsed already.
+GivenCases: TypeAlias = "Sequence[GivenCase] | ParsedCases"
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -54,12 +85,18 @@ def check_at_least(value: Any, low: int, name: str, unit: str = "") -> None:
         raise UsageError(f"{option_name(name)} must be >= {low}{unit}, got {value}")
 
 
-def given_cases(value: Any, name: str = "cases") -> Any:
+def given_cases(value: GivenCases, name: str = "cases") -> GivenCases:
     """The test cases as given: ``-d`` texts, :class:`~mgedump.data.spec.CaseSpec` objects, arrays or dicts (a
     tuple of them), or :class:`~mgedump.data.TestData` already parsed (which passes as it is)."""
     if hasattr(value, "list_files"):  # TestData: parsed at the edge, not parsed again
         return value
-    if isinstance(value, (str, bytes)) or is_dataclass(value) or isinstance(value, Mapping) or hasattr(value, "dtype"):
+    if (
+        isinstance(value, (str, bytes))
+        or is_dataclass(value)
+        or isinstance(value, Mapping)
+        or hasattr(value, "dtype")
+        or not isinstance(value, Iterable)
+    ):
         raise UsageError(
             f"{option_name(name)} must be a list of test cases (-d texts, arrays or dicts of input name to array), "
             f"got one {type(value).__name__}"
@@ -214,13 +251,13 @@ class PackOptions:
             (``trace.dump`` sets it, as MegEngine dumps them); the command line has no flag for it and refuses them.
     """
 
-    cases: Any = ()
+    cases: GivenCases = ()
     data: DataOptions = field(default_factory=DataOptions)
     bounds: Bounds = field(default_factory=Bounds)
     no_assert: bool = False
     silent: bool = False
     optimize: OptimizeOptions = field(default_factory=OptimizeOptions)
-    calibrate: Sequence[Any] = ()
+    calibrate: GivenCases = ()
     strip_info: str | None = None
     model_out: str | None = None
     embed_io_dump: int = 0
@@ -310,9 +347,11 @@ class VerifyOptions:
             fastest proven one (docs/fitting.md); ``fitting_budget_s`` bounds the search; ``fitting_out`` writes the
             choice (JSON) to this file.
         config: run exactly a choice ``fitting_out`` wrote: its variant and session settings.
+        test_cases: run only the test cases of these numbers (none: every one; ``--rerun-failed`` sets it per
+            bundle).
     """
 
-    cases: Any = ()
+    cases: GivenCases = ()
     data: DataOptions = field(default_factory=DataOptions)
     bounds: Bounds = field(default_factory=Bounds)
     silent: bool | None = None
@@ -336,6 +375,7 @@ class VerifyOptions:
     fitting_budget_s: float = FITTING_BUDGET_S
     fitting_out: str | None = None
     config: str | None = None
+    test_cases: tuple[int, ...] | None = None
     _: KW_ONLY
     maxerr: InitVar[float | None] = None
     output_maxerr: InitVar[OutputBounds | None] = None
@@ -419,7 +459,7 @@ class DiffOptions:
         report_json: write the comparison as JSON to this file.
     """
 
-    cases: Any = ()
+    cases: GivenCases = ()
     data: DataOptions = field(default_factory=DataOptions)
     maxerr: float | None = None
     provider: str | None = None
@@ -540,8 +580,7 @@ class SpreadOptions:
             return 1
         if self.jobs != "auto":
             return self.jobs if isinstance(self.jobs, int) else None
-        usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        return max(1, min(usable or 1, MAX_JOBS))
+        return max(1, min(usable_cpus(), MAX_JOBS))
 
     @property
     def timing(self) -> str | None:
@@ -551,6 +590,30 @@ class SpreadOptions:
         if workers is None:
             return None
         return "alone" if workers == 1 and self.jobs_timing is None else self.jobs_timing or "none"
+
+
+MAX_FAIL = 1_000_000  # --maxfail: beyond, it stops nothing a folder holds
+
+
+@dataclass(frozen=True)
+class SelectOptions:
+    """Which bundles ``mgerun`` runs of those it found, and when it stops (:mod:`mgedump.commands.rerun`,
+    docs/verify.md#stopping-early-and-running-again).
+
+    Attributes:
+        rerun_failed: an earlier JSON report: run only the bundles, variants and test cases that failed or could
+            not run in it (none: all).
+        maxfail: stop after this many failing bundles (or variants) and report the rest as not run (none: never).
+    """
+
+    rerun_failed: str | None = None
+    maxfail: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.maxfail is not None and (
+            isinstance(self.maxfail, bool) or not isinstance(self.maxfail, int) or not 1 <= self.maxfail <= MAX_FAIL
+        ):
+            raise UsageError(f"{option_name('maxfail')} takes a count from 1 to {MAX_FAIL}; got {self.maxfail}")
 
 
 # The bound's keywords, read back from ``bounds`` for the library's callers (``PackOptions(maxerr=0.5).maxerr`` is

@@ -239,7 +239,7 @@ class CaseItem(pytest.Item):
 
             lines = case_lines(case, False, 0, record.packed_elsewhere)
             # pytest's short summary shows the first line, cut to the terminal: the reason first, shortest
-            raise BundleFailure("\n".join([_short_reason(case), *lines]))
+            raise BundleFailure("\n".join([case.reason(), *lines]))
         if not record.checked:
             pytest.skip("not checked: assertions are off (run and timed only)")
 
@@ -268,16 +268,3 @@ def _relative(path: Path, config: pytest.Config) -> str:
         except ValueError:
             continue
     return str(path)
-
-
-def _short_reason(case: Any) -> str:
-    """A failed test case's reason in a few words (``prob: err=0.5 > maxerr=0.0001``, ``RunError: ...``)."""
-    if case.error is not None:
-        return str(case.error)
-    failed = [out for out in case.outputs if not out.passed]
-    if not failed:
-        return "FAILED"
-    first = failed[0]
-    err = first.reason or ("not finite" if first.err is None else f"err={first.err:g}")
-    more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
-    return f"{first.name}: {err} > maxerr={first.maxerr:g}{more}"

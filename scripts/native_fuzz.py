@@ -56,6 +56,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mgedump.model.protowire import write_varint as varint
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 
@@ -149,19 +151,6 @@ def fix_manifest(members: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
 
 
 # ---------------------------------------------------------------- protobuf wire format
-
-
-def varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def read_varint(buf: bytes, pos: int) -> tuple[int, int]:

@@ -73,6 +73,15 @@ def mgediff(capfd):
     return lambda *args: _invoke(mgediff_main, args, capfd)
 
 
+@pytest.fixture(autouse=True)
+def _not_on_github(monkeypatch) -> None:
+    """The commands tested write no job summary and print no annotation for the CI running the tests (a test that
+    wants them sets the variables itself: docs/ci.md#what-the-ci-shows)."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _shared_files(tmp_path_factory) -> None:
     """What tests/shared.py makes once goes under this run's temporary folder: with pytest-xdist, the folder the

@@ -96,9 +96,20 @@ def test_github_single_machine_gates_latency_on_a_baseline(zoo, tmp_path):
     work = _workspace(zoo, tmp_path)
     made = sh("mkdir -p baseline && mgerun models/ --report-json baseline/report.json -q", work)
     assert made.returncode == 1, made.stderr  # the zoo's failing bundle
-    done = sh(line, work, GITHUB_RUN_ID="77")
+    summary = work / "step_summary.md"  # GitHub's file for the job summary, which it creates empty
+    summary.touch()
+    done = sh(line, work, GITHUB_RUN_ID="77", GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary))
     assert done.returncode == 1, done.stderr
     assert "latency gate (p90): 14 check(s)" in done.stdout
+    shown = summary.read_text()
+    assert shown.startswith("### mgerun: FAILED (exit 1)\n")
+    assert "10 bundle(s): 9 passed, 1 failed, 0 could not run; 14 test case(s): 13 passed, 1 failed" in shown
+    assert "| fails | test case 0 (-d #1: #rand(0,255)) | score: err=0.5 &gt; maxerr=0.0001 |" in shown
+    assert "- latency gate (p90): 14 check(s)" in shown
+    assert [x for x in done.stdout.splitlines() if x.startswith("::error ")] == [
+        "::error file=models/fails.mgetest,title=mgerun%3A fails test case 0 (-d #1%3A #rand(0%2C255))::"
+        "score: err=0.5 > maxerr=0.0001"
+    ]
     report = json.loads((work / "report.json").read_text())
     assert report["run"] == {"id": "77", "from": "GitHub's GITHUB_RUN_ID"}
     assert report["latency_gate"]["max_slowdown"] == 1.10 and len(report["latency_gate"]["checks"]) == 14
@@ -136,9 +147,12 @@ def test_github_actions_matrix(zoo, tmp_path):
     [merge] = [s["run"] for s in report["steps"] if s.get("run", "").startswith("mgerun")]
     foreign = sh(merge, work, GITHUB_RUN_ID="502")  # artifacts of another workflow run
     assert foreign.returncode == 2 and "not of this run (run '502' (GitHub's GITHUB_RUN_ID))" in foreign.stderr
-    done = sh(merge, work, GITHUB_RUN_ID="501")
+    summary = work / "step_summary.md"
+    done = sh(merge, work, GITHUB_RUN_ID="501", GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary))
     assert done.returncode == 1, done.stderr
     assert _cases(work / "junit.xml") == _cases(zoo / "whole.xml")
+    assert summary.read_text().startswith("### mgerun --merge: FAILED (exit 1)\n\n10 bundle(s): 9 passed, 1 failed")
+    assert sum(x.startswith("::error file=models/fails.mgetest,") for x in done.stdout.splitlines()) == 1
     assert json.loads((work / "report.json").read_text())["run"]["id"] == "501"
 
 

@@ -36,6 +36,7 @@ PACK = {"onnx", "opencv-python-headless", "pillow"}
 RESOLUTIONS = {
     "": ({"mgedump", "numpy", "click"}, {"onnxruntime", "onnxruntime-gpu", *PACK}),
     "cpu": ({"mgedump", "numpy", "click", "onnxruntime"}, {"onnxruntime-gpu", *PACK}),
+    "verify": ({"mgedump", "numpy", "click", "onnxruntime"}, {"onnxruntime-gpu", *PACK}),  # cpu by another name
     "gpu": ({"mgedump", "numpy", "click", "onnxruntime-gpu"}, {"onnxruntime", *PACK}),
     "pack,gpu": ({"onnxruntime-gpu", *PACK}, {"onnxruntime"}),
     "all": ({"onnxruntime", *PACK}, {"onnxruntime-gpu"}),

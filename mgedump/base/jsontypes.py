@@ -1,9 +1,15 @@
-"""Type checks for values read from JSON (a bundle's manifest, an io dump's index): JSON's numbers arrive as
-``int``, ``float`` or ``bool`` (a ``bool`` is an ``int`` to Python), so a whole number is checked not to be a bool."""
+"""JSON values as types, and type checks for values read from JSON (a bundle's manifest, an io dump's index):
+JSON's numbers arrive as ``int``, ``float`` or ``bool`` (a ``bool`` is an ``int`` to Python), so a whole number is
+checked not to be a bool."""
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any, TypeAlias, TypeGuard
+
+# A value JSON holds: what json.loads returns and json.dumps writes (a record's field that is JSON as it is: a
+# report's environment, a manifest's records). A reader narrows it (isinstance, the checks below) before use.
+JsonValue: TypeAlias = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
+JsonObject: TypeAlias = dict[str, JsonValue]
 
 
 def is_int(value: Any) -> TypeGuard[int]:

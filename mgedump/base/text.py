@@ -8,6 +8,9 @@ each place it is shown: one function per output context.
 - :func:`xml`: XML 1.0 character data, for a writer that escapes markup (:class:`xml.sax.saxutils.XMLGenerator`).
   The same characters escaped, those XML 1.0 cannot hold at all among them, as visible text: never as
   ``&#...;`` references, which XML parsers refuse for those characters.
+- :func:`markdown`: GitHub-flavoured Markdown (a job summary): the characters of :func:`html` and the markup
+  escaped, then the characters Markdown reads as markup (emphasis, code, links, table cells, headings) escaped with
+  a backslash.
 - :func:`json`: a JSON string strict parsers accept. No lone surrogate; everything else kept as it is (JSON
   escapes controls itself, and data stays exact).
 
@@ -27,7 +30,7 @@ from __future__ import annotations
 import html as _html
 import re
 
-__all__ = ["decoded", "escape_char", "html", "json", "terminal", "xml"]
+__all__ = ["decoded", "escape_char", "html", "json", "markdown", "terminal", "xml"]
 
 _CONTROLS = "\x00-\x1f\x7f-\x9f"  # C0, DEL and C1: escape sequences, carriage returns, newlines, NUL
 _HIDDEN = "\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"  # bidi, zero-width, separators
@@ -38,6 +41,7 @@ _TERMINAL = re.compile(f"[{_CONTROLS}{_HIDDEN}{_SURROGATES}]")
 _MARKUP = re.compile(f"[{_CONTROLS}{_HIDDEN}{_SURROGATES}{_NONCHARACTERS}]")
 _MARKUP_LINES = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_HIDDEN}{_SURROGATES}{_NONCHARACTERS}]")
 _JSON = re.compile(f"[{_SURROGATES}]")
+_MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
 
 
 def escape_char(char: str) -> str:
@@ -89,6 +93,14 @@ def xml(value: object, *, lines: bool = False) -> str:
         lines: keep newlines and tabs (a ``<failure>`` body).
     """
     return (_MARKUP_LINES if lines else _MARKUP).sub(_escape, decoded(value))
+
+
+def markdown(value: object) -> str:
+    """Text for one line of GitHub-flavoured Markdown, a table cell too: the characters of :func:`html` escaped as
+    visible text and the markup escaped (Markdown renders HTML), then every character Markdown reads as markup
+    inside a line (``*``, ``_``, ``~``, backquotes, brackets, ``|``, backslashes) escaped with a backslash, so that
+    it reads as written."""
+    return _MARKDOWN.sub(r"\\\1", html(value).replace("&#x27;", "'"))
 
 
 def json(value: object) -> str:

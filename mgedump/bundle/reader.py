@@ -290,15 +290,34 @@ def peek_variants(path: str) -> list[str]:
     """The variants a bundle names in its manifest, read with the manifest checked and nothing else (none: a
     bundle of one model, or one that cannot be read or whose manifest is malformed, which verifying it then says,
     once). Only a regular file is opened: a FIFO would block."""
+    manifest = _peek_manifest(path)
+    return [variant["name"] for variant in manifest.get("variants", ())] if manifest is not None else []
+
+
+def peek_model_sha256(path: str, variant: str | None) -> str | None:
+    """The sha256 of a variant's model as the manifest records it (of the one model, in a bundle of one; of
+    ``variant``, in a bundle of several); None where the bundle cannot be read or holds no such variant."""
+    manifest = _peek_manifest(path)
+    if manifest is None:
+        return None
+    if not manifest.get("variants"):
+        return cast(str | None, manifest.get("model", {}).get("sha256"))
+    entry = next((v for v in manifest["variants"] if v.get("name") == variant), None)
+    return None if entry is None else cast(str | None, entry.get("model", {}).get("sha256"))
+
+
+def _peek_manifest(path: str) -> dict[str, Any] | None:
+    """A bundle's manifest, checked, and nothing else read; None where it cannot be read (see
+    :func:`peek_variants`)."""
     if not os.path.isfile(path):
-        return []
+        return None
     try:
         with zipfile.ZipFile(path) as zf:
             info = zf.getinfo(MANIFEST)
             if info.file_size > MAX_MANIFEST_BYTES:
-                return []
+                return None
             manifest = json.loads(zf.read(MANIFEST).decode("utf-8"))
         validate_manifest(manifest)
     except (*_ZIP_ERRORS, RecursionError, AttributeError, BundleError):
-        return []
-    return [variant["name"] for variant in manifest.get("variants", ())]
+        return None
+    return manifest if isinstance(manifest, dict) else None

@@ -199,6 +199,7 @@ class RunPrinter:
         self.verbose = verbose
         self.many = many
         self.err = err
+        self._fitted: Any = None  # the report whose fitting was printed (before its first test case)
 
     def _say(self, lines: Sequence[str]) -> None:
         for line in lines:
@@ -210,8 +211,27 @@ class RunPrinter:
 
     def case(self, case: Any, report: Any) -> None:
         """After each test case: ``case`` is a :class:`~mgedump.commands.verify.CaseReport` of ``report``."""
+        if getattr(report, "fitting", None) is not None and report is not self._fitted:
+            self._fitted = report
+            self._say(self._fitting(report))
         elsewhere = differences_known(report)
         self._say(case_lines(case.record(), report.verbose, self.verbose, elsewhere))
+
+    def _fitting(self, report: Any) -> list[str]:
+        """``--fitting``: every variant verified, the ranked candidates and the choice, then the head of the
+        chosen variant's run (its test cases and timing follow)."""
+        from ..model.session import SessionSettings
+        from ..report.fitting import FittingRecord
+
+        fitting = FittingRecord.of(report.fitting)
+        lines = fitting_lines(fitting, None if self.verbose else 12)
+        chosen = fitting.chosen
+        if chosen is not None:
+            settings = SessionSettings.from_json(chosen).text()
+            lines.append(f"the chosen {chosen['variant']} ({settings}), verified and timed on every test case:")
+        else:  # the report of the first variant that failed: its failures, as it ran them
+            lines.append(f"variant {report.variant or fitting.variants[0]['name']}, as it failed:")
+        return lines
 
     def bundle(self, result: Any) -> None:
         """After each bundle: ``result`` is a :class:`~mgedump.commands.verify_many.BundleResult`."""
@@ -223,7 +243,12 @@ class RunPrinter:
             )
             return
         bundle = result.record()
-        lines = fitting_lines(bundle.fitting, None if self.verbose else 12) if bundle.fitting is not None else []
+        lines = []
+        if bundle.fitting is not None and result.report is not self._fitted:  # no test case printed it
+            lines += self._fitting(result.report)
+            if bundle.fitting.chosen is None:
+                for case in bundle.test_cases:
+                    lines += case_lines(case, False, self.verbose)
         lines += timing_lines(bundle)
         cold = bundle.cold_start.line(None if self.many else bundle.peak_rss_mib)
         lines += [cold] if cold else []
@@ -243,15 +268,20 @@ class RunPrinter:
         if summary.environment and self.many:
             lines.append(f"ran with {environment_summary(summary.environment)}")
         if self.many:
-            counts = {"passed": 0, "failed": 0, "error": 0}
+            counts = {"passed": 0, "failed": 0, "error": 0, "not run": 0}
             for result in summary.results:
-                counts["error" if result.error else "passed" if result.exit_code == 0 else "failed"] += 1
+                outcome = "not run" if getattr(result, "not_run", None) else "error" if result.error else None
+                counts[outcome or ("passed" if result.exit_code == 0 else "failed")] += 1
             runs = len(summary.results)
             bundles = len({result.path for result in summary.results})
             what = f"{bundles} bundle(s)" if runs == bundles else f"{runs} runs of {bundles} bundle(s)"
+            left = next((result.not_run for result in summary.results if getattr(result, "not_run", None)), None)
+            if left:
+                lines.append(f"{left.removeprefix('not run: ')}: {counts['not run']} not run")
             lines.append(
-                f"{what}: {counts['passed']} passed, {counts['failed']} failed, "
-                f"{counts['error']} could not run; peak memory {summary.peak_rss_mib:.0f} MiB; exit {summary.exit_code}"
+                f"{what}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} could not run"
+                + (f", {counts['not run']} not run" if counts["not run"] else "")
+                + f"; peak memory {summary.peak_rss_mib:.0f} MiB; exit {summary.exit_code}"
             )
         if getattr(summary, "gate", None):
             from ..commands.gate import gate_lines

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,8 +42,9 @@ class SpreadPrinter(RunPrinter):
         self._say([*lines, *([last] if last else [])])
 
 
-def run_merge(paths: Sequence[str], options: VerifyOptions, spread: SpreadOptions, err: bool) -> int:
-    """``mgerun --merge REPORT...``: merge, write the reports asked for, print the total; the merged exit code."""
+def run_merge(paths: Sequence[str], options: VerifyOptions, spread: SpreadOptions, err: bool, ci: Any = None) -> int:
+    """``mgerun --merge REPORT...``: merge, write the reports asked for, print the total, tell the CI
+    (:class:`~.ci.CiOutput`); the merged exit code."""
     from ..base.errors import UsageError
     from ..base.naming import option_name
     from ..commands.merge import merge_reports
@@ -52,15 +54,21 @@ def run_merge(paths: Sequence[str], options: VerifyOptions, spread: SpreadOption
             f"{option_name('merge')} merges reports: {option_name('shard')}, {option_name('jobs')} and "
             f"{option_name('timeout_s')} do not apply"
         )
-    merged = merge_reports(paths, options, run_id=spread.run_id)
-    counts = {"passed": 0, "failed": 0, "error": 0}
+    with ci.errors() if ci is not None else contextlib.nullcontext():
+        merged = merge_reports(paths, options, run_id=spread.run_id)
+    counts = {"passed": 0, "failed": 0, "error": 0, "not run": 0}
     for bundle in merged.bundles:
-        counts["error" if bundle.error else "passed" if bundle.exit_code == 0 else "failed"] += 1
+        outcome = "not run" if bundle.not_run else "error" if bundle.error else None
+        counts[outcome or ("passed" if bundle.exit_code == 0 else "failed")] += 1
     lines = spread_lines(merged)
     lines.append(
         f"{len(merged.bundles)} bundle(s): {counts['passed']} passed, {counts['failed']} failed, "
-        f"{counts['error']} could not run; exit {merged.exit_code}"
+        f"{counts['error']} could not run"
+        + (f", {counts['not run']} not run" if counts["not run"] else "")
+        + f"; exit {merged.exit_code}"
     )
     for line in lines:
         say(line, err=err)
+    if ci is not None:
+        ci.report(merged)
     return merged.exit_code

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,11 +23,11 @@ from ..base.fileio import read_regular
 from ..base.log import warn_once
 from ..base.naming import option_name
 from ..bundle import Bundle
-from ..bundle.reader import peek_variants
+from ..bundle.reader import peek_model_sha256, peek_variants
 from ..data.casts import as_inputs_of
 from ..measure.fitting import Candidate, Fitting, fit, settings_space
 from ..measure.timing import Progress
-from ..model.runtime import TensorInfo, open_runner
+from ..model.runtime import OrtRunner, TensorInfo, open_runner
 from ..model.session import CPU, EXECUTION_MODES, GRAPH_OPT_LEVELS, MAX_THREADS, SessionSettings
 from ..options import FITTING_BUDGET_S, VerifyOptions
 from .verify_prepare import Placed, place_model
@@ -180,16 +181,27 @@ def _candidates(path: str, names: Sequence[str], options: VerifyOptions, tmp: st
     return candidates
 
 
+class _Runs:
+    """One run of the test case (timed), and the run that ends a turn (untimed): it hands back what the session's
+    arena holds free, so that the finalists left open between their turns hold their weights only (docs/fitting.md:
+    each kept the memory of its largest run, 3.3x a plain mgerun on a layout detector with three variants)."""
+
+    def __init__(self, runner: OrtRunner, feeds: dict[str, Any]) -> None:
+        self.runner = runner
+        self.feeds = feeds
+
+    def __call__(self) -> None:
+        self.runner.run(self.feeds)
+
+    def settle(self) -> None:
+        self.runner.run_and_shrink(self.feeds)
+
+
 def _starter(placed: Placed, feeds: dict[str, Any], settings: SessionSettings) -> Callable[[], Callable[[], None]]:
     """Opens the candidate's runner when it is first timed; returns one run of the test case."""
 
     def start() -> Callable[[], None]:
-        run = open_runner(placed.opened, settings, data_folder=placed.data_folder).run
-
-        def once() -> None:
-            run(feeds)
-
-        return once
+        return _Runs(open_runner(placed.opened, settings, data_folder=placed.data_folder), feeds)
 
     return start
 
@@ -198,10 +210,12 @@ def _choice(path: str, found: Fitting) -> dict[str, Any]:
     """The choice as ``--fitting-out`` writes it and ``--config`` reads it."""
     chosen = found.chosen
     assert chosen is not None
+    model = peek_model_sha256(path, chosen.variant)
     return {
         "format": CONFIG_FORMAT,
         "version": CONFIG_VERSION,
         "bundle": os.path.basename(path),
+        **({"model_sha256": model} if model is not None else {}),
         "variant": chosen.variant,
         **chosen.settings.to_json(),
         "median_ms": round(chosen.median_ms, 6),
@@ -252,27 +266,54 @@ def read_config(path: str) -> dict[str, Any]:
         )
     if "bundle" in choice and not (isinstance(choice["bundle"], str) and 0 < len(choice["bundle"]) <= 4096):
         raise UsageError(f"{what}: its 'bundle' is not valid ({str(choice['bundle'])[:100]!r})")
+    model = choice.get("model_sha256")
+    if model is not None and not (isinstance(model, str) and re.fullmatch("[0-9a-f]{64}", model)):
+        raise UsageError(f"{what}: its 'model_sha256' is not valid ({str(model)[:100]!r})")
     return choice
 
 
-def with_config(options: VerifyOptions, path: str, bundles: Sequence[str] = ()) -> VerifyOptions:
-    """The options that run exactly the choice in a ``--fitting-out`` file: its variant and session settings.
+def with_config(options: VerifyOptions, path: str, bundles: Sequence[str] = ()) -> tuple[VerifyOptions, list[str]]:
+    """The options that run exactly the choice in a ``--fitting-out`` file (its variant and session settings), and
+    the notes to print before any work: what it applies (docs/fitting.md#running-the-choice-again).
 
-    A choice names the bundle it was made for by file name; run on a bundle of another name, it says so in one
-    warning and runs (a copy renamed for deployment is the same bundle; docs/fitting.md#running-the-choice-again).
+    A choice records the sha256 of the model it timed (``model_sha256``): a bundle whose variant of that name is
+    another model is refused, whatever its file name (a copy renamed for deployment is the same bundle, and runs).
+    A choice an older ``mgerun`` wrote records only the bundle's file name: run on a bundle of another name, it
+    says so in one warning and runs.
 
     Raises:
-        UsageError: the file is not a choice, or an option given beside it says otherwise.
+        UsageError: the file is not a choice, it was made for another model, or an option given beside it says
+            otherwise.
     """
     choice = read_config(path)
     made_for = choice.get("bundle")
-    others = [os.path.basename(b) for b in bundles if made_for is not None and os.path.basename(b) != made_for]
-    if others:
-        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
-        warn_once(
-            f"{option_name('config')} {path} was chosen for bundle {made_for!r}, not {others[0]!r}{more}: running its "
-            "variant and settings anyway"
+    model = choice.get("model_sha256")
+    what = f"{option_name('config')} {path}"
+    notes = [
+        f"{what}: running variant {choice['variant']} with {SessionSettings.from_json(choice).text()}, its choice"
+        + (f" for {made_for}" if made_for else "")
+    ]
+    if model is not None:
+        models = [(b, peek_model_sha256(b, choice["variant"])) for b in bundles]
+        other = [(b, found) for b, found in models if found is not None and found != model]
+        if other:
+            bundle, found = other[0]
+            more = f" (and {len(other) - 1} more bundle(s))" if len(other) > 1 else ""
+            raise UsageError(
+                f"{what} was chosen for another model ({made_for or 'a bundle'}'s {choice['variant']}, sha256 "
+                f"{model[:12]}); {bundle}'s is sha256 {found[:12]}{more}: fit this bundle with {option_name('fitting')}"
+            )
+    else:
+        notes.append(
+            f"{what} records no model sha256 (an older mgerun wrote it): only the bundle's file name is checked"
         )
+        others = [os.path.basename(b) for b in bundles if made_for is not None and os.path.basename(b) != made_for]
+        if others:
+            more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+            warn_once(
+                f"{what} was chosen for bundle {made_for!r}, not {others[0]!r}{more}: running its variant and "
+                "settings anyway"
+            )
     session = chosen_session(options.session, choice)
     wanted = {"variant": choice["variant"], **{key: session.value(key) for key in _CHOSEN}}
     for key, value in wanted.items():
@@ -282,7 +323,7 @@ def with_config(options: VerifyOptions, path: str, bundles: Sequence[str] = ()) 
                 f"{option_name(key)} {given} and {option_name('config')} {path} ({key} {value}) say otherwise: "
                 "give one of them"
             )
-    return dataclasses.replace(options, variant=choice["variant"], session=session, config=None)
+    return dataclasses.replace(options, variant=choice["variant"], session=session, config=None), notes
 
 
 _CHOSEN = ("provider", "threads", "graph_opt", "execution_mode")  # the settings fitting chooses
@@ -312,8 +353,9 @@ def fit_and_verify(
     on_stage: Callable[[str], None] | None = None,
 ) -> Any:
     """``--fitting`` on one bundle: fit, then verify and time the choice with the options' runs; the report
-    carries the fitting (``Report.fitting``); ``run`` verifies one variant (:func:`mgedump.commands.verify.verify`). With no variant passing, the report of the first that failed
-    (exit 1), its fitting saying so.
+    carries the fitting (``Report.fitting``) from before its first test case is handed to ``on_case``, so that
+    what prints can show the fitting first; ``run`` verifies one variant (:func:`mgedump.commands.verify.verify`).
+    With no variant passing, the report of the first that failed (exit 1), its fitting saying so.
 
     Raises:
         MgeError: a bundle whose variants none could be run (the first variant's error).
@@ -336,6 +378,12 @@ def fit_and_verify(
         variant=chosen["variant"] if peek_variants(path) else None,
         session=chosen_session(options.session, chosen),
     )
-    report = run(path, chosen_options, on_case=on_case, progress=progress, label=label, on_stage=on_stage)
+
+    def on_chosen_case(case: Any, report: Any) -> None:  # the fitting is known before the choice's test cases
+        report.fitting = found
+        if on_case is not None:
+            on_case(case, report)
+
+    report = run(path, chosen_options, on_case=on_chosen_case, progress=progress, label=label, on_stage=on_stage)
     report.fitting = found
     return report

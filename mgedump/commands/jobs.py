@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.cpus import usable_cpus
 from ..base.errors import EXIT_FAILED, MgeError
 from ..base.limits import process_stopped
 from ..base.naming import NO_VALUE, spoken_as
@@ -86,7 +87,7 @@ def check_options(options: VerifyOptions, workers: int, timing: str) -> VerifyOp
     figures are dropped), and onnxruntime's threads shared out between the workers unless ``--thread`` says."""
     if timing == "alone":
         return options
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    usable = usable_cpus()
     session = dataclasses.replace(options.session, threads=options.session.threads or max(1, usable // workers))
     return dataclasses.replace(
         options, iters=1, warmup=0, duration_s=0.0, concurrency=1, repeat_sweep=(), session=session
@@ -327,11 +328,13 @@ def run_checks(
     verbosity: int | None = None,
     flags: dict[str, str] | None = None,
     timeout: float | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     """Check ``runs`` ((index, path, variant, options, label) each) in ``workers`` worker processes, at most one
     run per worker at a time; ``on_done`` is called in this process with each outcome as it comes, a crashed
     worker's run as a :class:`WorkerError` (exit code 1) naming the signal; with ``timeout`` (seconds), a run
-    still going that long after it began has its worker killed and fails naming the limit."""
+    still going that long after it began has its worker killed and fails naming the limit. Once ``stop()`` says so
+    (``--maxfail``), no run starts that had not: the runs going end, and the rest are never run."""
     if verbosity is None:
         verbosity = _verbosity()
     if flags is None:
@@ -385,6 +388,8 @@ def run_checks(
                             start(slot)
             for done in outcomes:
                 on_done(done)
+            if stop is not None and stop():
+                pending.clear()
 
 
 class Checker:

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,13 +26,12 @@ from ..base.naming import option_name
 from ..base.outputs import Output, Outputs, all_or_nothing
 from ..bundle import DATA_MEMBER, MODEL_MEMBER, Manifest, write_bundle
 from ..data import TestCase, TestData
+from ..data.spec import CaseSpec
+from ..model.environment import pack_environment
 from ..model.modelfile import data_files, model_source
 from ..model.runtime import check_model_path, model_io, open_session
 from ..model.stripinfo import strip_info_paths, write_strip_info
-from ..model.target import retarget_file
-from ..optimize import OptimizeResult, check_can_make, end_to_end_note, optimization_names, optimize_file
-from ..optimize.precisions import FLOAT32, variant_names
-from ..options import OptimizeOptions, PackOptions
+from ..options import FLOAT32, GivenCases, OptimizeOptions, PackOptions
 from .inputs import files_read, only_data_of
 from .pack_members import Source, Variant, embed_io_dump, manifest_of, write_model_out
 from .pack_proof import Opened, StoredCase, expected_outputs, explain, self_check
@@ -113,19 +112,20 @@ def pack(
         model_path = _model_file(model, tmp)
         check_model_path(model_path)
         copy = model_source(model_path, DATA_MEMBER)
-        with _hashing(copy.data_paths or (model_path,)) as hashing:
+        with _beside_the_model(copy.data_paths or (model_path,)) as (hashing, environment):
             opened = _open_given(model_path, stage)
             cases = _build_cases(opened, data, options, stage)
             calibration_cases = calibration.build(opened.inputs, options.data) if calibration else []
             made = _make(names, Given(opened, cases, calibration_cases, options, stage, tmp))
             stage("hashing the weights")
             source = Source(model_path, copy, hashing.result())
+            packed_on = environment.result()
         inputs = [model_path, *copy.data_paths, *data.list_files, *_files(cases)]
         inputs += [*(calibration.list_files if calibration else ()), *_files(calibration_cases)]
         members: list[Any] = []
         target = made.variants[0].target if options.target_runtime else None
         manifest = manifest_of(
-            source, made.variants, made.stored, made.stored_io, members, options, made.left_out, target,
+            source, made.variants, made.stored, made.stored_io, members, options, packed_on, made.left_out, target,
             several=len(names) > 1,
         )  # fmt: skip
         notes = made.notes
@@ -158,7 +158,13 @@ def _io_dump_note(io_dump: dict[str, Any], size: int) -> str:
 
 
 def _variants(options: PackOptions, calibrate: bool) -> list[str]:
-    """The variants to make, their options checked before any work (one: the model the options make)."""
+    """The variants to make, their options checked before any work (one: the model the options make). A plain
+    pack (no rewrite, no mode option, no calibration data: nothing to check) imports none of the optimiser."""
+    if not options.variants and not calibrate and options.optimize == OptimizeOptions():
+        return [FLOAT32]
+    from ..optimize import check_can_make
+    from ..optimize.precisions import variant_names
+
     names = variant_names(options.variants) if options.variants else [options.optimize.precision or FLOAT32]
     several = bool(options.variants)  # a refusal names what works with --variants, not a precision flag
     modes = [check_can_make(_optimize_options(options, name), among_variants=several) for name in names]
@@ -266,6 +272,8 @@ def _make_variant(name: str, given: Given, target: str) -> Variant:
 
 def _optimize(name: str, optimize: OptimizeOptions, given: Given, target: str) -> Variant:
     """One variant's model optimised (its precision mode made and proved by the pipeline), opened."""
+    from ..optimize import check_can_make, optimization_names, optimize_file
+
     opened, options = given.opened, given.options
     mode = check_can_make(optimize)
     other = next((info for info in [*opened.inputs, *opened.outputs] if not info.is_tensor), None)
@@ -284,13 +292,22 @@ def _optimize(name: str, optimize: OptimizeOptions, given: Given, target: str) -
         test_inputs=[dict(case.inputs) for case in given.cases],
         bounds=options.bounds,
         calibration=[dict(case.inputs) for case in given.calibration] if calibrated else [],
-        calibration_specs=[
-            f"{option_name('calibrate')} {c}" if isinstance(c, str) else f"{option_name('calibrate')} (arrays)"
-            for c in options.calibrate
-        ],
+        calibration_specs=_calibration_specs(options.calibrate),
     )
     session = open_session(result.path, label="the optimised model")
     return Variant(name, Opened(result.path, session, *model_io(session)), result, notes=list(result.notes))
+
+
+def _calibration_specs(given: GivenCases) -> list[str]:
+    """Where the calibration cases came from, for the manifest: each text given, else "(arrays)" (of test data
+    parsed already, the texts it holds)."""
+    texts: list[str | None] = []
+    if isinstance(given, TestData):
+        texts = [case.text if isinstance(case, CaseSpec) else None for case in given.cases]
+    elif isinstance(given, Iterable):  # else refused when parsed
+        texts = [case if isinstance(case, str) else None for case in given]
+    flag = option_name("calibrate")
+    return [f"{flag} {text}" if text is not None else f"{flag} (arrays)" for text in texts]
 
 
 def _without_hint(mode: str, options: PackOptions) -> str | None:
@@ -306,6 +323,9 @@ def _without_hint(mode: str, options: PackOptions) -> str | None:
 def _retarget(variant: Variant, wanted: str, target: str, stage: Stage) -> Variant:
     """A variant's model written at the newest IR and opsets the target's onnxruntime loads; proved like any
     rewrite (its result is then not None)."""
+    from ..model.target import retarget_file
+    from ..optimize import OptimizeResult
+
     stage(f"writing the model for onnxruntime {wanted}")
     folder = os.path.join(os.path.dirname(target), "target")  # beside nothing else: the model keeps its data embedded
     os.makedirs(folder, exist_ok=True)
@@ -356,6 +376,8 @@ def _prove(
     )
     mode = variant.result.mode if variant.result else None
     if mode is not None and mode.rounds_inputs and not cast:  # what the user sees beside what the bundle certifies
+        from ..optimize import end_to_end_note
+
         pairs = [(dict(c.case.inputs), dict(c.inputs)) for c in stored]
         names = [info.name for info in variant.opened.outputs]
         note = end_to_end_note(given.session, variant.opened.session, pairs, names, variant.proof.worst)
@@ -411,15 +433,22 @@ def _files(cases: Sequence[TestCase]) -> list[str]:
 
 
 @contextmanager
-def _hashing(paths: Sequence[str]) -> Iterator[Future[FileDigest]]:
-    """Hash the weights in a thread while onnxruntime loads and runs the model: one read, on the other core."""
+def _beside_the_model(paths: Sequence[str]) -> Iterator[tuple[Future[FileDigest], Future[dict[str, Any]]]]:
+    """Hash the weights, then take the manifest's environment, in a thread while onnxruntime loads and runs the
+    model (it lets go of the interpreter meanwhile): one read of the weights on the other core, and the lookups of
+    the installed distributions (tens of milliseconds) off the way of a small model's pack."""
     cancel = threading.Event()
     with ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool:
         try:
-            yield pool.submit(hash_files, paths, cancel)
+            yield pool.submit(hash_files, paths, cancel), pool.submit(_environment, cancel)
         except BaseException:
             cancel.set()
             raise
+
+
+def _environment(cancel: threading.Event) -> dict[str, Any]:
+    """Where the bundle is packed (nothing when the pack has failed meanwhile)."""
+    return {} if cancel.is_set() else pack_environment()
 
 
 def _model_file(model: Any, tmp: str) -> str:

@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.fileio import CHUNK, FileDigest, atomic_output, hash_files
 from ..bundle import (
@@ -30,12 +30,13 @@ from ..bundle import (
 )
 from ..bundle.format import VARIANTS_FOLDER
 from ..bundle.valueproto import encode_value
-from ..model.environment import pack_environment
 from ..model.modelfile import ModelSource, model_source
 from ..model.runtime import TensorInfo
-from ..optimize import OptimizeResult
 from ..options import PackOptions
 from .pack_proof import Opened, Proof, StoredCase
+
+if TYPE_CHECKING:  # a plain pack imports none of the optimiser
+    from ..optimize import OptimizeResult
 
 
 @dataclass
@@ -91,12 +92,14 @@ def manifest_of(
     stored_io: Opened,
     members: list[Member],
     options: PackOptions,
+    environment: dict[str, Any],
     left_out: Sequence[dict[str, str]] = (),
     target: dict[str, Any] | None = None,
     several: bool = False,
 ) -> Manifest:
     """The bundle's manifest, its models' members first, then the test cases' tensors: version 1 for the one model
-    of a pack, version 2 when several variants were asked for (even if one alone passed)."""
+    of a pack, version 2 when several variants were asked for (even if one alone passed); ``environment`` is where
+    it was packed (:func:`~mgedump.model.environment.pack_environment`)."""
     if not several:
         (variant,) = variants
         found, model = model_members(source, variant)
@@ -123,7 +126,7 @@ def manifest_of(
             "input_transform": options.data.input_transform,
         },
         test_cases=_case_members(stored, stored_io, members, options.no_assert),
-        environment=pack_environment(),
+        environment=environment,
         target_runtime=target,
         variants=entries,
         left_out=list(left_out),

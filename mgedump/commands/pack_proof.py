@@ -21,8 +21,6 @@ from ..base.log import logger
 from ..base.naming import option_name
 from ..data import TestCase
 from ..data.casts import as_inputs_of
-from ..measure.assertion import by_value, maxerr_hint
-from ..measure.structured import check_value
 from ..model.runtime import TensorInfo, infer, to_values
 from ..model.valuetype import leaves
 from ..options import PackOptions
@@ -159,6 +157,9 @@ def self_check(
             maxerr that would pass (when the error is small against the
             outputs' scale) or the first divergence.
     """
+    from ..measure.assertion import by_value, maxerr_hint  # a plain pack proves nothing: not imported by it
+    from ..measure.structured import check_value
+
     results, failures, worst, scale, worst_case = [], [], 0.0, 0.0, 0
     for index, case in enumerate(stored):
         feeds = case.inputs

@@ -31,6 +31,7 @@ from ..base.errors import UsageError
 from ..base.naming import option_name
 from ..base.numbers import parse_int
 from ..report.merge import MAX_SHARDS
+from ..report.spread import ShardRecord
 from .tree import Found
 
 
@@ -245,7 +246,7 @@ def durations_of(report: Any) -> dict[str, float]:
     return seconds
 
 
-def shard_record(shard: Shard, chosen: int, of: int, by: str, listed: str) -> dict[str, Any]:
+def shard_record(shard: Shard, chosen: int, of: int, by: str, listed: str) -> ShardRecord:
     """What the report says of the shard (docs/reports.md, "Shards, jobs and merged reports")."""
     return {
         "index": shard.index, "total": shard.total, "from": shard.source, "by": by, "bundles": chosen, "of": of,
@@ -255,7 +256,7 @@ def shard_record(shard: Shard, chosen: int, of: int, by: str, listed: str) -> di
 
 def pick(
     found: Sequence[Found], names: Sequence[str], shard: Shard, durations_report: str | None = None
-) -> tuple[list[Found], list[str], dict[str, Any]]:
+) -> tuple[list[Found], list[str], ShardRecord]:
     """The bundles of ``shard``, their names, and the report's record of the shard; ``durations_report``, an
     earlier JSON report whose times balance the shards.
 

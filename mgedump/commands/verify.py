@@ -220,6 +220,8 @@ def verify(
             options.bounds.check_outputs([info.name for info in prepared.outputs])
         bounds = report.bounds if report.assertion else None
         for index, case in enumerate(prepared.cases):
+            if options.test_cases is not None and index not in options.test_cases:
+                continue  # --rerun-failed: the test cases that failed
             result = _run_case(prepared, index, case, bounds, options, progress, label, max_runs)
             if max_runs is not None and len(result.timing.latencies_ms) >= max_runs:
                 warn_once(
@@ -287,11 +289,7 @@ def _io_dump_after_timing(prepared: Prepared, report: Report, options: VerifyOpt
 
     prepared.runner.close()
     release_memory()
-    ran = [
-        (k, case.feeds)
-        for k, (case, result) in enumerate(zip(prepared.cases, report.cases, strict=True))
-        if result.error is None
-    ]
+    ran = [(result.index, prepared.cases[result.index].feeds) for result in report.cases if result.error is None]
     io_dump(prepared, ran, options)
 
 

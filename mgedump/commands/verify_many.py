@@ -34,13 +34,15 @@ from ..bundle.reader import peek_variants
 from ..data import TestData
 from ..measure.timing import Progress
 from ..model.environment import run_environment
-from ..options import GateOptions, SpreadOptions, VerifyOptions
+from ..options import GateOptions, SelectOptions, SpreadOptions, VerifyOptions
 from ..report import bundle_name, unique_names, utc_timestamp, write_report
 from ..report.formats import asked, check_known
 from ..report.schema import BundleRecord, RunReport
+from ..report.spread import JobsRecord, ShardRecord
 from .fitting import config_text, with_config
 from .inputs import files_read
 from .jobs import Done, check_options, run_checks, timing_options, untimed, with_timing
+from .rerun import failed_in, select_failed
 from .shards import pick, resolve_run, resolve_shard
 from .tree import expand_tree, report_names
 from .verify import CaseReport, Report, run_outputs, verify
@@ -59,9 +61,12 @@ class BundleResult:
     peak_rss_mib: float | None = None  # the process's peak memory when the bundle ended
     started: str = field(default_factory=utc_timestamp)  # ISO 8601, UTC
     exit: int | None = None  # checked in a worker: its exit code (its record is the summary's, on file)
+    not_run: str | None = None  # why it was not run (--maxfail)
 
     @property
     def exit_code(self) -> int:
+        if self.not_run is not None:
+            return EXIT_OK
         if self.error is not None:
             return self.error.exit_code
         if self.exit is not None:
@@ -71,6 +76,16 @@ class BundleResult:
 
     def record(self, name: str | None = None) -> BundleRecord:
         """The bundle as the reports show it; ``name`` defaults to its :func:`~mgedump.report.bundle_name`."""
+        if self.not_run is not None:
+            name = name or bundle_name(self.path)
+            return BundleRecord(
+                source=self.path,
+                name=name if self.variant is None else f"{name}[{self.variant}]",
+                kind="bundle",
+                exit_code=EXIT_OK,
+                variant=self.variant,
+                not_run=self.not_run,
+            )
         if self.report is not None:
             record = self.report.record(name)
         else:
@@ -99,8 +114,8 @@ class Summary:
     peak_rss_mib: float | None = None
     environment: dict[str, Any] = field(default_factory=run_environment)  # where this call runs
     names: dict[str, str] = field(default_factory=dict)  # path -> what the reports call it (none: unique_names)
-    shard: dict[str, Any] | None = None  # the report's shard (--shard)
-    jobs: dict[str, Any] | None = None  # the report's jobs (--jobs)
+    shard: ShardRecord | None = None  # the report's shard (--shard)
+    jobs: JobsRecord | None = None  # the report's jobs (--jobs)
     run: dict[str, str] | None = None  # the run's identity (--run-id, or the CI's run variable)
     gate: dict[str, Any] | None = None  # the latency gate's verdict (--max-latency, --baseline)
     records: IO[bytes] | None = field(default=None, repr=False)  # with workers: every run's record, a JSON line each
@@ -165,10 +180,12 @@ class RunPlan:
     runs: tuple[tuple[str, str | None], ...] = ()  # (bundle, variant): each variant of a bundle of several
     names: tuple[str, ...] = ()  # what the reports call each bundle: its path relative to the folder given
     spread: SpreadOptions = field(default_factory=SpreadOptions)
-    shard: dict[str, Any] | None = None  # with --shard: which one, how chosen, how many of how many bundles
+    shard: ShardRecord | None = None  # with --shard: which one, how chosen, how many of how many bundles
     run: dict[str, str] | None = None  # the run's identity (--run-id, or the CI's run variable)
     notes: tuple[str, ...] = ()  # what to tell the user before any work (--shard auto found no CI index)
     gate: GateOptions = field(default_factory=GateOptions)  # the latency gate
+    select: SelectOptions = field(default_factory=SelectOptions)  # which to run (--rerun-failed), when to stop
+    cases: tuple[tuple[int, ...] | None, ...] = ()  # with --rerun-failed: each run's test cases (none: every one)
 
     @property
     def many(self) -> bool:
@@ -184,6 +201,7 @@ def plan_runs(
     spread: SpreadOptions | None = None,
     environ: Mapping[str, str] | None = None,
     gate: GateOptions | None = None,
+    select: SelectOptions | None = None,
 ) -> RunPlan:
     """Expand folders, parse the test data, pick the shard and check every output target, once, before any work.
 
@@ -198,6 +216,7 @@ def plan_runs(
         SpecError: test data that cannot be read.
     """
     options, spread, gate = options or VerifyOptions(), spread or SpreadOptions(), gate or GateOptions()
+    select = select or SelectOptions()
     if gate.active and spread.timing in ("none",):
         raise UsageError(
             f"the latency gate needs timing: with {option_name('jobs')} over 1, give {option_name('jobs_timing')} serial"
@@ -208,6 +227,13 @@ def plan_runs(
     check_known(options)
     outputs = run_outputs(options)
     outputs.check()
+    failed = failed_in(select.rerun_failed) if select.rerun_failed else None
+    given = bool(paths)
+    if failed is not None and not failed.runs:
+        note = f"nothing failed or could not run in {select.rerun_failed}: nothing to run"
+        return RunPlan((), options, (), spread=spread, run=run, notes=(note,), gate=gate, select=select)
+    if failed is not None and not paths:
+        paths = list(dict.fromkeys(failed.sources.values()))
     found = expand_tree(paths)
     bundles = [f.path for f in found]
     spread_flag = option_name("shard") if spread.shard is not None else option_name("jobs") if spread.jobs else None
@@ -237,7 +263,7 @@ def plan_runs(
     options.session.providers()
     _check_unique_names(bundles, options, many)
     data = options.cases if isinstance(options.cases, TestData) else None
-    others = [*bundles, *([gate.baseline] if gate.baseline else [])]
+    others = [*bundles, *([gate.baseline] if gate.baseline else []), *([failed.report] if failed else [])]
     protected = tuple(files_read(models=plain, data=[data], others=others, options=(options, spread)))
     outputs.check(protected)
     if options.fitting_out and len(bundles) > 1:
@@ -247,16 +273,27 @@ def plan_runs(
             f"{option_name('fitting')} times the variants against each other, alone on this machine; "
             f"run it without {option_name('jobs')}"
         )
+    config_notes: list[str] = []
     if options.config:
-        options = with_config(options, options.config, bundles)
+        options, config_notes = with_config(options, options.config, bundles)
     names = report_names(found)
+    if failed is not None and not given:  # the bundles the report names, under its names for them
+        named = {source: name for name, source in failed.sources.items()}
+        names = [named.get(path, name) for path, name in zip(bundles, names, strict=True)]
     picked = None
     if shard is not None:
         found, names, picked = pick(found, names, shard, spread.shard_durations)
         bundles = [f.path for f in found]
     runs = _runs(bundles, plain, options.variant, options.fitting)
-    notes = (shard.note,) if shard is not None and shard.note else ()
-    return RunPlan(tuple(bundles), options, protected, runs, tuple(names), spread, picked, run, notes, gate)
+    cases: list[tuple[int, ...] | None] = []
+    if failed is not None:
+        bundles, names, kept, cases = select_failed(failed, bundles, names, runs)
+        runs = tuple(kept)
+    notes = ((shard.note,) if shard is not None and shard.note else ()) + tuple(config_notes)
+    return RunPlan(
+        tuple(bundles), options, protected, tuple(runs), tuple(names), spread, picked, run, notes, gate, select,
+        tuple(cases),
+    )  # fmt: skip
 
 
 def _runs(
@@ -320,8 +357,15 @@ def verify_all(
         callbacks = (on_start, on_case, on_bundle, progress, on_stage)
         # the variants of one bundle share its outputs: a bad option for one is bad for all, and said once
         once = len(plan.bundles) == 1 and plan.shard is None
-        for path, variant in plan.runs or [(b, None) for b in plan.bundles]:
-            summary.results.append(_run_here(path, variant, options, many, protected, *callbacks, usage_once=once))
+        runs = list(plan.runs or [(b, None) for b in plan.bundles])
+        failed = 0
+        for k, (path, variant) in enumerate(runs):
+            if _stopped(plan, failed):
+                summary.results += [BundleResult(p, variant=v, not_run=_not_run(plan)) for p, v in runs[k:]]
+                break
+            chosen = _cases_of(plan, k, options)
+            summary.results.append(_run_here(path, variant, chosen, many, protected, *callbacks, usage_once=once))
+            failed += summary.results[-1].exit_code != EXIT_OK
     summary.peak_rss_mib = peak_rss_mib()
     if plan.gate.active:
         from .gate import apply_gate
@@ -329,6 +373,24 @@ def verify_all(
         summary.gate = apply_gate(summary.record(), plan.gate)
     write_reports(summary, options, protected)
     return summary
+
+
+def _cases_of(plan: RunPlan, k: int, options: VerifyOptions) -> VerifyOptions:
+    """The options of run ``k``: with ``--rerun-failed``, only its test cases that failed."""
+    if not plan.cases or plan.cases[k] is None:
+        return options
+    return dataclasses.replace(options, test_cases=plan.cases[k])
+
+
+def _stopped(plan: RunPlan, failed: int) -> bool:
+    """``--maxfail N`` and N runs ``failed`` already: the rest are not run."""
+    return plan.select.maxfail is not None and failed >= plan.select.maxfail
+
+
+def _not_run(plan: RunPlan) -> str:
+    """Why a run ``--maxfail`` left was not run."""
+    limit = plan.select.maxfail
+    return f"not run: stopped after {limit} failing bundle(s) ({option_name('maxfail')} {limit})"
 
 
 def _run_here(
@@ -381,7 +443,10 @@ def _run_in_workers(
     assert workers is not None and timing is not None
     runs = plan.runs or tuple((b, None) for b in plan.bundles)
     check = check_options(plan.options, workers, timing)
-    tasks = [(k, p, v, options_for(p, check, True, v), f"{run_name(p, v)}: ") for k, (p, v) in enumerate(runs)]
+    tasks = [
+        (k, p, v, options_for(p, _cases_of(plan, k, check), True, v), f"{run_name(p, v)}: ")
+        for k, (p, v) in enumerate(runs)
+    ]
     summary.results = [BundleResult(path, variant=variant) for path, variant in runs]
     summary.records = tempfile.TemporaryFile()  # noqa: SIM115  # the summary's, removed when it is
     peaks: list[float] = []
@@ -428,11 +493,24 @@ def _run_in_workers(
 
     limit = plan.spread.timeout_s
     with checked:
-        run_checks(tasks, workers, done, timeout=limit)
+        ended: set[int] = set()  # the runs done
+        failed = [0]
+
+        def count(outcome: Done) -> None:
+            done(outcome)
+            ended.add(outcome.index)
+            failed[0] += summary.results[outcome.index].exit_code != EXIT_OK
+
+        run_checks(tasks, workers, count, timeout=limit, stop=lambda: _stopped(plan, failed[0]))
+        for index, result in enumerate(summary.results):
+            if index not in ended:
+                result.not_run = _not_run(plan)
+                name = summary.names.get(result.path) or bundle_name(result.path)
+                _save(summary, index, result.record(name).to_json())
         if waiting:
             alone = timing_options(plan.options)
-            run_checks([(k, p, v, options_for(p, alone, True, v), f"{run_name(p, v)}: ") for k, p, v, _, _ in tasks
-                        if k in waiting], 1, timed, timeout=limit)  # fmt: skip
+            run_checks([(k, p, v, options_for(p, _cases_of(plan, k, alone), True, v), f"{run_name(p, v)}: ")
+                        for k, p, v, _, _ in tasks if k in waiting], 1, timed, timeout=limit)  # fmt: skip
     summary.jobs = {"workers": workers, "timing": timing, "worker_peak_rss_mib": max(peaks, default=0.0)}
 
 

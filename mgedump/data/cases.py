@@ -7,7 +7,7 @@ command gives the same data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +15,7 @@ import numpy as np
 from ..base.errors import SpecError, UsageError
 from ..base.naming import option_name
 from ..model.runtime import TensorInfo
-from ..options import DataOptions
+from ..options import DataOptions, GivenCases
 from .casts import cast_to
 from .files import file_data, find_file
 from .generators import GENERATORS, Draw
@@ -51,15 +51,17 @@ class TestData:
     cases: tuple[CaseSpec | ArrayCase, ...]
 
     @classmethod
-    def parse(cls, given: TestData | Sequence[object]) -> TestData:
+    def parse(cls, given: GivenCases) -> TestData:
         """Parse ``-d`` texts (reading ``@FILE`` list files), :class:`CaseSpec` objects, arrays and dicts of arrays.
 
         Raises:
             SpecError: no test case, a list file that is missing, unreadable or empty.
-            UsageError: a test case of a type that is none of these.
+            UsageError: a test case of a type that is none of these, or test data parsed by something else.
         """
         if isinstance(given, TestData):
             return given
+        if not isinstance(given, Iterable):
+            raise UsageError(f"test cases must be a list, or TestData; got {type(given).__name__}")
         parsed: list[CaseSpec | ArrayCase] = []
         texts: list[tuple[int, str | CaseSpec]] = []
         for index, case in enumerate(given):

@@ -101,7 +101,8 @@ class OutputCheck:
             f"{err_text(self.err, self.stat, self.largest)} (name={self.name}) FAILED "
             f"(maxerr={self.maxerr:g})" + (f": {self.reason}" if self.reason else "")
         ]
-        if self.worst_index is not None or self.worst_path is not None:
+        located = self.worst_index is not None or self.worst_path is not None
+        if located and (self.expect_value is not None or self.got_value is not None):  # a broken structure has none
             where = self.worst_path if self.worst_path is not None else list(self.worst_index or ())
             lines.append(
                 f"  worst element at {where}: expect={value_text(self.expect_value)}, get={value_text(self.got_value)}"

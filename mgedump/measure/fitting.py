@@ -45,13 +45,13 @@ candidates: this module times, it never proves.
 from __future__ import annotations
 
 import math
-import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.cpus import usable_cpus
 from ..model.session import EXECUTION_MODES, SessionSettings
 
 GRAPH_OPTS = ("basic", "extended", "all")  # onnxruntime's levels fitting tries (disable never wins)
@@ -67,9 +67,10 @@ SETTLE_S = 0.05  # a pause before each turn: the last candidate's idle threads s
 
 
 def settings_space(providers: Sequence[str], cores: int | None = None) -> list[SessionSettings]:
-    """Every choice of settings this machine offers: each provider, 1, half and all cores, each graph
-    optimisation level, sequential and parallel execution."""
-    cores = cores or os.cpu_count() or 1
+    """Every choice of settings this machine offers: each provider, 1, half and all the cores this process may use
+    (:func:`mgedump.base.cpus.usable_cpus`: its affinity and its cgroup's quota), each graph optimisation level,
+    sequential and parallel execution."""
+    cores = cores or usable_cpus()
     threads = sorted({1, max(1, cores // 2), cores})
     return [
         SessionSettings(provider=provider, threads=n, graph_opt=level, execution_mode=mode)
@@ -93,6 +94,7 @@ class Candidate:
             ``rounds_ms``: those of the final rounds only (what the choice compares round by round).
         error: why it could not be timed (the session failed to open or to run), if it could not.
         defaults: onnxruntime's defaults, doing nothing: the choice must beat it (see the module).
+        finalist: it went on to the final rounds (the others were timed in one screening turn only).
     """
 
     variant: str
@@ -104,10 +106,13 @@ class Candidate:
     error: str | None = None
     defaults: bool = False
     rounds_ms: list[float] = field(default_factory=list)
+    finalist: bool = False
     _run: Callable[[], None] | None = field(default=None, repr=False)
 
     def time(self, runs: int, clock: Callable[[], float], *, final: bool = False) -> None:
-        """One warm-up run, then ``runs`` timed runs (``final``: in a final round)."""
+        """One warm-up run, ``runs`` timed runs (``final``: in a final round), then the run's ``settle``, if it has
+        one (untimed: the session hands back the memory it holds free, so an open finalist holds its weights and not
+        its largest run)."""
         if self.error is not None:
             return
         try:
@@ -120,6 +125,10 @@ class Candidate:
                 began = clock()
                 self._run()
                 turn.append((clock() - began) * 1000)
+            settle = getattr(self._run, "settle", None)
+            if settle is not None:  # a run, untimed, that hands back what the session holds free between turns
+                settle()
+                give_back()
             self.samples_ms += turn
             self.turns_ms.append(statistics.median(turn))
             if final:
@@ -200,6 +209,8 @@ def fit(
             progress(f"fitting: screening {candidate.variant} ({candidate.settings.text()})", k + 1, len(pool))
         kept = _screened(kept, candidate)
     finalists = kept
+    for candidate in finalists:
+        candidate.finalist = True
     rounds = 0
     while rounds < MAX_ROUNDS and spent() + _round_cost(finalists) <= budget_s:
         for k, candidate in enumerate(finalists if rounds % 2 == 0 else finalists[::-1]):
@@ -266,8 +277,9 @@ def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def _round_cost(finalists: Sequence[Candidate]) -> float:
-    """Seconds one final round takes, from the medians so far."""
-    return sum(SETTLE_S + (FINAL_RUNS + 1) * c.median_ms / 1000 for c in finalists if c.samples_ms)
+    """Seconds one final round takes, from the medians so far: each finalist's warm-up, timed runs and the run that
+    ends its turn."""
+    return sum(SETTLE_S + (FINAL_RUNS + 2) * c.median_ms / 1000 for c in finalists if c.samples_ms)
 
 
 def choose(candidates: Sequence[Candidate], defaults: Candidate | None = None) -> tuple[Candidate | None, str]:
@@ -284,23 +296,26 @@ def choose(candidates: Sequence[Candidate], defaults: Candidate | None = None) -
         candidate = best_simpler[rank]
         doubt = _doubt(fastest, candidate)
         if doubt:
-            chosen, why = candidate, f"{doubt}: the simpler {candidate.variant}"
+            chosen, why = candidate, f"the simpler {candidate.variant} was chosen: {doubt}"
             break
     if defaults is not None:
         doubt = _doubt(chosen, defaults, "onnxruntime's defaults")
         if doubt:
-            return defaults, f"{doubt}: onnxruntime's defaults"
+            return defaults, f"onnxruntime's defaults were kept: {doubt}"
     return chosen, why
 
 
 def _doubt(fast: Candidate, simple: Candidate, simple_name: str = "") -> str:
     """Why ``fast`` is not clearly faster than ``simple`` ("" when it is), counting the final rounds both ran."""
     name = simple_name or simple.variant
-    said = f"{fast.variant} runs {fast.median_ms:.3g} ms and {name} {simple.median_ms:.3g} ms"
+    said = f"{fast.variant} runs in {fast.median_ms:.3g} ms at the median and {name} in {simple.median_ms:.3g} ms"
     rounds = min(len(fast.rounds_ms), len(simple.rounds_ms))
     if rounds < MIN_ROUNDS:
         if fast.p90_ms >= simple.median_ms:
-            return f"{said}, within the spread of {fast.variant}'s runs (p90 {fast.p90_ms:.3g})"
+            return (
+                f"{said}, and {fast.variant}'s p90 ({fast.p90_ms:.3g} ms) is not below {name}'s median: within the "
+                f"spread of its runs, it is not clearly faster"
+            )
         return ""
     pairs = list(zip(fast.rounds_ms[-rounds:], simple.rounds_ms[-rounds:], strict=True))
     won = sum(f < s for f, s in pairs)
@@ -312,7 +327,7 @@ def _doubt(fast: Candidate, simple: Candidate, simple_name: str = "") -> str:
             f"alone: p = {chance:.2g} > {SIGNIFICANCE:g})"
         )
     if ratio > 1 - MARGIN:
-        return f"{said}, {fast.variant} faster by only {1 - ratio:.1%} round by round"
+        return f"{said}, and {fast.variant} was faster by only {1 - ratio:.1%} round by round (under {MARGIN:.0%})"
     return ""
 
 

@@ -40,7 +40,6 @@ import copy
 import functools
 import os
 import platform
-import subprocess
 from datetime import datetime, timezone
 from typing import Any
 
@@ -333,6 +332,8 @@ def _cpu() -> dict[str, Any]:
             info, source = parse_cpuinfo(f.read()), "/proc/cpuinfo"
     except OSError:
         if platform.system() == "Darwin":
+            import subprocess  # here only: the command line prints environments and runs no process
+
             try:
                 done = subprocess.run(
                     ["sysctl", "machdep.cpu", "hw.optional"], capture_output=True, text=True, timeout=5, check=False

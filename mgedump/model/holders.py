@@ -77,8 +77,10 @@ def may_hold_tensors(payload: memoryview) -> bool:
     Raises:
         WireError: protobuf's parser refuses the bytes (truncated, a length past its end, too deep).
     """
+    if len(payload) <= PARSE_OVER:  # before protobuf is imported: a model of small attributes never needs it
+        return True
     cls = _holders_class()
-    if cls is None or len(payload) <= PARSE_OVER:
+    if cls is None:
         return True
     message = cls()
     try:

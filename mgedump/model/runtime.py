@@ -168,6 +168,15 @@ class OrtRunner:
     def end_profiling(self) -> str:
         return str(self.session.end_profiling())
 
+    def run_and_shrink(self, feeds: Mapping[str, Any]) -> None:
+        """One run that hands back, at its end, the memory its CPU arena holds free (the intermediate tensors'):
+        an idle session then holds its weights, not its largest run (docs/fitting.md)."""
+        import onnxruntime as ort  # type: ignore[import-untyped]
+
+        options = ort.RunOptions()
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        self.session.run(None, feeds, options)
+
     def close(self) -> None:
         self.session = None
         self.run = _closed

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..base.jsontypes import JsonObject
 from ..model.session import SessionSettings
 from .cases import CaseRecord
 from .fitting import FittingRecord
@@ -158,6 +159,7 @@ class BundleRecord:
         variant: the variant of a bundle of several that ran (its name then ends in ``[variant]``).
         fitting: with ``--fitting``: every variant verified, the ranked candidates and the choice.
         part: in a merged report (``mgerun --merge``), the index of the report it came from in the report's ``parts``.
+        not_run: why it was not run (``--maxfail`` stopped the run first); it then has none of the rest.
     """
 
     source: str
@@ -176,15 +178,16 @@ class BundleRecord:
     profile: str | None = None
     op_profile: list[OpRow] | None = None
     test_cases: list[CaseRecord] = field(default_factory=list)
-    packed_environment: dict[str, Any] | None = None
+    packed_environment: JsonObject | None = None
     environment_differences: list[str] = field(default_factory=list)
     variant: str | None = None
     fitting: FittingRecord | None = None
     part: int | None = None  # in a merged report, which of its parts (the reports merged) ran it
+    not_run: str | None = None  # why it was not run (--maxfail)
 
     @property
     def passed(self) -> bool:
-        return self.exit_code == 0
+        return self.exit_code == 0 and self.not_run is None
 
     @property
     def checked(self) -> bool:
@@ -257,6 +260,9 @@ class BundleRecord:
             **({"variant": self.variant} if self.variant is not None else {}),
             **({"part": self.part} if self.part is not None else {}),
         }
+        if self.not_run is not None:
+            del head["started"], head["peak_rss_mib"]
+            return {**head, "not_run": self.not_run, "test_cases": []}
         if self.error is not None:
             return {**head, "test_cases": []}
         assert self.assertion is not None and self.session is not None
@@ -291,8 +297,9 @@ class BundleRecord:
             peak_rss_mib=optional(data.get("peak_rss_mib")),
             variant=None if data.get("variant") is None else str(data["variant"]),
             part=None if data.get("part") is None else int(data["part"]),
+            not_run=None if data.get("not_run") is None else str(data["not_run"]),
         )
-        if record.error is not None:
+        if record.error is not None or record.not_run is not None:
             return record
         profile = data.get("op_profile")
         record.assertion = Assertion.from_json(data.get("assertion") or {"enabled": False, "maxerr": 0.0})

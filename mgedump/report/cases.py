@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.jsontypes import JsonObject, JsonValue
 from .jsonvalues import element, finite_or_name, optional
 from .timings import TimingRecord
 
@@ -26,9 +27,9 @@ class OutputRecord:
     maxerr: float
     reason: str | None = None
     worst_index: list[int] | None = None
-    expect: Any = None
-    get: Any = None
-    stats: dict[str, Any] = field(default_factory=dict)
+    expect: JsonValue = None
+    get: JsonValue = None
+    stats: JsonObject = field(default_factory=dict)
     failure: list[str] | None = None
     worst_path: str | None = None  # a sequence's, map's or optional's worst element (``[3][1]``)
     error_stat: str = "max"  # the statistic of the element errors err is (docs/assertion.md#error-statistics)
@@ -114,10 +115,10 @@ class Diagnosis:
     """Where a failing test case first diverges from the bundle's embedded io dump, or why that is unknown."""
 
     maxerr: float
-    first_divergence: dict[str, Any] | None = None
+    first_divergence: JsonObject | None = None
     matched: int | None = None
     text: str | None = None
-    top: list[dict[str, Any]] = field(default_factory=list)
+    top: list[JsonObject] = field(default_factory=list)
     error: str | None = None  # the run with every tensor exposed failed
     reference: str = REFERENCE
 
@@ -195,6 +196,19 @@ class CaseRecord:
         origin, sep, line = self.origin.rpartition(":")
         origin = f"{short_spec(origin)}{sep}{line}" if sep and line.isdigit() else short_spec(self.origin)
         return f"test case {self.index} ({origin}: {short_spec(self.spec)})"
+
+    def reason(self) -> str:
+        """Why it failed, in a few words: ``prob: err=0.5 > maxerr=0.0001`` (``(+1 more)`` when other outputs
+        failed too), the model's error when it failed to run, ``FAILED`` otherwise."""
+        if self.error is not None:
+            return str(self.error)
+        failed = [out for out in self.outputs if not out.passed]
+        if not failed:
+            return "FAILED"
+        first = failed[0]
+        err = first.reason or ("not finite" if first.err is None else f"err={first.err:g}")
+        more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+        return f"{first.name}: {err} > maxerr={first.maxerr:g}{more}"
 
     def failure_lines(self) -> list[str]:
         """The lines of every failed output, as ``mgerun`` prints them."""

@@ -106,6 +106,7 @@ _BUNDLE: dict[str, Any] = {
     "peak_rss_mib?": "fin|null",
     "variant?": "str|null",
     "part?": "int|null",
+    "not_run?": "str|null",
     "assertion?": {"enabled": "bool", "maxerr": _FIN, "": "null"},
     "session?": {
         "providers?": ["list", "str"],

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.jsontypes import JsonObject
 from ..model.session import SessionSettings
 from .jsonvalues import optional
 
-COLUMNS = ["rank", "variant", "settings", "median ms", "p90 ms", "speed vs fp32", "certified err", "runs"]
+COLUMNS = ["rank", "variant", "settings", "median ms", "p90 ms", "speed vs fp32", "certified err", "runs", "timed in"]
+FLOAT32 = "fp32"
 
 
 @dataclass
@@ -24,9 +26,11 @@ class FittingRow:
     median_ms: float | None
     p90_ms: float | None
     runs: int
-    speedup: float | None = None  # the best float32 candidate's median over this one's (None: no float32 timed)
+    speedup: float | None = None  # float32's finalist's median over this one's (None: no float32 finalist)
     certified: dict[str, float | None] = field(default_factory=dict)
     error: str | None = None
+    finalist: bool = False  # timed in the final rounds (the others: one screening turn)
+    chosen: bool = False  # the choice (not in the JSON row: the record's ``chosen`` says it)
 
     @property
     def settings(self) -> str:
@@ -44,6 +48,7 @@ class FittingRow:
             "-" if self.speedup is None else f"{self.speedup:.2f}x",
             certified,
             str(self.runs) if self.error is None else f"not timed: {self.error}",
+            ("final rounds, chosen" if self.chosen else "final rounds") if self.finalist else "screening",
         ]
 
     def to_json(self) -> dict[str, Any]:
@@ -56,6 +61,7 @@ class FittingRow:
             "speedup": self.speedup,
             "certified": dict(self.certified),
             "error": self.error,
+            "finalist": self.finalist,
         }
 
     @classmethod
@@ -69,6 +75,7 @@ class FittingRow:
             speedup=optional(data.get("speedup")),
             certified={str(k): optional(v) for k, v in (data.get("certified") or {}).items()},
             error=None if data.get("error") is None else str(data["error"]),
+            finalist=data.get("finalist") is True,
         )
 
 
@@ -84,9 +91,9 @@ class FittingRecord:
         budget_s, seconds, rounds: the search's budget, how long it took, the final rounds it ran.
     """
 
-    variants: list[dict[str, Any]]
+    variants: list[JsonObject]
     rows: list[FittingRow]
-    chosen: dict[str, Any] | None
+    chosen: JsonObject | None
     why: str = ""
     budget_s: float = 0.0
     seconds: float = 0.0
@@ -109,11 +116,11 @@ class FittingRecord:
                     len(candidate.samples_ms),
                     certified=dict(certified.get(candidate.variant, {})),
                     error=candidate.error,
+                    finalist=candidate.finalist,
+                    chosen=found is not None and candidate is found.chosen,
                 )  # fmt: skip
             )
-        base = min((r.median_ms for r in rows if r.variant == "fp32" and r.median_ms), default=None)
-        for row in rows:
-            row.speedup = None if base is None or not row.median_ms else base / row.median_ms
+        speedups(rows)
         return cls(
             variants=[{"name": c.name, "passed": c.passed, "error": c.error} for c in result.checks],
             rows=rows,
@@ -152,12 +159,35 @@ class FittingRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FittingRecord:
+        chosen = None if data.get("chosen") is None else dict(data["chosen"])
+        rows = [FittingRow.from_json(row) for row in data.get("rows") or []]
+        mark = next((r for r in rows if chosen is not None and r.finalist and _is(r, chosen)), None)
+        if mark is not None:
+            mark.chosen = True
         return cls(
             variants=[dict(v) for v in data.get("variants") or []],
-            rows=[FittingRow.from_json(row) for row in data.get("rows") or []],
-            chosen=None if data.get("chosen") is None else dict(data["chosen"]),
+            rows=rows,
+            chosen=chosen,
             why=str(data.get("why") or ""),
             budget_s=float(data.get("budget_s") or 0.0),
             seconds=float(data.get("seconds") or 0.0),
             rounds=int(data.get("rounds") or 0),
         )
+
+
+def speedups(rows: list[FittingRow]) -> None:
+    """Each row's speed against float32: float32's finalist's median over the row's. The finalist timed in the
+    final rounds, not a screening turn of a few runs (the best of those is luck as often as speed): the chosen row
+    when it is float32, else the one float32's screening kept, else onnxruntime's defaults when they are float32."""
+    finalists = [r for r in rows if r.variant == FLOAT32 and r.finalist and r.median_ms]
+    base = next((r for r in finalists if r.chosen), None) or next(
+        (r for r in finalists if r.session.threads is not None), finalists[0] if finalists else None
+    )
+    base_ms = base.median_ms if base is not None else None
+    for row in rows:
+        row.speedup = None if base_ms is None or not row.median_ms else base_ms / row.median_ms
+
+
+def _is(row: FittingRow, chosen: dict[str, Any]) -> bool:
+    """The row of the choice: its variant and settings."""
+    return row.variant == chosen.get("variant") and row.session == SessionSettings.from_json(chosen)

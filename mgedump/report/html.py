@@ -67,6 +67,12 @@ def _verdict(code: int, checked: bool = True) -> str:
     return f'<span class="{css}" data-verdict="{text}">{text}</span>'
 
 
+def _bundle_verdict(bundle: BundleRecord) -> str:
+    if bundle.not_run is not None:
+        return '<span class="skip" data-verdict="NOT RUN">NOT RUN</span>'
+    return _verdict(bundle.exit_code, bundle.checked or bundle.error is not None)
+
+
 def _ms(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -93,7 +99,7 @@ def _summary_table(bundles: list[tuple[int, BundleRecord]]) -> list[str]:
         medians = sorted(c.timing.latency.median for c in cases if c.timing.latency.median is not None)
         out.append(
             f'<tr data-bundle="{k}"><td class="text"><a href="#bundle-{k}">{esc(bundle.name)}</a></td>'
-            f'<td class="text">{_verdict(bundle.exit_code, bundle.checked or bundle.error is not None)}</td>'
+            f'<td class="text">{_bundle_verdict(bundle)}</td>'
             f"<td>{len(cases)}</td><td>{len(bundle.failed_cases())}</td>"
             f"<td>{_ms(medians[len(medians) // 2] if medians else None)}</td>"
             f"<td>{_ms(bundle.cold_start.session_create_ms, 1)}</td><td>{_ms(bundle.cold_start.first_run_ms)}</td></tr>"
@@ -190,10 +196,10 @@ def _case_section(k: int, bundle: BundleRecord, case: CaseRecord) -> list[str]:
 
 def _bundle_section(k: int, bundle: BundleRecord) -> list[str]:
     out = [f'<section class="bundle" id="bundle-{k}" data-source="{esc(bundle.source)}">']
-    out.append(f"<h2>{esc(bundle.name)} {_verdict(bundle.exit_code, bundle.checked or bundle.error is not None)}</h2>")
+    out.append(f"<h2>{esc(bundle.name)} {_bundle_verdict(bundle)}</h2>")
     out.append(f'<p class="meta">{esc(bundle.source)}</p>')
-    if bundle.error is not None:
-        out.append(f"<pre>{esc(bundle.error, lines=True)}</pre></section>")
+    if bundle.error is not None or bundle.not_run is not None:
+        out.append(f"<pre>{esc(bundle.error or bundle.not_run, lines=True)}</pre></section>")
         return out
     if bundle.environment_differences:
         lead = "Where it ran differs from where it was packed: " if bundle.packed_environment else ""
@@ -291,8 +297,9 @@ def render_html(document: RunReport | dict[str, Any]) -> str:
     report = as_report(document)
     code = report.exit_code
     bundles = list(enumerate(report.bundles))
-    counts = [sum(1 for b in report.bundles if b.exit_code == c) for c in (0, 1)]
-    errors = len(bundles) - sum(counts)
+    counts = [sum(1 for b in report.bundles if b.exit_code == c and b.not_run is None) for c in (0, 1)]
+    left = sum(1 for b in report.bundles if b.not_run is not None)
+    errors = len(bundles) - sum(counts) - left
     peak = report.peak_rss_mib
     out = [
         "<!doctype html>",
@@ -301,7 +308,9 @@ def render_html(document: RunReport | dict[str, Any]) -> str:
         f"<title>mgerun report: {VERDICTS.get(code, ('exit',))[0]}</title>",
         f"<style>{STYLE}</style></head><body>",
         f'<h1>mgerun report {_verdict(code)}</h1><p class="meta" data-exit-code="{code}">'
-        f"{len(bundles)} bundle(s): {counts[0]} passed, {counts[1]} failed, {errors} could not run; exit code {code}"
+        f"{len(bundles)} bundle(s): {counts[0]} passed, {counts[1]} failed, {errors} could not run"
+        + (f", {left} not run" if left else "")
+        + f"; exit code {code}"
         + (f"; peak memory {peak:.0f} MiB" if peak else "")
         + f"; mgedump {esc(__version__)}</p>",
     ]

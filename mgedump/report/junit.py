@@ -17,7 +17,8 @@ check every rule of it) and parses with junitparser and xunitparser:
   bundle was packed; a model that failed to run is an ``<error
   type="RunError">``; a test case whose outputs were not checked (``--no-assert``,
   a plain model) is ``<skipped>``; a bundle that could not be read is one
-  ``<testcase name="bundle">`` with an ``<error type="BundleError">``;
+  ``<testcase name="bundle">`` with an ``<error type="BundleError">``, and one that ``--maxfail`` left unchecked one
+  ``<testcase name="bundle">`` ``<skipped>``;
 - each test case's ``<system-out>`` holds its latency line and its full spec.
 
 Text goes through :func:`mgedump.base.text.xml` and the standard library's
@@ -85,6 +86,8 @@ def _properties(bundle: BundleRecord, environment: dict[str, Any] | None) -> lis
     found = [("source", bundle.source), ("kind", bundle.kind)]
     if bundle.error is not None:
         return [*found, ("error", bundle.error)]
+    if bundle.not_run is not None:
+        return [*found, ("not run", bundle.not_run)]
     session, assertion = bundle.session, bundle.assertion
     assert session is not None and assertion is not None
     found += [
@@ -147,7 +150,12 @@ def _testcase(w: _Writer, suite: str, case: CaseRecord, bundle: BundleRecord) ->
 
 def _counts(bundle: BundleRecord) -> dict[str, int]:
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
-    outcomes = ["error"] if bundle.error is not None else [_outcome(case, bundle) for case in bundle.test_cases]
+    if bundle.not_run is not None:
+        outcomes = ["skipped"]
+    elif bundle.error is not None:
+        outcomes = ["error"]
+    else:
+        outcomes = [_outcome(case, bundle) for case in bundle.test_cases]
     for outcome in outcomes:
         counts["tests"] += 1
         counts[outcome] = counts.get(outcome, 0) + 1
@@ -176,7 +184,7 @@ def render_junit(document: RunReport | dict[str, Any]) -> bytes:
             errors=str(count["error"]),
             skipped=str(count["skipped"]),
             time=_seconds(bundle.seconds),
-            timestamp=_timestamp(bundle.started),
+            **({"timestamp": _timestamp(bundle.started)} if bundle.started else {}),
             hostname=str((report.environment_of(bundle) or {}).get("host") or ""),
         )
         w.open("properties")
@@ -186,6 +194,10 @@ def render_junit(document: RunReport | dict[str, Any]) -> bytes:
         if bundle.error is not None:
             w.open("testcase", name="bundle", classname=bundle.name, time=_seconds(bundle.seconds))
             w.leaf("error", bundle.error, message=bundle.error, type="BundleError")
+            w.close("testcase")
+        if bundle.not_run is not None:
+            w.open("testcase", name="bundle", classname=bundle.name, time=_seconds(0.0))
+            w.leaf("skipped", message=bundle.not_run)
             w.close("testcase")
         for case in bundle.test_cases:
             _testcase(w, bundle.name, case, bundle)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from ..base.errors import EXIT_FAILED, UsageError, worst_exit
 from ..base.naming import option_name
 from .bundles import BundleRecord
 from .schema import RunReport
+from .spread import PartRecord
 
 MAX_SHARDS = 100_000  # --shard I/N takes no more
 
@@ -82,17 +82,20 @@ def verdict_of(bundle: BundleRecord) -> int:
     return max(bundle.exit_code, EXIT_FAILED if failed else 0)
 
 
-def _part(path: str, report: RunReport) -> dict[str, Any]:
-    part: dict[str, Any] = {
+def _part(path: str, report: RunReport) -> PartRecord:
+    part: PartRecord = {
         "report": path,
         "bundles": len(report.bundles),
         "exit_code": report.exit_code,
         "peak_rss_mib": report.peak_rss_mib,
         "environment": report.environment,
     }
-    part.update(
-        {key: value for key, value in (("run", report.run), ("shard", report.shard), ("jobs", report.jobs)) if value}
-    )
+    if report.run:
+        part["run"] = report.run
+    if report.shard:
+        part["shard"] = report.shard
+    if report.jobs:
+        part["jobs"] = report.jobs
     return part
 
 

@@ -26,9 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.jsontypes import JsonObject
 from .bundles import Assertion, BundleRecord, ColdStart, OpRow, Session, TensorRecord
 from .cases import REFERENCE, CaseRecord, Diagnosis, OutputRecord, short_spec
 from .jsonvalues import dumps, finite_or_name, json_ready, number, optional
+from .spread import JobsRecord, PartRecord, ShardRecord
 from .timings import STATS, Latency, TimingRecord, rate_text
 
 REPORT_VERSION = 2
@@ -41,12 +43,12 @@ class RunReport:
     bundles: list[BundleRecord] = field(default_factory=list)
     exit_code: int = 0
     peak_rss_mib: float | None = None
-    environment: dict[str, Any] | None = None  # mgedump.model.environment.run_environment() of this call
-    shard: dict[str, Any] | None = None  # --shard: which shard, how it was chosen, how many bundles (docs/reports.md)
-    jobs: dict[str, Any] | None = None  # --jobs: how many workers, and how the bundles were timed
-    parts: list[dict[str, Any]] | None = None  # --merge: each report merged (its shard, jobs and environment)
+    environment: JsonObject | None = None  # mgedump.model.environment.run_environment() of this call
+    shard: ShardRecord | None = None  # --shard: which shard, how it was chosen, how many bundles (docs/reports.md)
+    jobs: JobsRecord | None = None  # --jobs: how many workers, and how the bundles were timed
+    parts: list[PartRecord] | None = None  # --merge: each report merged (its shard, jobs and environment)
     run: dict[str, str] | None = None  # the run's identity: id, and where it came from (--run-id, a CI variable)
-    latency_gate: dict[str, Any] | None = None  # --max-latency, --baseline: every check and the verdict
+    latency_gate: JsonObject | None = None  # --max-latency, --baseline: every check and the verdict
 
     @property
     def passed(self) -> bool:

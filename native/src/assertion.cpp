@@ -787,7 +787,8 @@ std::vector<std::string> OutputCheck::failure_lines() const {
   std::string head = err_text(err, stat, largest) + " (name=" + name + ") FAILED (maxerr=" + format_g(maxerr) + ")";
   if (reason && !reason->empty()) head += ": " + *reason;
   lines.push_back(head);
-  if (worst_index || worst_path) {
+  bool located = worst_index || worst_path;  // a broken structure has no element values: its reason says where
+  if (located && (expect.kind != Element::kNone || got.kind != Element::kNone)) {
     std::string where = worst_path ? *worst_path : list_text(*worst_index);
     auto text = [](const Element& el) { return el.kind == Element::kNone ? std::string("None") : el.text; };
     lines.push_back("  worst element at " + where + ": expect=" + text(expect) + ", get=" + text(got));

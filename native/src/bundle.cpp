@@ -40,6 +40,17 @@ std::vector<std::string> strings_of(const JNode* list) {
   return out;
 }
 
+// A variant's model member, its data member, optimisations and requirements: the manifest's top level in format
+// version 1, one entry of "variants" in version 2 (docs/bundle.md).
+void read_variant_model(const JNode& entry, Variant& v) {
+  const JNode& model = *entry.get("model");
+  v.model.member = model.get("member")->s;
+  v.model.sha256 = model.get("sha256")->s;
+  if (const JNode* d = model.get("external_data"); d && d->kind == JNode::kString) v.model.external_data = d->s;
+  v.optimizations = strings_of(entry.get("optimizations"));
+  v.requirements = strings_of(entry.get("requirements"));
+}
+
 IoInfo io_info(const JNode& entry) {
   IoInfo info;
   info.name = entry.get("name")->s;
@@ -416,12 +427,7 @@ void Bundle::load_manifest() {
         }
       }
     }
-    const JNode& model = *doc.get("model");
-    v.model.member = model.get("member")->s;
-    v.model.sha256 = model.get("sha256")->s;
-    if (const JNode* d = model.get("external_data"); d && d->kind == JNode::kString) v.model.external_data = d->s;
-    v.optimizations = strings_of(doc.get("optimizations"));
-    v.requirements = strings_of(doc.get("requirements"));
+    read_variant_model(doc, v);
     v.inputs = inputs_;
     v.outputs = outputs_;
     variants_.push_back(std::move(v));
@@ -429,12 +435,7 @@ void Bundle::load_manifest() {
     for (const JNode& e : doc.get("variants")->items) {
       Variant v;
       v.name = e.get("name")->s;
-      const JNode& model = *e.get("model");
-      v.model.member = model.get("member")->s;
-      v.model.sha256 = model.get("sha256")->s;
-      if (const JNode* d = model.get("external_data"); d && d->kind == JNode::kString) v.model.external_data = d->s;
-      v.optimizations = strings_of(e.get("optimizations"));
-      v.requirements = strings_of(e.get("requirements"));
+      read_variant_model(e, v);
       v.inputs = io_infos(e.get("inputs"));
       v.outputs = io_infos(e.get("outputs"));
       for (const auto& [k, c] : e.get("certified")->members)
@@ -633,22 +634,12 @@ std::string Bundle::extract_variant(const Variant& v, const std::string& folder)
   return model_path;
 }
 
-namespace {
-
-const ZipEntry& find_entry(const Zip& zip, const std::string& name) {
-  for (const ZipEntry& e : zip.entries())
-    if (e.name == name) return e;
-  throw std::out_of_range(name);
-}
-
-}  // namespace
-
-Value Bundle::input(std::size_t c, std::size_t k, const IoInfo* against) const {
-  const IoInfo& info = against ? *against : inputs_.at(k);
-  const std::string& member = cases_.at(c).inputs.at(k);
+// A test case member decoded as `info` says (check 6: a valid value of its type, under its own name). `what`
+// names the member in every refusal.
+Value Bundle::decode_member(const std::string& member, const IoInfo& info, std::string& what) const {
   std::string bytes = read_member(member);
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-  std::string what = path_ + ": member " + py_repr(member);
+  what = path_ + ": member " + py_repr(member);
   std::string stored;
   if (!info.is_tensor()) {
     Value v;
@@ -669,6 +660,15 @@ Value Bundle::input(std::size_t c, std::size_t k, const IoInfo* against) const {
   }
   if (!stored.empty() && stored != info.name)
     throw Refusal(what + " holds tensor " + py_repr(stored) + ", expected " + py_repr(info.name));
+  return Value::make_tensor(std::move(t));
+}
+
+Value Bundle::input(std::size_t c, std::size_t k, const IoInfo* against) const {
+  const IoInfo& info = against ? *against : inputs_.at(k);
+  std::string what;
+  Value v = decode_member(cases_.at(c).inputs.at(k), info, what);
+  if (!info.is_tensor()) return v;
+  const Tensor& t = v.tensor;
   if (info.type.elem_type != kString && t.elem_type != info.type.elem_type)
     throw Refusal(what + " holds " + (t.elem_type == kString ? "object" : elem_type_name(t.elem_type)) +
                   ", but the model's input " + py_repr(info.name) + " takes " + info.dtype);
@@ -685,37 +685,12 @@ Value Bundle::input(std::size_t c, std::size_t k, const IoInfo* against) const {
                     array_shape_text(t.shape));
     }
   }
-  return Value::make_tensor(std::move(t));
+  return v;
 }
 
 Value Bundle::expected(std::size_t c, std::size_t k) const {
-  const IoInfo& info = outputs_.at(k);
-  const std::string& member = cases_.at(c).outputs.at(k);
-  std::string bytes = read_member(member);
-  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-  std::string what = path_ + ": member " + py_repr(member);
-  std::string stored;
-  if (!info.is_tensor()) {
-    Value v;
-    try {
-      v = decode_value(p, bytes.size(), info.type, &stored);
-    } catch (const std::invalid_argument& e) {
-      throw Refusal(what + " is not a valid " + info.dtype + " (" + e.what() + ")");
-    }
-    if (!stored.empty() && stored != info.name)
-      throw Refusal(what + " holds " + py_repr(stored) + ", expected " + py_repr(info.name));
-    return v;
-  }
-  Tensor t;
-  try {
-    t = decode_tensor(p, bytes.size(), &stored);
-  } catch (const std::invalid_argument& e) {
-    throw Refusal(what + " is not a valid TensorProto (" + e.what() + ")");
-  }
-  if (!stored.empty() && stored != info.name)
-    throw Refusal(what + " holds tensor " + py_repr(stored) + ", expected " + py_repr(info.name));
-  (void)find_entry;
-  return Value::make_tensor(std::move(t));
+  std::string what;
+  return decode_member(cases_.at(c).outputs.at(k), outputs_.at(k), what);
 }
 
 }  // namespace mgerun

@@ -150,6 +150,7 @@ class Bundle {
   void check_members();
   void load_manifest();
   void hash_large(std::vector<std::size_t> members);
+  Value decode_member(const std::string& member, const IoInfo& info, std::string& what) const;
 
   std::string path_;
   std::unique_ptr<Zip> zip_;

@@ -554,18 +554,7 @@ std::string run_failure(const std::string& message, const std::vector<Value>& fe
     for (const auto& n : ints) list += (list.empty() ? "" : ", ") + n;
     text += " (hint: check the values given for integer input(s) " + list + ")";
   }
-  std::string squeezed;
-  bool space = false;
-  for (char c : text) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      space = !squeezed.empty();
-      continue;
-    }
-    if (space) squeezed += ' ';
-    space = false;
-    squeezed += c;
-  }
-  return squeezed;
+  return squeeze_spaces(text);
 }
 
 nlohmann::json shape_json(const IoInfo& info) {

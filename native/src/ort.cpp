@@ -220,15 +220,10 @@ std::vector<std::string> Runtime::available_providers() const {
   return out;
 }
 
-std::string clean_ort_message(const std::string& text, std::size_t limit) {
-  static const std::regex prefix(R"(^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*[A-Z_]+\s*:\s*)");
-  static const std::regex location(
-      R"(\S+\.(?:cc|cpp|h):\d+\s+(?:[\w:~<>*&,\s]+?\((?:[^()]|\([^()]*\))*\)\s*(?:const\s*)?)?)");
-  std::string t = std::regex_replace(text, prefix, "");
-  t = std::regex_replace(t, location, "");
+std::string squeeze_spaces(const std::string& text) {
   std::string squeezed;
   bool space = false;
-  for (char c : t) {
+  for (char c : text) {
     if (std::isspace(static_cast<unsigned char>(c))) {
       space = !squeezed.empty();
       continue;
@@ -237,6 +232,16 @@ std::string clean_ort_message(const std::string& text, std::size_t limit) {
     space = false;
     squeezed += c;
   }
+  return squeezed;
+}
+
+std::string clean_ort_message(const std::string& text, std::size_t limit) {
+  static const std::regex prefix(R"(^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*[A-Z_]+\s*:\s*)");
+  static const std::regex location(
+      R"(\S+\.(?:cc|cpp|h):\d+\s+(?:[\w:~<>*&,\s]+?\((?:[^()]|\([^()]*\))*\)\s*(?:const\s*)?)?)");
+  std::string t = std::regex_replace(text, prefix, "");
+  t = std::regex_replace(t, location, "");
+  std::string squeezed = squeeze_spaces(t);
   if (squeezed.size() > limit) squeezed = squeezed.substr(0, limit - 3) + "...";
   return squeezed;
 }

@@ -46,6 +46,9 @@ struct Runtime {
   std::vector<std::string> available_providers() const;
 };
 
+// Runs of white space as one space, none at either end (Python's " ".join(text.split())).
+std::string squeeze_spaces(const std::string& text);
+
 // One line of onnxruntime's message without its source locations (mgedump.model.runtime.clean_ort_message).
 std::string clean_ort_message(const std::string& text, std::size_t limit = 400);
 

@@ -162,6 +162,39 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
+@dataclass(frozen=True)
+class Spread:
+    """Ratios taken pair by pair (a run of one command over the other's run in the same round): how many, their
+    median, quartiles and extremes. A ratio of medians hides how far single pairs wander on a shared machine."""
+
+    n: int
+    median: float
+    q1: float
+    q3: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, ratios: Sequence[float]) -> Spread | None:
+        if not ratios:
+            return None
+        ordered = sorted(ratios)
+        q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive") if len(ordered) > 1 else ordered * 3
+        return cls(len(ordered), statistics.median(ordered), q1, q3, ordered[0], ordered[-1])
+
+    def text(self) -> str:
+        """``1.093 (IQR 1.071-1.120, min-max 1.02-1.21, 15 pairs)``."""
+        return (
+            f"{self.median:.3f} (IQR {self.q1:.3f}-{self.q3:.3f}, min-max {self.low:.3f}-{self.high:.3f}, "
+            f"{self.n} pairs)"
+        )
+
+
+def pair_ratios(a: Sequence[ProcResult], b: Sequence[ProcResult], key: Callable[[ProcResult], float]) -> list[float]:
+    """a / b round by round (one run of each a round), for the rounds where both ran and b is not 0."""
+    return [key(x) / key(y) for x, y in zip(a, b, strict=True) if x.ok and y.ok and key(y)]
+
+
 def fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 

@@ -7,9 +7,11 @@ Commands, alternated per run after one untimed warm-up each: (A)
 polygraphy, the project's optional ``bench`` extra, is not installed), (C)
 the floor: a minimal script that only loads the model in onnxruntime, makes
 random inputs, runs once and saves inputs and outputs with ``np.save``.
-Targets: ResNet-50 A/C <= 1.15 and A < B; 1 GiB A/C <= 1.1. After the
-warm-up, ``mgerun`` checks A's bundle once (untimed) to show that what was
-timed is a usable bundle.
+Targets: ResNet-50 A/C <= 1.15 and A < B; 1 GiB A/C <= 1.1, each the median
+of the ratios taken pair by pair (A's run over C's in the same round), shown
+with their interquartile range and extremes; ResNet-50 takes at least 15
+rounds (``--runs`` when more). After the warm-up, ``mgerun`` checks A's bundle
+once (untimed) to show that what was timed is a usable bundle.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .common import (
     Check,
     Context,
     ProcResult,
+    Spread,
     Table,
     alternate,
     at_most,
@@ -37,8 +40,8 @@ from .common import (
     median,
     mib,
     ok_values,
+    pair_ratios,
     polygraphy_command,
-    ratio,
     read_first,
     run_fresh,
     run_process,
@@ -125,7 +128,8 @@ def check_bundle(argv: Sequence[str | Path], out: Path) -> str:
 
 
 def measure_pack(ctx: Context) -> list[tuple[Model, dict[str, list[ProcResult]], str]]:
-    """Per model: warm up each command once, check A's bundle, then ctx.runs alternated timed runs of each."""
+    """Per model: warm up each command once, check A's bundle, then alternated timed runs of each (ctx.runs, or
+    the model's fewest rounds when more and not --quick)."""
     measured = []
     for model in pack_models(ctx):
         commands = pack_commands(model, ctx.tmp)
@@ -136,8 +140,9 @@ def measure_pack(ctx: Context) -> list[tuple[Model, dict[str, list[ProcResult]],
                 log(f"pack: {name} failed in warm-up: {warm.failure()}")
         usable = check_bundle(*commands["A"])
         results: dict[str, list[ProcResult]] = {name: [] for name in commands}
-        for run, name in alternate(list(commands), ctx.runs):
-            log(f"pack: {model.label}: run {run + 1}/{ctx.runs} {name}")
+        runs = ctx.runs if ctx.quick else max(ctx.runs, model.min_runs)
+        for run, name in alternate(list(commands), runs):
+            log(f"pack: {model.label}: run {run + 1}/{runs} {name}")
             results[name].append(run_fresh(*commands[name]))
         measured.append((model, results, usable))
     return measured
@@ -198,7 +203,9 @@ def section(ctx: Context) -> Table:
         'Wall time (spawn to exit) of packing a model with random test data: (A) `mgedump M -d "#rand(0,255)" -o OUT`, '
         "(B) `polygraphy run M --onnxrt --save-inputs IN.json --save-outputs OUT.json`, (C) the floor, a minimal "
         "onnxruntime script that loads, makes inputs, runs once and saves with `np.save`. Medians of alternated runs "
-        "after one warm-up each. Targets: ResNet-50 A/C <= 1.15 and A < B; 1 GiB model A/C <= 1.1.",
+        "after one warm-up each; a ratio is the median of the ratios pair by pair (A's run over the other's in the "
+        "same round), with their interquartile range, extremes and number of pairs. Targets: ResNet-50 A/C <= 1.15 "
+        "(at least 15 pairs) and A < B; 1 GiB model A/C <= 1.1.",
         [
             "model",
             "size on disk",
@@ -212,7 +219,10 @@ def section(ctx: Context) -> Table:
     )
     for model, results, usable in ctx.once("pack", lambda: measure_pack(ctx)):
         wall = {name: median(ok_values(results.get(name, []), lambda r: r.wall_s)) for name in "ABC"}
-        a_c, a_b = ratio(wall["A"], wall["C"]), ratio(wall["A"], wall["B"])
+        pairs_c = Spread.of(pair_ratios(results["A"], results["C"], lambda r: r.wall_s))
+        pairs_b = Spread.of(pair_ratios(results["A"], results["B"], lambda r: r.wall_s)) if "B" in results else None
+        a_c = pairs_c.median if pairs_c else None
+        a_b = pairs_b.median if pairs_b else None
         table.rows.append(
             [
                 model.label,
@@ -220,8 +230,8 @@ def section(ctx: Context) -> Table:
                 fmt(wall["A"]),
                 fmt(wall["B"]) if "B" in results else "skipped",
                 fmt(wall["C"]),
-                fmt_ratio(a_c),
-                fmt_ratio(a_b),
+                pairs_c.text() if pairs_c else "n/a",
+                pairs_b.text() if pairs_b else "n/a",
                 usable,
             ]
         )

@@ -16,7 +16,15 @@ from mgedump.cli import mgediff_command, mgedump_command, mgerun_command
 from mgedump.cli.common import invoke
 from mgedump.cli.flags import default as default_of
 from mgedump.cli.flags.optimize import REFUSED
-from mgedump.options import DataOptions, DiffOptions, GateOptions, PackOptions, SpreadOptions, VerifyOptions
+from mgedump.options import (
+    DataOptions,
+    DiffOptions,
+    GateOptions,
+    PackOptions,
+    SelectOptions,
+    SpreadOptions,
+    VerifyOptions,
+)
 
 # (command, option as written, options dataclass, field): every option whose default --help states
 HELP_DEFAULTS = [
@@ -36,12 +44,12 @@ HELP_DEFAULTS = [
 ]
 COMMANDS = [
     (mgedump_command, PackOptions),
-    (mgerun_command, (VerifyOptions, SpreadOptions, GateOptions)),
+    (mgerun_command, (VerifyOptions, SpreadOptions, GateOptions, SelectOptions)),
     (mgediff_command, DiffOptions),
 ]
 # the options every command has that are about the command itself, not the library's options (--merge: mgerun's
-# other job, merging reports)
-COMMAND_ONLY = {"--output", "--verbose", "--quiet", "--version", "--help", "--merge"}
+# other job, merging reports; --no-ci-output: what mgerun tells a CI engine beside the reports)
+COMMAND_ONLY = {"--output", "--verbose", "--quiet", "--version", "--help", "--merge", "--no-ci-output"}
 
 
 def _params(command: click.Command) -> list[click.Parameter]:
@@ -94,10 +102,11 @@ def test_click_options_default_to_not_given(command):
 # fields set from code only, on purpose without a flag: trace.dump packs expected NaN/inf with a warning, the CLI refuses
 # a session's provider options and configuration entries: set from code, or by the flags of settings registered as
 # one (mgedump/model/session.py; tests/model/test_session.py registers two)
-LIBRARY_ONLY = {"nonfinite_ok", "provider_options", "session_config"}
+LIBRARY_ONLY = {"nonfinite_ok", "provider_options", "session_config", "test_cases"}  # test_cases: --rerun-failed's
 COMPUTED = {
     "precision": ("enable_io16xc32", "enable_ioc16", "quantize", "quantize_mode"),
     "bounds": ("maxerr", "error_stat"),
+    "maxfail": ("maxfail", "exitfirst"),  # -x is --maxfail 1
     "reports": ("report_json", "junit_xml", "report_html"),  # the report flags: a format with no field goes there
 }
 REFUSED_PARAMS = {refused.name for refused in REFUSED}

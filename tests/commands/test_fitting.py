@@ -5,6 +5,8 @@ one model fits too, and the same command writes the same bytes."""
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import pytest
 
@@ -90,6 +92,9 @@ def test_no_passing_variant_exits_1_and_writes_no_choice(tmp_path, mgedump, mger
     fitted = mgerun(out, "--fitting", "--fitting-budget", "2", "--maxerr", "1e-9", "--fitting-out", tmp_path / "c.json")
     assert fitted.code == 1 and not (tmp_path / "c.json").exists()
     assert "no variant passed its checks" in fitted.out
+    lines = fitted.out.splitlines()
+    failed = lines.index("variant ioc16, as it failed:")  # its failures, labelled, after the fitting's lines
+    assert lines[failed - 1].startswith("fitting: no variant passed") and "FAILED" in "\n".join(lines[failed + 1 :])
 
 
 def test_a_bundle_of_one_model_fits_too(tmp_path, mgedump, mgerun):
@@ -214,3 +219,149 @@ def test_fittings_peak_memory_is_at_most_twice_a_plain_runs(tmp_path):
     plain = _peak_kib(bundle, "--iter", "1")
     fitting = _peak_kib(bundle, "--fitting", "--fitting-budget", "4", "--iter", "1")
     assert fitting <= 2 * plain, f"fitting {fitting >> 10} MiB, plain {plain >> 10} MiB"
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads the resident memory from /proc")
+def test_a_candidate_left_open_between_its_turns_holds_no_intermediate_tensors(tmp_path):
+    """A layout detector with three variants took 3.3x a plain mgerun's peak under fitting: each finalist's session
+    kept the memory of its largest run (the intermediate tensors in its arena) while the others ran. A model whose
+    weights are nothing and whose intermediate tensors are 32 MiB each: after a candidate's turn, its open session
+    holds what its arena's first region keeps (66 MiB here), not all it took (200 MiB)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from mgedump.commands.fitting import _candidates
+    from mgedump.measure.fitting import give_back
+    from mgedump.options import VerifyOptions
+    from tests.support import run_ok
+
+    shape = helper.make_tensor("shape", TensorProto.INT64, [3], [128, 64, 1024])
+    nodes = [
+        helper.make_node("Expand", ["x", "shape"], ["big"]),
+        helper.make_node("Relu", ["big"], ["r"]),
+        helper.make_node("Mul", ["r", "big"], ["m"]),
+        helper.make_node("ReduceMean", ["m"], ["y"], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes, "wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1024])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])], [shape],
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "wide.onnx"))
+    bundle = tmp_path / "wide.mgetest"
+    run_ok("mgedump", tmp_path / "wide.onnx", "-d", "#rand(-1,1)", "-o", bundle, "-q")
+    candidates = _candidates(str(bundle), ["fp32"], VerifyOptions(), str(tmp_path))
+    first, candidate = candidates[0], next(c for c in candidates if c.defaults)
+    first.time(1, time.perf_counter)  # onnxruntime's code and thread pools in memory: what follows is the session's
+    give_back()
+    before = _rss_mib()
+    candidate.time(2, time.perf_counter)
+    give_back()
+    grown = _rss_mib() - before
+    assert candidate.error is None and candidate.open and len(candidate.samples_ms) == 2, candidate.error
+    assert grown < 128, f"the open session holds {grown:.0f} MiB after its turn"
+
+
+def test_config_says_what_it_applies_and_refuses_another_models_choice(variants, tmp_path, mgedump, mgerun):
+    """The choice records the sha256 of the model it timed: a renamed copy runs it, another model's bundle is
+    refused in one line (exit 2); a choice an older mgerun wrote (no sha256) still runs, saying what it cannot
+    check."""
+    choice = tmp_path / "c.json"
+    fitted = mgerun(variants, "--fitting", "--fitting-budget", "1", "--fitting-out", choice, "--iter", "1")
+    assert fitted.code == 0, fitted.err
+    chosen = json.loads(choice.read_text())
+    manifest = bundle_manifest(variants)
+    (entry,) = [v for v in manifest["variants"] if v["name"] == chosen["variant"]]
+    assert chosen["model_sha256"] == entry["model"]["sha256"]
+    renamed = tmp_path / "deployed.mgetest"
+    renamed.write_bytes(variants.read_bytes())
+    again = mgerun(renamed, "--config", choice, "--iter", "1")
+    assert again.code == 0, again.err
+    settings = f"{chosen['provider'].removesuffix('ExecutionProvider')}, "
+    assert (
+        f"mgerun: note: --config {choice}: running variant {chosen['variant']} with {settings}" in again.err
+        and f"its choice for {variants.name}" in again.err
+    )
+    assert "warning" not in again.err  # the same model under another name
+    other = tmp_path / "gray.mgetest"
+    assert mgedump(SAMPLES / "gray.onnx", "-d", "#rand(0,255)", "-o", other).code == 0
+    refused = mgerun(other, "--config", choice, "--iter", "1")
+    assert refused.code == 2 and len(refused.err.strip().splitlines()) == 1
+    assert f"--config {choice} was chosen for another model ({variants.name}'s {chosen['variant']}, sha256 " in (
+        refused.err
+    )
+    assert f"{other}'s is sha256 {bundle_manifest(other)['model']['sha256'][:12]}" in refused.err
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps({k: v for k, v in chosen.items() if k != "model_sha256"}))
+    old = mgerun(renamed, "--config", older, "--iter", "1")
+    assert old.code == 0, old.err
+    assert f"--config {older} records no model sha256 (an older mgerun wrote it)" in old.err
+    assert f"was chosen for bundle {variants.name!r}, not 'deployed.mgetest'" in old.err
+
+
+def test_fitting_prints_its_choice_before_the_chosen_run_and_labels_it(variants, tmp_path, mgerun):
+    """The chosen variant's test cases follow the choice, under a line naming the variant and its settings (they
+    came first, unlabelled); the finalists are marked, the chosen row too."""
+    fitted = mgerun(variants, "--fitting", "--fitting-budget", "2", "--iter", "1", "--report-json", tmp_path / "r.json")
+    assert fitted.code == 0, fitted.err
+    fitting = _report(tmp_path / "r.json")["bundles"][0]["fitting"]
+    chosen = fitting["chosen"]
+    lines = fitted.out.splitlines()
+    settings = ", ".join(
+        [chosen["provider"].removesuffix("ExecutionProvider"), f"{chosen['threads'] or 'default'} thread(s)",
+         chosen["graph_opt"], chosen["execution_mode"]]
+    )  # fmt: skip
+    label = f"the chosen {chosen['variant']} ({settings}), verified and timed on every test case:"
+    choice = next(k for k, line in enumerate(lines) if line.startswith("fitting: chose"))
+    assert lines[choice + 1] == label and lines[choice + 2].startswith("test case 0 ")
+    assert not any(line.startswith("test case ") or "AssertEqual" in line for line in lines[:choice])
+    assert lines[0] == "variant fp32: passed" and "timed in" in lines[3]
+    finalists = [row for row in fitting["rows"] if row["finalist"]]
+    assert len(finalists) == 4  # each variant's best settings, and onnxruntime's defaults
+    assert fitting["rows"][: len(finalists)] == finalists  # listed first
+    assert sum(line.endswith("final rounds, chosen") for line in lines) == 1
+    assert sum(line.endswith("  final rounds") for line in lines) == 3
+    if fitting["why"]:
+        assert fitting["why"].startswith(("the simpler ", "onnxruntime's defaults were kept: "))
+        if "final rounds (" in fitting["why"]:  # it counts the rounds the choice line counts
+            assert f" of {fitting['rounds']} final rounds (" in fitting["why"]
+            assert f"{fitting['rounds']} final round(s) in" in lines[choice]
+
+
+def test_speed_vs_fp32_is_against_float32s_finalist_not_a_lucky_screening_turn():
+    """A float32 screening turn of 5 runs that happened to be quick was the base (the chosen float32 read 0.82x):
+    the base is float32's finalist, timed over the final rounds."""
+    from mgedump.commands.fitting import FittingResult, VariantCheck
+    from mgedump.measure.fitting import Candidate, Fitting
+    from mgedump.model.session import SessionSettings
+    from mgedump.report.fitting import FittingRecord
+
+    def timed(variant, threads, ms, runs, finalist):
+        settings = SessionSettings(
+            "CPUExecutionProvider", threads=threads, graph_opt="all", execution_mode="sequential"
+        )
+        return Candidate(variant, 0 if variant == "fp32" else 2, settings, start=lambda: lambda: None,
+                         samples_ms=[ms] * runs, finalist=finalist)  # fmt: skip
+
+    fp32 = timed("fp32", 1, 10.0, 60, True)
+    int8 = timed("int8", 1, 12.5, 60, True)
+    lucky = timed("fp32", 2, 8.2, 5, False)
+    found = Fitting([fp32, int8, lucky], fp32, rounds=11)
+    result = FittingResult("m.mgetest", [VariantCheck("fp32", True), VariantCheck("int8", True)], found, {})
+    record = FittingRecord.of(result)
+    assert [round(r.speedup, 3) for r in record.rows] == [1.0, 0.8, round(10 / 8.2, 3)]
+    assert [r.cells(k)[-1] for k, r in enumerate(record.rows, 1)] == [
+        "final rounds, chosen",
+        "final rounds",
+        "screening",
+    ]
+    assert [r.cells(k)[5] for k, r in enumerate(record.rows, 1)] == ["1.00x", "0.80x", "1.22x"]
+    chosen = {"variant": "fp32", **fp32.settings.to_json()}
+    again = FittingRecord.from_json({**record.to_json(), "chosen": chosen})
+    assert [r.finalist for r in again.rows] == [True, True, False] and [r.chosen for r in again.rows] == [
+        True, False, False
+    ]  # fmt: skip

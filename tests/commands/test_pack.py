@@ -258,6 +258,8 @@ def test_arrays_that_do_not_fit_are_one_clear_error(tmp_path):
         pack(cnn, tmp_path / "o.mgetest", PackOptions(cases=[np.zeros((1, 3, 16, 32), np.float32)]))
     with pytest.raises(UsageError, match="cases must be a list of test cases"):
         PackOptions(cases=good)  # one array is not a list of test cases
+    with pytest.raises(UsageError, match="cases must be a list of test cases .* got one int"):
+        PackOptions(cases=5)  # type: ignore[arg-type]  # what the type checker refuses is refused at run time too
     with pytest.raises(UsageError, match="test case 1 is of type object: give a -d text, an array, or a dict"):
         pack(cnn, tmp_path / "o.mgetest", PackOptions(cases=[good, object()]))
     assert not (tmp_path / "o.mgetest").exists()

@@ -194,3 +194,17 @@ def test_a_durations_report_that_is_not_one_is_one_line(zoo, mgerun, tmp_path):
 def test_shard_durations_needs_shard(zoo, mgerun, tmp_path):
     result = mgerun(zoo, "--shard-durations", tmp_path / "x.json")
     assert result.code == 2 and "--shard-durations balances --shard: give that too" in result.err
+
+
+def test_a_bundle_is_named_by_its_path_below_the_folder_given(zoo, monkeypatch):
+    """docs/reports.md#a-bundle: however the folder is spelled, the same names; given one level down, other names
+    (so --shard-durations wants the folder given as the run that wrote its report gave it, docs/verify.md)."""
+    spelled = [str(zoo), f"{zoo}/", "./" + zoo.name]
+    monkeypatch.chdir(zoo.parent)
+    names = [plan_runs([path]).names for path in spelled]
+    assert names[0] == names[1] == names[2]
+    assert names[0][:2] == ("f0/b000", "f0/b010") and len(names[0]) == 200
+    below = plan_runs([str(zoo / "f1")]).names
+    assert below[:2] == ("b001", "b011")  # the same bundles, named below f1
+    alone = plan_runs([str(zoo / "f1" / "b001.mgetest"), str(zoo / "f2" / "b002.mgetest")]).names
+    assert alone == ("b001", "b002")  # a bundle given alone: its file name

@@ -37,7 +37,10 @@ def test_the_worst_probability_is_named_by_its_path():
 def test_a_structure_that_differs_is_an_infinite_error(expect, got, reason):
     m = measure_value(expect, got)
     assert math.isinf(m.err) and m.reason == reason
-    assert not check_value("y", expect, got, 1e9).passed
+    check = check_value("y", expect, got, 1e9)
+    assert not check.passed
+    # the reason says where; no "worst element" line with no values (it read "worst element at : expect=None, ...")
+    assert check.failure_lines()[0].endswith(reason) and not any("worst element" in x for x in check.failure_lines())
 
 
 def test_a_tensor_inside_a_sequence_gives_its_own_index():

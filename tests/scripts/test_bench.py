@@ -98,3 +98,24 @@ def test_one_file_a_section_and_python_m_starts_it_too():
     shared = {"__init__", "__main__", "common", "models", "document", "runner"}
     files = {p.stem for p in (ROOT / "scripts" / "bench").glob("*.py")} - shared
     assert files == set(SECTIONS.split(", "))
+
+
+def test_pack_ratios_are_taken_pair_by_pair_with_their_spread():
+    """The pack section's A / C: each round's A over that round's C (a failed run drops its round), then the
+    median, quartiles and extremes of those ratios; a ratio of the medians would hide how single pairs wander."""
+    from scripts.bench.common import ProcResult, Spread, pair_ratios
+
+    def runs(*walls: float, failed: int = -1) -> list[ProcResult]:
+        return [ProcResult(w, 0, 1 if i == failed else 0, "") for i, w in enumerate(walls)]
+
+    a = runs(1.2, 1.0, 3.0, 1.1, 1.3, failed=2)
+    c = runs(1.0, 1.0, 1.0, 1.0, 2.0)
+    ratios = pair_ratios(a, c, lambda r: r.wall_s)
+    assert ratios == [1.2, 1.0, 1.1, 0.65]
+    spread = Spread.of(ratios)
+    assert spread is not None
+    assert (spread.n, spread.low, spread.high) == (4, 0.65, 1.2)
+    assert round(spread.median, 6) == 1.05 and round(spread.q1, 6) == 0.9125 and round(spread.q3, 6) == 1.125
+    assert spread.text() == "1.050 (IQR 0.912-1.125, min-max 0.650-1.200, 4 pairs)"
+    assert Spread.of([]) is None
+    assert Spread.of([1.1]) == Spread(1, 1.1, 1.1, 1.1, 1.1, 1.1)

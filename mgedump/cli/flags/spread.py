@@ -85,7 +85,7 @@ spread_options_flags = apply(
             "jobs",
             metavar="N|auto",
             default=None,
-            help="Check N bundles at once in worker processes, each one bundle at a time (auto: one per core).",
+            help="Check N bundles at once in worker processes, each one bundle at a time (auto: one per CPU this process may use).",
         ),
         click.option(
             "--jobs-timing",

@@ -23,7 +23,7 @@ from typing import Any
 from ...base.bounds import Bounds
 from ...base.errors import UsageError
 from ...base.naming import option_name
-from ...options import CALIBRATE_METHODS, FLOAT16_MARGIN, INT8_WEIGHTS, OptimizeOptions
+from ...options import CALIBRATE_METHODS, FLOAT16_MARGIN, FLOAT32, INT8_WEIGHTS, OptimizeOptions
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,6 @@ MODE_OPTIONS = {
 }
 
 
-FLOAT32 = "fp32"  # the variant of no precision mode: the model's own float32
 AUTO = "auto"  # every variant a model can have
 
 
