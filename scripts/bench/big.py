@@ -141,7 +141,10 @@ def section(ctx: Context) -> Table:
         f"A MatMul chain on one input row, {made['layers']} x [{DIM}, {DIM}] float32 weights in external files "
         f"({mib(made['bytes'])}), packed; `mgerun B --iter 1` against onnxruntime alone (open the model as given, "
         "run once), whole processes, alternated. mgerun reads the weights where they lie in the bundle (no copy). "
-        "Target: at most 1.3.",
+        "Target: at most 1.3. Then float16 of the same model against a plain pack, alternated: "
+        "`--optimize-for-inference --enable-ioc16` at `--maxerr 1e-2` (every MatMul converted) and `1e-3` (the "
+        "search ends on every MatMul kept float32); peak RSS is the largest of the process and its children. "
+        "Targets at 1e-2: wall at most 10x a plain pack's, peak RSS at most 3x the weights.",
         ["what", "value"],
         rows=[
             ["mgedump (pack), wall (s)", fmt(packed.wall_s)],
