@@ -157,7 +157,7 @@ def test_the_ci_recipe_installs_a_lean_target_that_verifies(dist, tmp_path):
             [str(bin_dir / gate[0]), *gate[1:]], capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=600
         )
         # a baseline timed moments before on a shared machine may differ by more than the noise the gate allows:
-        # its verdict is measured by scripts/bench_gates.py (docs/benchmarks.md); here it must run and say it
+        # its verdict is measured by the gates section of scripts/bench.py (docs/benchmarks.md); here it must run and say it
         assert checked.returncode in ((0, 3) if "--baseline" in gate else (0,)), checked.stdout + checked.stderr
         assert "all 4 test case(s) passed" in checked.stdout
         assert ("latency gate" in checked.stdout) == ("--baseline" in gate or "--max-latency" in gate)

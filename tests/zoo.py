@@ -156,3 +156,52 @@ def _children_any(pid: int) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def looped_bundle(folder: Path, trips: int, name: str = "loop.mgetest") -> Path:
+    """A bundle whose model multiplies a [128, 128] input by the identity ``trips`` times in a Loop: the same outputs
+    (its check passes) for any ``trips``, each trip more work. Packed with one trip; then the trip count is set in
+    the bundled model (its hashes fixed), so that every copy has the same test case and bundle name."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def model(count: int) -> onnx.ModelProto:
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("MatMul", ["v", "W"], ["v_out"])],
+            "body",
+            [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+             helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("v", TensorProto.FLOAT, [128, 128])],
+            [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [128, 128])],
+        )  # fmt: skip
+        graph = helper.make_graph(
+            [helper.make_node("Loop", ["M", "cond", "x"], ["y"], body=body)],
+            "looped",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [128, 128])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [128, 128])],
+            initializer=[
+                numpy_helper.from_array(np.array(count, np.int64), "M"),
+                numpy_helper.from_array(np.array(True), "cond"),
+                numpy_helper.from_array(np.eye(128, dtype=np.float32), "W"),
+            ],
+        )
+        made = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        made.ir_version = 8
+        return made
+
+    def make(where: Path) -> None:
+        one = where / "loop.onnx"
+        onnx.save(model(1), str(one))
+        run_ok("mgedump", one, "-d", "#rand(0,1)", "-o", where / "loop.mgetest", "-q")
+        if trips != 1:
+            looped = model(trips).SerializeToString()
+            rewrite_bundle(
+                where / "loop.mgetest",
+                where / f"loop{trips}.mgetest",
+                lambda n, m, members: members.update({"model.onnx": looped}),
+                fix_hashes=True,
+            )
+
+    made = made_once(f"a bundle looping a [128, 128] MatMul {trips} times", make)
+    return copy_of(made / ("loop.mgetest" if trips == 1 else f"loop{trips}.mgetest"), folder / name)

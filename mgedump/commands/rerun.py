@@ -63,16 +63,17 @@ def select_failed(
     bundles: Sequence[str],
     names: Sequence[str],
     runs: Sequence[tuple[str, str | None]],
+    none_ok: bool = False,
 ) -> tuple[list[str], list[str], list[tuple[str, str | None]], list[tuple[int, ...] | None]]:
     """The bundles, their names, their runs and each run's test cases to run again (none: every one), of those a
     call found (``names`` what it calls each of ``bundles``).
 
     Raises:
-        UsageError: none of what failed is among them.
+        UsageError: none of what failed is among them (unless ``none_ok``: a shard may hold none of them).
     """
     name_of = dict(zip(bundles, names, strict=True))
     kept_runs = [(path, variant) for path, variant in runs if (name_of[path], variant) in failed.runs]
-    if not kept_runs:
+    if not kept_runs and not none_ok:
         shown = ", ".join(sorted({name for name, _ in failed.runs})[:5])
         raise UsageError(
             f"{option_name('rerun_failed')} {failed.report}: none of the bundles that failed in it ({shown}) is among "

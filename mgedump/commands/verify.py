@@ -4,6 +4,7 @@ reports, and its diagnosis, is in :mod:`.verify_outputs`."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -240,6 +241,33 @@ def verify(
         if options.io_dump:
             _io_dump_after_timing(prepared, report, options)
     return report
+
+
+def time_again(path: str, options: VerifyOptions, index: int) -> list[float]:
+    """Test case ``index`` of a bundle (or of the plain model run on ``-d`` data) timed again as ``options`` ask,
+    nothing checked or written: the latency gate's next round of runs (:mod:`.gate`).
+
+    Raises:
+        MgeError: the bundle or model no longer opens or runs.
+    """
+    options = dataclasses.replace(
+        options, fitting=False, no_assert=True, profile=None, bin_out_dump=None, io_dump=None, repeat_sweep=()
+    )
+    plain = is_plain_model(path, options)
+    data = TestData.parse(options.cases) if plain and options.cases else None
+    with tempfile.TemporaryDirectory(prefix="mgerun-") as tmp:
+        prepared = (
+            from_model(path, data, options, tmp, no_status) if plain else from_bundle(path, options, tmp, no_status)
+        )
+        try:
+            timing, _ = time_runs(
+                prepared.runner, prepared.cases[index].feeds, options.iters, options.warmup,
+                duration_s=options.duration_s, concurrency=options.concurrency,
+                max_runs=_check_budget(prepared, options),
+            )  # fmt: skip
+        finally:
+            prepared.runner.close()
+    return timing.latencies_ms
 
 
 def _check_budget(prepared: Prepared, options: VerifyOptions) -> int | None:

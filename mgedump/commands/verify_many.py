@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import IO, Any
 
 from ..base.errors import EXIT_OK, EXIT_TOO_SLOW, MgeError, UsageError
@@ -45,7 +46,7 @@ from .jobs import Done, check_options, run_checks, timing_options, untimed, with
 from .rerun import failed_in, select_failed
 from .shards import pick, resolve_run, resolve_shard
 from .tree import expand_tree, report_names
-from .verify import CaseReport, Report, run_outputs, verify
+from .verify import CaseReport, Report, run_outputs, time_again, verify
 from .verify_prepare import is_plain_model
 
 
@@ -280,6 +281,11 @@ def plan_runs(
     if failed is not None and not given:  # the bundles the report names, under its names for them
         named = {source: name for name, source in failed.sources.items()}
         names = [named.get(path, name) for path, name in zip(bundles, names, strict=True)]
+    if failed is not None:  # before the shards: every shard shares out the same bundles, those that failed
+        failed_names = {name for name, _ in failed.runs}
+        kept_found = [(f, n) for f, n in zip(found, names, strict=True) if n in failed_names]
+        found, names = [f for f, _ in kept_found], [n for _, n in kept_found]
+        bundles = [f.path for f in found]
     picked = None
     if shard is not None:
         found, names, picked = pick(found, names, shard, spread.shard_durations)
@@ -287,7 +293,7 @@ def plan_runs(
     runs = _runs(bundles, plain, options.variant, options.fitting)
     cases: list[tuple[int, ...] | None] = []
     if failed is not None:
-        bundles, names, kept, cases = select_failed(failed, bundles, names, runs)
+        bundles, names, kept, cases = select_failed(failed, bundles, names, runs, none_ok=shard is not None)
         runs = tuple(kept)
     notes = ((shard.note,) if shard is not None and shard.note else ()) + tuple(config_notes)
     return RunPlan(
@@ -370,9 +376,14 @@ def verify_all(
     if plan.gate.active:
         from .gate import apply_gate
 
-        summary.gate = apply_gate(summary.record(), plan.gate)
+        summary.gate = apply_gate(summary.record(), plan.gate, partial(_time_again, plan.options))
     write_reports(summary, options, protected)
     return summary
+
+
+def _time_again(options: VerifyOptions, path: str, variant: str | None, index: int) -> list[float]:
+    """The latency gate's next round of a test case's runs (:func:`.gate.apply_gate`), timed here, alone."""
+    return time_again(path, options_for(path, options, False, variant), index)
 
 
 def _cases_of(plan: RunPlan, k: int, options: VerifyOptions) -> VerifyOptions:

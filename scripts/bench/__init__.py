@@ -10,7 +10,7 @@ Sections (``--sections``, a comma list; default: all, in the order of
 :data:`runner.ORDER`), one file each in this folder, each file's docstring
 saying what it measures and its targets: ``overhead``, ``pack``, ``rss``,
 ``startup``, ``load``, ``report``, ``optimize``, ``trace``, ``zip``,
-``iodump``, ``float16``, ``int8``, ``needs``, ``fitting``, ``native``, ``big``. What more than one section shares is in
+``iodump``, ``float16``, ``int8``, ``needs``, ``fitting``, ``native``, ``big``, ``gates``. What more than one section shares is in
 :mod:`.common` (results, processes, formatting) and :mod:`.models` (the models
 measured); the document is :mod:`.document`; the command line is
 :mod:`.runner`, started as ``python scripts/bench.py`` or

@@ -37,6 +37,7 @@ ORDER = (
     "fitting",
     "native",
     "big",
+    "gates",
 )
 SHARED = ("models",)  # modules with workers that are no section
 

@@ -7,10 +7,21 @@ import json
 import shutil
 import time
 
+import numpy as np
 import pytest
 
-from mgedump.measure.gate import binomial_tail, over_limit, slower
-from tests.zoo import failing_bundle, slow_bundle, small_bundle, tree
+from mgedump.commands.gate import _against_limit
+from mgedump.measure.gate import (
+    ROUNDS,
+    binomial_tail,
+    judge_baseline,
+    judge_limit,
+    over_limit,
+    percentile,
+    slower,
+    too_slow,
+)
+from tests.zoo import failing_bundle, looped_bundle, slow_bundle, small_bundle, tree
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +66,120 @@ def test_the_tests_of_the_gate():
     assert slower(base[:3], base, 1.10) is None  # too few runs to tell
 
 
+QUIET = [1.0 + 0.01 * (k % 10) for k in range(30)]  # a model's own runs: 1.00 to 1.09 ms, p90 1.081
+BURST = QUIET[:20] + [4.0] * 10  # a third of the runs held up by another process: p90 4 ms, 10 of 30 over 1.2
+SLOWER = [ms * 1.3 for ms in QUIET]  # the same model 30% slower: every run over 1.2
+
+
+class Rounds:
+    """A fake ``again``: hands out the rounds given, one a call, and counts the calls."""
+
+    def __init__(self, *rounds):
+        self.rounds, self.calls = list(rounds), 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.rounds.pop(0)
+
+
+def test_a_percentile_is_the_reports_figure():
+    runs = [3.0, 1.0, 2.0, 10.0, 4.0, 7.5, 0.5]
+    for which, q in (("p50", 50), ("p90", 90), ("p99", 99)):
+        assert percentile(runs, which) == pytest.approx(float(np.percentile(runs, q)))
+    assert percentile([2.5], "p90") == 2.5
+
+
+def test_a_round_fast_enough_is_not_timed_again():
+    again = Rounds()
+    [only] = judge_limit(QUIET, 1.2, "p90", again)
+    assert again.calls == 0 and not only.too_slow and only.over == 0 and only.ms == pytest.approx(1.081)
+    stalled = QUIET[:29] + [50.0]  # one stalled run: the p90 stays under the limit
+    assert not too_slow(judge_limit(stalled, 1.2, "p90", again)) and again.calls == 0
+    # the figure over the limit, but not more runs over it than p90 allows beyond chance: ok, not timed again
+    few = QUIET[:26] + [4.0] * 4
+    [round_] = judge_limit(few, 1.2, "p90", again)
+    assert round_.ms > 1.2 and round_.p > 0.05 and not round_.too_slow and again.calls == 0
+
+
+def test_a_burst_of_noise_is_timed_again_and_passes():
+    again = Rounds(QUIET, BURST, SLOWER)
+    rounds = judge_limit(BURST, 1.2, "p90", again)
+    assert [r.too_slow for r in rounds] == [True, False, True] and again.calls == 2  # a third round decides
+    assert too_slow(rounds)  # two rounds of three
+    again = Rounds(QUIET, QUIET, SLOWER)
+    rounds = judge_limit(BURST, 1.2, "p90", again)
+    assert [r.too_slow for r in rounds] == [True, False, False] and not too_slow(rounds) and again.calls == 2
+
+
+def test_a_slower_model_fails_on_a_second_round_too_slow():
+    again = Rounds(SLOWER, QUIET, QUIET)
+    rounds = judge_limit(SLOWER, 1.2, "p90", again)
+    assert len(rounds) == 2 and again.calls == 1 and too_slow(rounds)  # at most 3x the runs asked for
+    assert [r.over for r in rounds] == [30, 30] and ROUNDS == 3
+
+
+def test_without_more_rounds_the_first_decides():
+    assert too_slow(judge_limit(BURST, 1.2, "p90"))  # no way to time again
+    assert too_slow(judge_limit(BURST, 1.2, "p90", Rounds([])))  # timing again failed: the rounds timed decide
+    assert not too_slow(judge_limit(QUIET, 1.2, "p90", None))
+    assert not too_slow([])
+    split = judge_limit(BURST, 1.2, "p90", Rounds(QUIET, []))  # one of each, and no third: not too slow
+    assert len(split) == 2 and not too_slow(split)
+
+
+def test_a_baseline_check_is_confirmed_in_rounds_too():
+    then = percentile(QUIET, "p90")
+    loaded = [ms * 1.25 for ms in QUIET]  # the whole machine slower for a while: the bulk moved, not the model
+    again = Rounds(QUIET, QUIET)
+    rounds = judge_baseline(loaded, QUIET, then, 1.10, "p90", again)
+    assert [r.too_slow for r in rounds] == [True, False, False] and not too_slow(rounds) and again.calls == 2
+    assert rounds[0].ratio == pytest.approx(1.25) and rounds[0].p < 0.001
+    again = Rounds(SLOWER, SLOWER)
+    rounds = judge_baseline(SLOWER, QUIET, then, 1.10, "p90", again)
+    assert len(rounds) == 2 and again.calls == 1 and too_slow(rounds)
+    assert rounds[-1].to_json().keys() == {"ms", "runs", "p", "ratio", "too_slow"}
+    few = Rounds()  # under 5 runs the rank test cannot tell: the figure decides, and is not timed again when fine
+    assert not too_slow(judge_baseline(QUIET[:3], QUIET, then, 1.10, "p90", few)) and few.calls == 0
+
+
+def test_a_limit_line_gives_both_figures_and_every_round():
+    check = _against_limit("m test case 0", "m", 0, SLOWER, 1.417, 1.2, "p90", Rounds(SLOWER))
+    assert not check["passed"] and check["ms"] == 1.417 and check["limit_ms"] == 1.2
+    assert check["line"].startswith("m test case 0: p90 1.417 ms, limit 1.2 ms (30 of 30 runs over it, p = ")
+    assert "timed again (up to 3 rounds, too slow if most are): p90 " in check["line"]
+    assert check["line"].endswith(": TOO SLOW")
+    assert [r["over"] for r in check["rounds"]] == [30, 30] and all(r["too_slow"] for r in check["rounds"])
+    noise = _against_limit("m test case 0", "m", 0, BURST, 4.0, 1.2, "p90", Rounds(QUIET, QUIET))
+    assert noise["passed"] and noise["line"].endswith(": ok") and "p90 1.081 ms (0 of 30 over" in noise["line"]
+    assert [r["too_slow"] for r in noise["rounds"]] == [True, False, False]
+    plain = _against_limit("m test case 0", "m", 0, QUIET, 1.09, 1.2, "p90", Rounds())
+    assert plain["passed"] and "timed again" not in plain["line"] and len(plain["rounds"]) == 1
+
+
+def test_a_limit_fails_a_grossly_slower_bundle_and_passes_the_same_one_unchanged(tmp_path, mgerun):
+    """The same bundle name and test case, one model looping 40 times longer: a limit between the two medians."""
+    fast, slow = looped_bundle(tmp_path / "fast", 1), looped_bundle(tmp_path / "slow", 40)
+    timing = ["--iter", "20", "--warmup-iter", "2", "--thread", "1", "-q", "--latency-percentile", "p50"]
+    medians = {}
+    for name, bundle in (("fast", fast), ("slow", slow)):
+        assert mgerun(bundle, *timing, "--report-json", tmp_path / f"{name}.json").code == 0
+        medians[name] = json.loads((tmp_path / f"{name}.json").read_text())["bundles"][0]["test_cases"][0][
+            "latency_ms"
+        ]["median"]
+    assert medians["slow"] > 8 * medians["fast"], medians
+    limit = f"{(medians['fast'] * medians['slow']) ** 0.5:.6f}"
+    same = mgerun(fast, *timing, "--max-latency", limit, "-v")
+    assert same.code == 0, same.out + same.err
+    assert "latency gate (p50): 1 check(s), 0 too slow" in same.out
+    slower = mgerun(slow, *timing, "--max-latency", limit, "--report-json", tmp_path / "r.json")
+    assert slower.code == 3, slower.out + slower.err
+    [line] = [x for x in slower.out.splitlines() if "TOO SLOW" in x]
+    assert line.startswith("latency gate: loop test case 0: p50 ") and f"limit {float(limit):.4g} ms" in line
+    assert "timed again (up to 3 rounds" in line
+    [check] = json.loads((tmp_path / "r.json").read_text())["latency_gate"]["checks"]
+    assert len(check["rounds"]) == 2 and all(r["too_slow"] and r["runs"] == 20 for r in check["rounds"])
+
+
 def test_the_latency_gate_fails_with_its_own_exit_code_and_both_figures(tmp_path, mgerun):
     bundle = small_bundle(tmp_path / "zoo")
     baseline = tmp_path / "baseline.json"
@@ -81,6 +206,16 @@ def test_the_latency_gate_fails_with_its_own_exit_code_and_both_figures(tmp_path
     failing_bundle(bundle, tmp_path / "bad" / "gray.mgetest")
     worse = mgerun(tmp_path / "bad" / "gray.mgetest", "--iter", "20", "-q", "--max-latency", "0.000001")
     assert worse.code == 1
+
+
+def test_a_baseline_of_other_bundles_is_said_so_and_not_blamed_on_timing(tmp_path, mgerun):
+    bundle = small_bundle(tmp_path / "zoo")
+    other = small_bundle(tmp_path / "then", "other.mgetest")
+    assert mgerun(other, "--iter", "5", "-q", "--report-json", tmp_path / "b.json").code == 0
+    result = mgerun(bundle, "--iter", "5", "-q", "--baseline", tmp_path / "b.json")
+    assert result.code == 0, result.out + result.err
+    assert "0 check(s), 0 too slow; 1 test case(s) not in the baseline, not compared" in result.out
+    assert "--jobs-timing" not in result.out
 
 
 def test_the_latency_gate_needs_timing(tmp_path, mgerun):

@@ -172,3 +172,25 @@ def test_shards_stopped_early_merge_with_their_bundles_not_run(zoo, tmp_path, mg
     assert sorted(b["name"] for b in merged["bundles"] if "not_run" in b) == left
     assert f", {len(left)} not run; exit {result.code}" in result.out
     assert result.code == max(shard["exit_code"] for shard in shards)
+
+
+def test_rerun_failed_shares_out_what_failed_among_the_shards(zoo, tmp_path, mgerun):
+    code, first, _ = _run(mgerun, tmp_path, zoo)
+    saved = tmp_path / "first.json"
+    saved.write_text(json.dumps(first))
+    shards = []
+    for k in (1, 2):
+        target = tmp_path / f"again{k}.json"
+        result = mgerun(zoo, "--rerun-failed", saved, "--shard", f"{k}/2", "--iter", "1", "--run-id", "r2",
+                        "--report-json", target)  # fmt: skip
+        assert result.code in (0, 1, 2), result.err  # a shard may hold none of them: it runs nothing
+        shards.append(json.loads(target.read_text()))
+    assert {s["shard"]["of"] for s in shards} == {2}  # the two that failed, shared out
+    result = mgerun("--merge", tmp_path / "again1.json", tmp_path / "again2.json", "--run-id", "r2",
+                    "--report-json", tmp_path / "merged.json")  # fmt: skip
+    assert result.code == 2, result.err
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert [(b["name"], [c["index"] for c in b["test_cases"]]) for b in merged["bundles"]] == [
+        ("a_fails/model", [0]),
+        ("z_junk", []),
+    ]

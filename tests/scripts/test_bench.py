@@ -83,7 +83,27 @@ def test_quick_needs_section_measures_a_tree_ensemble(tmp_path):
     assert "needs: pack / session creation" in out.read_text()
 
 
-SECTIONS = "overhead, pack, rss, startup, load, jobs, report, optimize, trace, zip, iodump, float16, int8, needs, fitting, native, big"
+def test_quick_gates_section_counts_both_gates_verdicts(tmp_path):
+    """The `gates` section (scripts/bench/gates.py) with one run: 4 checks of each bundle with each gate."""
+    out = tmp_path / "b.md"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--runs", "1", "--sections", "gates",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = table_rows(out.read_text(), "(`gates`)")
+    assert [row[0] for row in rows] == [
+        "`--baseline --max-slowdown 1.1`",
+        "`--max-latency` (1.15x p90)",
+        "`--max-latency --latency-percentile p50` (1.15x p50)",
+    ]
+    assert all(re.fullmatch(r"[0-4] of 4", cell) for row in rows for cell in row[1:3]), rows
+    assert all(re.fullmatch(r"[0-4], [0-4]", row[3]) for row in rows), rows
+    assert "gates: max-latency false alarms" in out.read_text()
+
+
+SECTIONS = "overhead, pack, rss, startup, load, jobs, report, optimize, trace, zip, iodump, float16, int8, needs, fitting, native, big, gates"
 
 
 def test_one_file_a_section_and_python_m_starts_it_too():
