@@ -110,7 +110,8 @@ class Bundle(AbstractContextManager["Bundle"]):
             if missing:
                 raise BundleError(f"{self.path}: member {missing[0]!r} is listed in the manifest but missing")
             raise BundleError(f"{self.path}: members are not in the manifest's order")
-        large = []
+        large: list[dict[str, Any]] = []
+        small: list[dict[str, Any]] = []
         archive_size = os.path.getsize(self.path)
         for entry, info in zip(manifest["members"], infos[1:], strict=True):
             if info.header_offset + info.compress_size > archive_size:
@@ -121,14 +122,14 @@ class Bundle(AbstractContextManager["Bundle"]):
                 raise BundleError(
                     f"{self.path}: member {entry['name']!r} is {info.file_size} bytes, manifest says {entry['size']}"
                 )
-            if info.file_size > DEFER_HASH_BYTES:
-                large.append(entry)
-            else:
-                self._check_hash(self._zip, entry)
+            (large if info.file_size > DEFER_HASH_BYTES else small).append(entry)
         if large:
-            # Large members (the weights) are hashed in a thread while the caller loads the model.
+            # Large members (the weights) are hashed in a thread, from now on: beside the small members' hashes
+            # and while the caller loads the model, which reads them too (docs/bundle.md, "What a reader checks").
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="mgerun-hash")
             self._pending = self._pool.submit(self._check_large, large)
+        for entry in small:
+            self._check_hash(self._zip, entry)
         return cast("dict[str, Any]", manifest)
 
     def _check_hash(self, zf: zipfile.ZipFile, entry: dict[str, Any]) -> None:

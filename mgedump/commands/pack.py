@@ -28,7 +28,7 @@ from ..bundle import DATA_MEMBER, MODEL_MEMBER, Manifest, write_bundle
 from ..data import TestCase, TestData
 from ..data.spec import CaseSpec
 from ..model.environment import pack_environment
-from ..model.modelfile import data_files, model_source
+from ..model.modelfile import ModelSource, data_files, model_source
 from ..model.runtime import check_model_path, model_io, open_session
 from ..model.stripinfo import strip_info_paths, write_strip_info
 from ..options import FLOAT32, GivenCases, OptimizeOptions, PackOptions
@@ -111,9 +111,13 @@ def pack(
     with tempfile.TemporaryDirectory(prefix=".mgedump-", dir=os.path.dirname(os.path.realpath(output_path))) as tmp:
         model_path = _model_file(model, tmp)
         check_model_path(model_path)
-        copy = model_source(model_path, DATA_MEMBER)
-        with _beside_the_model(copy.data_paths or (model_path,)) as (hashing, environment):
-            opened = _open_given(model_path, stage)
+        with _beside_the_model(model_path) as (planned, hashing, environment):
+            try:
+                opened = _open_given(model_path, stage)
+            except MgeError:
+                planned.result()  # the model's refusal of its external data, in mgedump's words, comes first
+                raise
+            copy = planned.result()
             cases = _build_cases(opened, data, options, stage)
             calibration_cases = calibration.build(opened.inputs, options.data) if calibration else []
             made = _make(names, Given(opened, cases, calibration_cases, options, stage, tmp))
@@ -433,14 +437,20 @@ def _files(cases: Sequence[TestCase]) -> list[str]:
 
 
 @contextmanager
-def _beside_the_model(paths: Sequence[str]) -> Iterator[tuple[Future[FileDigest], Future[dict[str, Any]]]]:
-    """Hash the weights, then take the manifest's environment, in a thread while onnxruntime loads and runs the
-    model (it lets go of the interpreter meanwhile): one read of the weights on the other core, and the lookups of
-    the installed distributions (tens of milliseconds) off the way of a small model's pack."""
+def _beside_the_model(
+    model_path: str,
+) -> Iterator[tuple[Future[ModelSource], Future[FileDigest], Future[dict[str, Any]]]]:
+    """In a thread while onnxruntime loads and runs the model (it lets go of the interpreter meanwhile): plan how
+    the model is copied (:func:`model_source`: its external data checked, the model rewritten to name one data
+    member), hash what is copied (one read of the weights, on the other core), then take the manifest's
+    environment (the lookups of the installed distributions, tens of milliseconds, off the way of a small model's
+    pack)."""
     cancel = threading.Event()
     with ThreadPoolExecutor(1, thread_name_prefix="mgedump-hash") as pool:
+        planned = pool.submit(model_source, model_path, DATA_MEMBER)  # the one worker runs these in this order
+        hashing = pool.submit(lambda: hash_files(planned.result().data_paths or (model_path,), cancel))
         try:
-            yield pool.submit(hash_files, paths, cancel), pool.submit(_environment, cancel)
+            yield planned, hashing, pool.submit(_environment, cancel)
         except BaseException:
             cancel.set()
             raise

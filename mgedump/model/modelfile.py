@@ -113,15 +113,21 @@ def _is_external(buf: memoryview, span: Span) -> bool:
     return any(f == _TENSOR_DATA_LOCATION and w == VARINT and v == _EXTERNAL for f, w, v, _ in fields(buf, *span))
 
 
-def _location(buf: memoryview, span: Span) -> str:
-    """An external tensor's ``location`` entry ("" when it has none)."""
+def _external_location(buf: memoryview, span: Span) -> str | None:
+    """An external tensor's ``location`` entry ("" when it has none); None for a tensor that is not external. One
+    pass over the tensor's fields (a model of 2,000 external tensors is scanned at every pack)."""
+    external = False
+    location: str | None = None
     for field, wire, s, e in fields(buf, *span):
-        if field != _TENSOR_EXTERNAL_DATA or wire != LENGTH_DELIMITED:
-            continue
-        entry = {f: bytes(buf[a:b]) for f, w, a, b in fields(buf, s, e) if w == LENGTH_DELIMITED}
-        if entry.get(_ENTRY_KEY) == b"location":
-            return entry.get(_ENTRY_VALUE, b"").decode("utf-8", "surrogateescape")
-    return ""
+        if field == _TENSOR_DATA_LOCATION:
+            external = external or (wire == VARINT and s == _EXTERNAL)
+        elif field == _TENSOR_EXTERNAL_DATA and wire == LENGTH_DELIMITED and location is None:
+            entry = {f: bytes(buf[a:b]) for f, w, a, b in fields(buf, s, e) if w == LENGTH_DELIMITED}
+            if entry.get(_ENTRY_KEY) == b"location":
+                location = entry.get(_ENTRY_VALUE, b"").decode("utf-8", "surrogateescape")
+    if not external:
+        return None
+    return location or ""
 
 
 def _scan(path: str, found: Callable[[memoryview, Iterator[Span]], Any], empty: Any) -> Any:
@@ -163,11 +169,18 @@ def external_locations(path: str) -> set[str]:
 def _locations(path: str, size: int, mtime_ns: int, inode: int) -> frozenset[str]:
     """:func:`external_locations` of the file at ``path`` while it has this size, time and inode."""
     try:
-        return frozenset(
-            _scan(path, lambda buf, spans: {_location(buf, sp) for sp in spans if _is_external(buf, sp)}, set())
-        )
+        return frozenset(_scan(path, _external_locations, set()))
     except (ValueError, IndexError) as exc:
         raise ModelError(f"{path}: not a valid ONNX model ({exc})") from None
+
+
+def _external_locations(buf: memoryview, spans: Iterator[Span]) -> set[str]:
+    found = set()
+    for span in spans:
+        location = _external_location(buf, span)
+        if location is not None:
+            found.add(location)
+    return found
 
 
 def forget_scans() -> None:
@@ -217,7 +230,9 @@ class _Locations:
     def __init__(self, folder: str) -> None:
         self.folder = folder
         self.real_folder = os.path.realpath(folder)
+        self._prefix, self._real_prefix = os.path.join(folder, ""), os.path.join(self.real_folder, "")
         self._resolved: dict[str, str] = {}
+        self._sizes: dict[str, int] = {}  # real path -> size, from the stat that checked it
 
     def resolve(self, where: str, location: str) -> str:
         """The real path of the file a location names: two spellings of one file (``./w.bin``, ``w.bin``) give one
@@ -231,16 +246,20 @@ class _Locations:
             return found
         if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
             raise ModelError(f"{where}, which is not a safe relative path")
-        joined = os.path.join(self.folder, location)
+        joined = self._prefix + location  # os.path.join of the folder and a relative path
         try:
             st = os.lstat(joined)
         except OSError:
             st = None
         plain = os.path.normpath(location)
         if st is not None and stat.S_ISREG(st.st_mode) and "/" not in plain:  # a file right in the folder, no link
-            resolved = os.path.join(self.real_folder, plain)
+            resolved = self._real_prefix + plain
         else:
-            if not os.path.isfile(joined):
+            try:
+                st = os.stat(joined)
+            except (OSError, ValueError):
+                st = None
+            if st is None or not stat.S_ISREG(st.st_mode):
                 raise ModelError(f"{where}, which is not a file beside the model")
             resolved = os.path.realpath(joined)  # a link may lead out of the folder the text stays in
             if os.path.commonpath([resolved, self.real_folder]) != self.real_folder:
@@ -250,7 +269,12 @@ class _Locations:
                     hint=_OUTSIDE_HINT,
                 )
         self._resolved[location] = resolved
+        self._sizes.setdefault(resolved, st.st_size)
         return resolved
+
+    def size(self, real: str) -> int:
+        """The size of a file :meth:`resolve` gave."""
+        return self._sizes[real]
 
 
 @dataclass(frozen=True)
@@ -304,8 +328,13 @@ def _all_tensors(model: Any) -> Iterator[Any]:
             yield from _attribute_tensors(attr)
 
 
-def _point_to(tensor: Any, location: str, offset: int, length: int) -> None:
-    """Rewrite a tensor's external data reference (other keys, like checksum, are kept)."""
+def _point_to(tensor: Any, location: str, offset: int, length: int, entries: list[tuple[Any, str]]) -> None:
+    """Rewrite a tensor's external data reference (other keys, like checksum, are kept), first in the order
+    ``location``, ``offset``, ``length``. ``entries``: its external data entries and their keys."""
+    if len(entries) == 3 and [key for _, key in entries] == ["location", "offset", "length"]:  # as onnx writes them
+        for (entry, _), value in zip(entries, (location, str(offset), str(length)), strict=True):
+            entry.value = value
+        return
     kept = [(e.key, e.value) for e in tensor.external_data if e.key not in ("location", "offset", "length")]
     del tensor.external_data[:]
     for key, value in [("location", location), ("offset", str(offset)), ("length", str(length)), *kept]:
@@ -327,8 +356,6 @@ def model_source(path: str, data_location: str) -> ModelSource:
     if not uses_external_data(path):
         return ModelSource(None, ())
     import onnx
-    from onnx.external_data_helper import ExternalDataInfo
-    from onnx.external_data_helper import uses_external_data as tensor_external
 
     try:
         model = onnx.load(path, load_external_data=False)
@@ -337,24 +364,41 @@ def model_source(path: str, data_location: str) -> ModelSource:
     places = _Locations(os.path.dirname(os.path.abspath(path)))
     files: dict[str, tuple[int, int]] = {}  # real path -> (base offset, size): a file named two ways is one file
     total = 0
+    external = onnx.TensorProto.EXTERNAL
     for tensor in _all_tensors(model):
-        if not tensor_external(tensor):
+        if tensor.data_location != external or not tensor.HasField("data_location"):
             continue
-        info = ExternalDataInfo(tensor)
-        location = info.location or ""
+        entries = [(entry, entry.key) for entry in tensor.external_data]
+        info = {key: entry.value for entry, key in entries}  # the last of a key given twice, as onnx reads them
+        location = info.get("location") or ""
         where = f"{path}: tensor {tensor.name!r} keeps its data in {location!r}"
         real = places.resolve(where, location)
         if real not in files:
-            size = os.path.getsize(real)
+            size = places.size(real)
             files[real] = (total, size)
             total += size
         base, size = files[real]
-        offset = int(info.offset or 0)
-        length = int(info.length) if info.length is not None else size - offset
+        offset = _number(info, "offset", where) or 0
+        given_length = _number(info, "length", where)
+        length = size - offset if given_length is None else given_length
         if offset < 0 or length < 0 or offset + length > size:
             raise ModelError(f"{where} at offset {offset}, length {length}, past the file's {size} bytes")
-        _point_to(tensor, data_location, base + offset, length)
+        _point_to(tensor, data_location, base + offset, length, entries)
     return ModelSource(model.SerializeToString(), tuple(files))
+
+
+def _number(info: dict[str, str], key: str, where: str) -> int | None:
+    """An external tensor's ``offset`` or ``length`` (None: not given).
+
+    Raises:
+        ModelError: not a number.
+    """
+    if key not in info:
+        return None
+    try:
+        return int(info[key])
+    except ValueError:
+        raise ModelError(f"{where} at {key} {info[key]!r}, which is not a number of bytes") from None
 
 
 _TENSOR_NAME = 8

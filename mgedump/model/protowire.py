@@ -61,13 +61,21 @@ def fields(buf: memoryview | bytes, start: int, end: int) -> Iterator[tuple[int,
     """
     pos = start
     while pos < end:
-        key, pos = read_varint(buf, pos, end)
+        key = buf[pos]  # one byte, the common case, read here; longer varints by read_varint
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = read_varint(buf, pos, end)
         number, wire = key >> 3, key & 7
         if wire == VARINT:
             value, pos = read_varint(buf, pos, end)
             yield number, wire, value, pos
         elif wire == LENGTH_DELIMITED:
-            length, pos = read_varint(buf, pos, end)
+            if pos < end and buf[pos] < 0x80:
+                length = buf[pos]
+                pos += 1
+            else:
+                length, pos = read_varint(buf, pos, end)
             if pos + length > end:
                 raise WireError("field runs past its message")
             yield number, wire, pos, pos + length

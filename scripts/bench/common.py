@@ -80,12 +80,13 @@ class Context:
 
 @dataclass
 class ProcResult:
-    """A finished child process: wall time, its own peak RSS, exit code, and the end of its stderr."""
+    """A finished child process: wall time, its own peak RSS, exit code, the end of its stderr, its CPU time."""
 
     wall_s: float
     maxrss_kib: int
     returncode: int
     stderr_tail: str
+    cpu_s: float = 0.0  # its own user + system time: on a busy machine, what a wall time grows with
 
     @property
     def ok(self) -> bool:
@@ -108,7 +109,7 @@ def run_process(argv: Sequence[str | Path], *, cwd: Path | None = None) -> ProcR
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait again
         err.seek(0)
         tail = err.read()[-4000:].decode("utf-8", "replace")
-    return ProcResult(wall, usage.ru_maxrss, proc.returncode, tail)
+    return ProcResult(wall, usage.ru_maxrss, proc.returncode, tail, usage.ru_utime + usage.ru_stime)
 
 
 def console_script(name: str) -> list[str]:

@@ -180,3 +180,19 @@ def test_extract_copies_the_member_bytes(bundle, tmp_path):
     with Bundle(str(bundle)) as b:
         path = b.extract("model.onnx", str(folder))
     assert Path(path).read_bytes() == (SAMPLES / "cnn.onnx").read_bytes()
+
+
+def test_the_large_members_hash_starts_before_the_small_members_are_checked(tmp_path, monkeypatch):
+    """The weights' hash, the longest, runs beside the small members' hashes, not after them."""
+    monkeypatch.setattr(reader_module, "DEFER_HASH_BYTES", 1000)
+    path = _large_bundle(tmp_path, bytes(range(256)) * 64)
+    started = []
+    check = Bundle._check_hash
+    monkeypatch.setattr(
+        Bundle,
+        "_check_hash",
+        lambda self, zf, entry: started.append(self._pending is not None) or check(self, zf, entry),
+    )
+    with Bundle(str(path)) as b:
+        b.verified()
+    assert started == [True]  # model.onnx, checked with the weights' hash under way

@@ -255,3 +255,21 @@ def test_an_old_bundle_without_a_dump_still_says_what_failed(tmp_path, mgedump, 
     assert mgedump(SAMPLES / "cnn.onnx", "-d", "#rand(0,1)", "-o", good).code == 0
     result = mgerun(with_changed_weight(good, tmp_path / "bad.mgetest"), "--iter", "1")
     assert result.code == 1 and "FAILED" in result.out and "first divergence" not in result.out
+
+
+def test_a_plain_bundle_runs_without_the_precision_modes(samples, tmp_path, mgedump):
+    """mgerun on a bundle of the model as given imports no precision mode (their rewriting and search code): what
+    it starts costs every run."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "p.mgetest"
+    assert mgedump(samples / "cnn.onnx", "-d", "#rand(0,1)", "-o", out).code == 0
+    code = (
+        "import sys\nfrom mgedump.cli import mgerun_main\n"
+        f"sys.argv = ['mgerun', {str(out)!r}, '--iter', '1', '-q']\n"
+        "try:\n    mgerun_main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print(sorted(m for m in sys.modules if m.startswith('mgedump.optimize.precisions.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr

@@ -145,3 +145,25 @@ def test_a_tensor_with_no_length_reads_to_the_end_of_its_member_only(packed, tmp
     )
     result = mgerun(bad, "--iter", "1")
     assert result.code == 0, result.out + result.err
+
+
+def test_a_weight_changed_in_place_is_refused_before_any_result(packed, tmp_path, monkeypatch, mgerun):
+    """The weights are hashed while onnxruntime opens the model on them (docs/bundle.md, "What a reader checks",
+    check 5): one byte changed, at the same size, refuses the bundle with exit code 2, and no output, assertion
+    or time of it is reported."""
+    from mgedump.bundle import reader
+
+    monkeypatch.setattr(reader, "DEFER_HASH_BYTES", 1024)  # the data member is hashed in the background
+    out, _ = packed
+    with Bundle(str(out)) as b:
+        start, size = b.span("model.onnx.data")
+    assert size > 1024
+    data = bytearray(out.read_bytes())
+    data[start + size // 2] ^= 0x01
+    tampered = tmp_path / "tampered.mgetest"
+    tampered.write_bytes(bytes(data))
+    result = mgerun(tampered, "--iter", "1")
+    assert result.code == 2, result.out + result.err
+    assert "member 'model.onnx.data' does not match its sha256 in the manifest (tampered or corrupt)" in result.err
+    assert "AssertEqual" not in result.out + result.err and "latency" not in result.out + result.err
+    assert "Traceback" not in result.err

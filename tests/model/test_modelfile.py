@@ -130,3 +130,86 @@ def test_the_folder_is_resolved_once_not_per_tensor(tmp_path, monkeypatch):
     source = model_source(str(path), "model.onnx.data")
     assert len(source.data_paths) == 40
     assert len(walks) <= 2, walks
+
+
+def _rewritten_by_onnx(path, data_location):
+    """What the rewrite of every external tensor gives when made by onnx's own reading of the entries, each
+    entry list replaced whole (location, offset, length, then the other keys): the bytes a pack must keep."""
+    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors
+    from onnx.external_data_helper import uses_external_data as tensor_is_external
+
+    model = onnx.load(str(path), load_external_data=False)
+    folder, bases, total = os.path.dirname(str(path)), {}, 0
+    for tensor in _get_all_tensors(model):
+        if not tensor_is_external(tensor):
+            continue
+        info = ExternalDataInfo(tensor)
+        real = os.path.realpath(os.path.join(folder, info.location))
+        if real not in bases:
+            bases[real] = total
+            total += os.path.getsize(real)
+        size = os.path.getsize(real)
+        offset = info.offset or 0
+        length = info.length if info.length is not None else size - offset
+        kept = [(e.key, e.value) for e in tensor.external_data if e.key not in ("location", "offset", "length")]
+        del tensor.external_data[:]
+        for key, value in [
+            ("location", data_location),
+            ("offset", str(bases[real] + offset)),
+            ("length", str(length)),
+            *kept,
+        ]:
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+    return model.SerializeToString()
+
+
+def test_the_rewrite_is_onnxs_whatever_the_order_of_the_entries(tmp_path):
+    """The rewritten model is byte for byte the one onnx's reading of the entries gives: entries in onnx's order
+    (location, offset, length) rewritten where they are, others (another order, a checksum, no length) rebuilt."""
+    path = external_chain(tmp_path, ["a.bin", "./a.bin", "b.bin", "c.bin"])
+    model = onnx.load(str(path), load_external_data=False)
+    second, third, fourth = (model.graph.initializer[k] for k in (1, 2, 3))
+    entries = [(e.key, e.value) for e in third.external_data]
+    del third.external_data[:]
+    for key, value in [entries[1], ("checksum", "x"), entries[0], entries[2]]:  # offset, checksum, location, length
+        entry = third.external_data.add()
+        entry.key, entry.value = key, value
+    del fourth.external_data[2]  # no length: to the end of its file
+    second.external_data[0].value = "a.bin"  # the same file named as the first names it, at its own offset
+    onnx.save(model, str(path))
+    source = model_source(str(path), "model.onnx.data")
+    assert source.model_bytes == _rewritten_by_onnx(path, "model.onnx.data")
+    assert [os.path.basename(p) for p in source.data_paths] == ["a.bin", "b.bin", "c.bin"]
+    rewritten = onnx.load_from_string(source.model_bytes)
+    assert [(e.key, e.value) for e in rewritten.graph.initializer[2].external_data] == [
+        ("location", "model.onnx.data"),
+        ("offset", str(os.path.getsize(tmp_path / "a.bin"))),
+        ("length", "64"),
+        ("checksum", "x"),
+    ]
+
+
+def test_an_offset_that_is_not_a_number_is_one_line(tmp_path, mgedump):
+    path = external_chain(tmp_path, ["a.bin", "b.bin"])
+    model = onnx.load(str(path), load_external_data=False)
+    model.graph.initializer[1].external_data[1].value = "sixteen"
+    onnx.save(model, str(path))
+    result = mgedump(path, "-d", "#rand(-1,1)", "-o", tmp_path / "o.mgetest")
+    assert result.code == 2, result.out + result.err
+    assert "tensor 'w1' keeps its data in 'b.bin' at offset 'sixteen', which is not a number of bytes" in result.err
+    assert "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1
+    assert not (tmp_path / "o.mgetest").exists()
+
+
+def test_a_tensor_past_its_file_is_refused_in_mgedumps_words(tmp_path, mgedump):
+    """The copy is planned while onnxruntime opens the model; when both refuse it, the plan's reason is the one
+    said (onnxruntime's own message names no file size)."""
+    path = external_chain(tmp_path, ["a.bin", "b.bin"])
+    model = onnx.load(str(path), load_external_data=False)
+    model.graph.initializer[1].external_data[2].value = "6400"  # length: past b.bin's 64 bytes
+    onnx.save(model, str(path))
+    result = mgedump(path, "-d", "#rand(-1,1)", "-o", tmp_path / "o.mgetest")
+    assert result.code == 2, result.out + result.err
+    assert "tensor 'w1' keeps its data in 'b.bin' at offset 0, length 6400, past the file's 64 bytes" in result.err
+    assert "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1

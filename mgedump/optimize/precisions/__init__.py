@@ -165,6 +165,8 @@ def variant_names(names: Sequence[str]) -> list[str]:
 
 def variant_of(records: Mapping[str, Any]) -> str:
     """The variant a one-model bundle holds, from its manifest's precision records (``fp32`` when none)."""
+    if not records:  # a plain bundle: no mode's modules to import (mgerun's start)
+        return FLOAT32
     for mode in registry().values():
         record = records.get(mode.manifest_key)
         if isinstance(record, Mapping) and record.get("mode") == (mode.record_mode or mode.name):
