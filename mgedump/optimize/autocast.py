@@ -49,6 +49,7 @@ from ..model.session import SessionSettings
 from .autocast_culprits import ALL_WHY, Origins, Regions, find_culprits, range_rule
 from .autocast_refusal import Floor, flips, floor_refusal, refusal, reordering_between
 from .autocast_trials import Search, Trial, rounded, save
+from .float16_weights import WeightFiles
 from .isolate import Opener
 from .isolate_call import settings_json
 from .nodes import all_nodes, matching_nodes, name_nodes
@@ -73,6 +74,13 @@ class Autocast:
     casts: int = 0
     notes: list[str] = field(default_factory=list)
     path: str = ""  # the model as the search ran it (in the scratch folder)
+    weights: WeightFiles | None = None  # the files its weights lie in, until :meth:`load_weights`
+
+    def load_weights(self) -> None:
+        """Read the model's weights into it (the search leaves them in files of the scratch folder)."""
+        if self.weights is not None:
+            self.weights.load(self.model)
+            self.weights = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -115,13 +123,14 @@ def choose_precision(
             (``p99``, ``mean``, ``median``).
 
     Returns:
-        The converted model and the decisions.
+        The converted model and the decisions; the model's weights lie in files of ``scratch`` until
+        :meth:`Autocast.load_weights`.
 
     Raises:
         OptimizeError: no mixed-precision model meets ``maxerr``; the message
             says which output misses it, why the search stopped, and the floor.
     """
-    base, named = _named_base(base_path, scratch)
+    base, named, weights = _named_base(base_path, scratch)
     cases = [(k, dict(feeds) if keep_io else rounded(feeds)) for k, feeds in enumerate(test_inputs)]
     outputs = [v.name for v in base.graph.output]
     notes: list[str] = []
@@ -137,7 +146,7 @@ def choose_precision(
         for name, why in range_rule(ref, base).items():
             kept.setdefault(name, why)
         raw = [dict(feeds) for feeds in test_inputs]
-        search = Search(base, mode, cases, ref, keep_io, scratch, opener, settings, raw, stats)
+        search = Search(base, mode, cases, ref, keep_io, scratch, opener, settings, raw, stats, weights)
         if floor.err > maxerr:
             raise floor_refusal(search, floor, maxerr)
         found, aim = _run_search(search, kept, aim, maxerr, notes)
@@ -162,6 +171,7 @@ def choose_precision(
         found.conversion.casts,
         notes,
         found.path,
+        weights,
     )
 
 
@@ -205,16 +215,22 @@ def _reference(
     return IoDump(folder)
 
 
-def _named_base(base_path: str, scratch: str) -> tuple[Any, str]:
-    """The float32 model with every node named (what the search keeps float32, by name), and its copy in ``scratch``
-    (the candidates' expected outputs come from a plain run of it)."""
+def _named_base(base_path: str, scratch: str) -> tuple[Any, str, WeightFiles]:
+    """The float32 model with every node named (what the search keeps float32, by name), its copy in ``scratch`` (the
+    candidates' expected outputs come from a plain run of it), and the files that hold its float32 weights: the model
+    in memory holds none (docs/float16.md, "What a search costs")."""
     import onnx
+    from onnx.external_data_helper import load_external_data_for_model
 
-    base = onnx.load(base_path)
+    base = onnx.load(base_path, load_external_data=False)
+    if os.path.realpath(os.path.dirname(os.path.abspath(base_path))) != os.path.realpath(scratch):
+        load_external_data_for_model(base, os.path.dirname(os.path.abspath(base_path)))  # then held in scratch
+    weights = WeightFiles(scratch)
+    weights.hold(base)
     name_nodes(base)
     named = os.path.join(scratch, "base.onnx")
-    save(base, named, keep=True)
-    return base, named
+    save(base, named)
+    return base, named, weights
 
 
 def _run_search(

@@ -92,10 +92,8 @@ def _reduction_floor(search: Search, case: int, output: str, maxerr: float) -> s
     """The MatMul or Gemm on the way to ``output`` whose float16-stored activations alone give the most error (a tenth
     of the bound or more): from the reference's own tensors, float32 arithmetic on its activations rounded to float16
     (weights as they are)."""
-    from onnx import numpy_helper
-
     base = search.base
-    weights = {init.name: numpy_helper.to_array(init) for init in base.graph.initializer}
+    weights = {init.name: search.values(init) for init in base.graph.initializer}
     producers = producers_of(base)
     above, stack = set(), [output]
     while stack:

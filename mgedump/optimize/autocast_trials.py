@@ -24,10 +24,11 @@ from ..diagnose.exposed import ModelDumper
 from ..diagnose.iodump import IoDump, MemoryDump, NodeInfo
 from ..model.session import SessionSettings
 from .float16 import Conversion, convert
+from .float16_weights import WeightFiles
 from .isolate import CandidateFailed, Opener, say_progress, worst_output
 from .isolate_call import run_settings, settings_json
 from .offline import save as save_model
-from .passes import too_big
+from .passes import check_saved, too_big
 
 
 def save(model: Any, path: str, keep: bool = False) -> None:
@@ -111,6 +112,7 @@ class Search:
         ref: the float32 model's every tensor on them, dumped by the child.
         raw_cases: the inputs as given (for the candidates that keep the model's float inputs float32).
         stats: each output's error statistic, where it is not the largest error (``error_stat``).
+        weights: the files that hold the base's float32 weights (its candidates hold none; none: the base holds them).
         runs: candidates run so far; diagnoses: runs with every tensor exposed.
         nodes: the last diagnosed candidate's nodes, in execution order.
         lost: why a diagnosis was lost (a crash, a hang, a failure in the child), if one was.
@@ -126,12 +128,21 @@ class Search:
     settings: SessionSettings | None
     raw_cases: list[dict[str, np.ndarray]] = field(default_factory=list)
     stats: Mapping[str, str] = field(default_factory=dict)
+    weights: WeightFiles | None = None
     runs: int = 0
     diagnoses: int = 0
     nodes: Sequence[Any] = ()
     lost: str = ""
     _trials: dict[tuple[frozenset[str], bool], Trial] = field(default_factory=dict)
     _expected: dict[bool, list[dict[str, np.ndarray]]] = field(default_factory=dict)
+
+    def values(self, init: Any) -> np.ndarray:
+        """A weight of the base, as an array (read from :attr:`weights` when they hold it)."""
+        from onnx import numpy_helper
+
+        if self.weights is not None and self.weights.holds(init):
+            return self.weights.values(init)
+        return numpy_helper.to_array(init)
 
     @property
     def outputs(self) -> list[str]:
@@ -157,10 +168,12 @@ class Search:
         if key in self._trials:
             return self._trials[key]
         self.runs += 1
-        candidate = copy.deepcopy(self.base)
-        conversion = convert(candidate, self.mode, kept, keep_io=keep_io)
+        candidate = copy.deepcopy(self.base)  # a graph: its weights lie in self.weights' files, never copied
+        conversion = convert(candidate, self.mode, kept, keep_io=keep_io, weights=self.weights)
         path = os.path.join(self.scratch, f"candidate-{self.runs}.onnx")
         save(candidate, path, keep=True)  # the chosen candidate's model is the mode's model
+        if self.weights is not None:  # its weights in files: checked by path
+            check_saved(path, "the float16 model")
         feeds = self.cases if keep_io == self.keep_io else list(enumerate(self.raw_cases))
         inputs = [as_inputs_of(candidate, f) for _, f in feeds]
         what = f"{option_name('precision', self.mode)}, candidate {self.runs} ({len(kept)} node(s) kept float32)"

@@ -41,6 +41,7 @@ import numpy as np
 from ..base.errors import ModelError, UsageError
 from ..measure.assertion import FLOAT16_MAX
 from .float16_slots import Slots, node_slots, opsets_of, outer_reads
+from .float16_weights import WeightFiles, largest
 from .nodes import all_nodes, name_nodes, subgraphs, unique_name
 from .passes import check_model
 
@@ -195,11 +196,18 @@ class _Scope:
 
 class _Converter:
     def __init__(
-        self, model: Any, mode: str, keep32: Mapping[str, str], compute16_ops: set[str], keep_io: bool = False
+        self,
+        model: Any,
+        mode: str,
+        keep32: Mapping[str, str],
+        compute16_ops: set[str],
+        keep_io: bool = False,
+        weights: WeightFiles | None = None,
     ) -> None:
         import onnx
 
         self.model = model
+        self.weights = weights
         self.mode = mode
         self.keep_io = keep_io  # the model's float inputs and outputs stay float32
         self.keep32 = keep32
@@ -360,8 +368,6 @@ class _Converter:
         self, graph: Any, readers: Mapping[str, list[tuple[Any, int]]], keep_all: bool
     ) -> dict[str, int]:
         """float16 or float32 for each float initializer of the graph."""
-        from onnx import numpy_helper
-
         storage = {}
         for init in graph.initializer:
             if init.data_type != _FLOAT:
@@ -369,21 +375,36 @@ class _Converter:
             if keep_all:
                 storage[init.name] = _FLOAT
             else:
-                storage[init.name] = self._weight_type(
-                    init.name, numpy_helper.to_array(init), readers.get(init.name, [])
-                )
+                storage[init.name] = self._weight_type(init.name, self.largest(init), readers.get(init.name, []))
         return storage
 
-    def _weight_type(self, name: str, values: np.ndarray, readers: list[tuple[Any, int]]) -> int:
-        """float16, unless float16 cannot hold the weight or one of its readers needs it exact or float32."""
+    def largest(self, init: Any) -> Any:
+        """The largest finite magnitude of a float32 weight: read from the search's files when they hold it."""
+        from onnx import numpy_helper
+
+        if self.weights is not None and self.weights.holds(init):
+            return self.weights.largest(init)
+        return largest(numpy_helper.to_array(init))
+
+    def to_float16(self, init: Any) -> None:
+        """Store a float32 weight as float16: in place, or pointed at its float16 copy in the search's files."""
+        from onnx import numpy_helper
+
+        if self.weights is not None and self.weights.holds(init):
+            self.weights.to_float16(init)
+        else:
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
+
+    def _weight_type(self, name: str, top: Any, readers: list[tuple[Any, int]]) -> int:
+        """float16, unless float16 cannot hold the weight (``top``: its largest finite magnitude) or one of its readers
+        needs it exact or float32."""
         if self.mode != IOC16:
             return _FLOAT
         why = None
-        finite = np.abs(values[np.isfinite(values)])
-        if finite.size and finite.max() > FLOAT16_MAX:
-            why = f"values up to {finite.max():.4g}, beyond float16's {FLOAT16_MAX:g}"
-        elif finite.size and finite.max() > 0 and finite.max() < FLOAT16_TINY:
-            why = f"values all below {FLOAT16_TINY:.3g} (largest {finite.max():.3g}): float16 stores them as zero"
+        if top > FLOAT16_MAX:
+            why = f"values up to {top:.4g}, beyond float16's {FLOAT16_MAX:g}"
+        elif 0 < top < FLOAT16_TINY:
+            why = f"values all below {FLOAT16_TINY:.3g} (largest {top:.3g}): float16 stores them as zero"
         else:
             for node, k in readers:
                 if node.name in self.keep32:
@@ -427,8 +448,6 @@ class _Converter:
 
     def convert_graph(self, graph: Any, parent: _Scope | None, keep_all: bool) -> None:
         """Convert one graph in place; a subgraph (parent given) keeps float32 at its boundary."""
-        from onnx import numpy_helper
-
         scope = _Scope(graph, parent)
         main = parent is None
         readers = self._readers(graph)
@@ -436,7 +455,7 @@ class _Converter:
             scope.storage[name] = stored
         for init in graph.initializer:
             if scope.storage.get(init.name) == _FLOAT16:
-                init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
+                self.to_float16(init)
         weight_names = {init.name for init in graph.initializer}
         for value in graph.input:
             if value.name in weight_names:  # a weight also listed as an input (IR 3): its declared type follows it
@@ -554,7 +573,7 @@ class _Converter:
         value = next((a for a in node.attribute if a.name == "value" and a.HasField("t")), None)
         stored = _FLOAT
         if value is not None and not kept:
-            stored = self._weight_type(name, numpy_helper.to_array(value.t), readers.get(name, []))
+            stored = self._weight_type(name, largest(numpy_helper.to_array(value.t)), readers.get(name, []))
             if stored == _FLOAT16:
                 value.t.CopyFrom(
                     numpy_helper.from_array(numpy_helper.to_array(value.t).astype(np.float16), value.t.name)
@@ -573,6 +592,7 @@ def convert(
     keep32: Mapping[str, str] | None = None,
     compute16_ops: set[str] | None = None,
     keep_io: bool = False,
+    weights: WeightFiles | None = None,
 ) -> Conversion:
     """Convert a float32 model to float16 in place, as ``mode`` says, keeping ``keep32``'s nodes float32.
 
@@ -583,6 +603,9 @@ def convert(
         compute16_ops: ops that may compute in float16 (ioc16). Defaults to
             those with a float16 kernel in onnxruntime's CPU provider.
         keep_io: the model's float inputs and outputs keep their float32 type (``--keep-io-types``).
+        weights: the files that hold the model's float32 weights (the search's candidates): a weight stored float16
+            points at its float16 copy there, and the model, whose weights lie in files, is not checked here (its
+            caller checks it by path once saved).
 
     Returns:
         What was converted.
@@ -595,7 +618,8 @@ def convert(
         raise ValueError(f"mode must be {IOC16!r} or {IO16XC32!r}, got {mode!r}")
     name_nodes(model)
     ops = cpu_float16_ops() if compute16_ops is None else compute16_ops
-    converter = _Converter(model, mode, keep32 or {}, ops, keep_io)
+    converter = _Converter(model, mode, keep32 or {}, ops, keep_io, weights)
     converter.convert_graph(model.graph, None, keep_all=False)
-    check_model(model, "the float16 model")  # past protobuf's 2 GiB: checked by path once saved (the pipeline)
+    if weights is None:  # past protobuf's 2 GiB: checked by path once saved (the pipeline)
+        check_model(model, "the float16 model")
     return converter.result

@@ -41,11 +41,19 @@ def save(model: Any, path: str, external: bool) -> None:
         onnx.save_model(model, path)
 
 
+def load_weights(model: Any, scratch: str) -> None:
+    """Read into the model the weights it keeps as external data in ``scratch`` (what :func:`ort_offline` leaves
+    there): before it is saved anywhere else."""
+    from onnx.external_data_helper import load_external_data_for_model
+
+    load_external_data_for_model(model, scratch)
+
+
 def portable_rewrites(src: str, scratch: str, external: bool) -> Any:
     """The model at ``src`` after the portable rewrites (onnxruntime's BASIC level, twice when BatchNorms that
-    follow no Conv become Mul + Add)."""
+    follow no Conv become Mul + Add). With ``external``, its weights stay in ``scratch`` (:func:`ort_offline`)."""
     model = ort_offline(src, os.path.join(scratch, "basic.onnx"), "basic", external)
-    if batchnorm_to_affine(model):
+    if batchnorm_to_affine(model, scratch):
         staged = os.path.join(scratch, "affine.onnx")
         save(model, staged, external)
         model = ort_offline(staged, os.path.join(scratch, "basic2.onnx"), "basic", external)
@@ -60,7 +68,9 @@ def at_level(model: Any, level: str, scratch: str, external: bool) -> Any:
 
 
 def ort_offline(src: str, out: str, level: str, external: bool) -> Any:
-    """Run onnxruntime's offline optimiser at a level; return the saved model, opsets restored.
+    """Run onnxruntime's offline optimiser at a level; return the saved model, opsets restored. With ``external``,
+    the model returned leaves its weights where onnxruntime wrote them, beside ``out`` (:func:`load_weights` reads
+    them in): a model that is saved there again, staged, searched on, never holds them in memory.
 
     Integer weights that the model dequantizes (int8 -> Cast -> Mul, DequantizeLinear) are hidden from the
     optimiser as graph inputs and put back after: constant folding would store them dequantized, as float32
@@ -84,7 +94,7 @@ def ort_offline(src: str, out: str, level: str, external: bool) -> Any:
         )
         opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
     open_session(source, label=f"the model being optimised ({level} level)", options=opts)
-    model = onnx.load(out)
+    model = onnx.load(out, load_external_data=not external)
     if protected:
         restore_weights(model, weights)
     restore_ir(model, original)

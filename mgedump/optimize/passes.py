@@ -40,13 +40,16 @@ def _checked(model: Any, what: str) -> None:
         raise ModelError(f"{what} fails onnx.checker: {' '.join(str(exc).split())[:300]}") from None
 
 
-def batchnorm_to_affine(model: Any) -> int:
+def batchnorm_to_affine(model: Any, folder: str = "") -> int:
     """Rewrite inference BatchNormalization nodes whose parameters are constants as Mul + Add.
 
     onnxruntime folds a BatchNorm into the Conv before it; one that follows
     something else (a Concat, an Add) stays. As ``x * s + b`` with
     ``s = scale / sqrt(var + eps)`` and ``b = B - mean * s`` it is standard ONNX
     that any runtime computes, and that later Conv folding can absorb.
+
+    Args:
+        folder: where the model's external data lies (its weights may be read from there).
 
     Returns:
         How many nodes were rewritten.
@@ -68,11 +71,11 @@ def batchnorm_to_affine(model: Any) -> int:
         ):
             nodes.append(node)
             continue
-        scale, bias, mean, var = (numpy_helper.to_array(weights[p]).astype(np.float64) for p in params)
+        scale, bias, mean, var = (numpy_helper.to_array(weights[p], folder).astype(np.float64) for p in params)
         eps = next((a.f for a in node.attribute if a.name == "epsilon"), 1e-5)
         mul = scale / np.sqrt(var + eps)
         add = bias - mean * mul
-        dtype = numpy_helper.to_array(weights[params[0]]).dtype
+        dtype = numpy_helper.to_array(weights[params[0]], folder).dtype
         rank = _rank_of(model, node.input[0])
         shape = (-1,) + (1,) * max(rank - 2, 0)
         base = node.output[0]

@@ -27,7 +27,7 @@ from ..base.naming import option_name
 from ..bundle import requirements as target
 from ..bundle.requirements import REQ_AVX2, REQ_ONNXRUNTIME, REQ_ORT_CPU
 from ..options import OptimizeOptions
-from .offline import at_level, portable_rewrites, save, uses_external
+from .offline import at_level, load_weights, portable_rewrites, save, uses_external
 from .passes import check_model, check_saved, discard_names, strip_opsets, too_big
 from .precisions import Job, Precision, check_options
 
@@ -139,6 +139,8 @@ def optimize_file(
         if options.discard_var_name:
             discard_names(model)
         strip_opsets(model)
+        if external:  # the weights the rewrites left in the scratch folder, read in to be saved beside dst
+            load_weights(model, tmp)
         external = external or too_big(model)
         if level == "basic" and not external:
             check_model(model, "the optimised model")

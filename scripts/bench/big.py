@@ -11,6 +11,12 @@ MatMul chains on one input row (onnx.helper; float32 weights, one external file 
   the floor (a script: import onnxruntime, open the model, run it once, write the input, the output, the model and
   its weight files into a stored zip), alternated. Target: at most 1.15.
 
+- float16 of the 1 GiB chain (64 MiB with ``--quick``): ``--optimize-for-inference --enable-ioc16`` at ``--maxerr
+  1e-2`` (every MatMul converted) and at ``1e-3`` (the search ends on every MatMul kept float32), each against a
+  plain pack, alternated; peak RSS is the largest of the process and its children (the search runs its candidates
+  in one). Targets at 1e-2: wall at most 10x a plain pack's, peak RSS at most 3x the weights (docs/float16.md,
+  "What a search costs").
+
 Each pair's ratio is taken within its round (the two ran back to back, under the same load); the figure is the
 median of those ratios. CPU time (user + system, each process's own) is shown beside the wall time: on a busy
 machine a wall time grows with it. The models and bundles are deleted at the end of the section.
@@ -182,6 +188,42 @@ def _run_vs_alone(ctx: Context, table: Table, size: int) -> None:
     )
 
 
+FLOAT16 = {  # float16 packs compared with a plain pack: the bound, and whether it is a target
+    "1e-2": True,
+    "1e-3": False,
+}
+
+
+def _float16_vs_plain(ctx: Context, table: Table, size: int) -> None:
+    folder = ctx.tmp / "big-float16"
+    folder.mkdir()
+    found: dict[str, list[dict[str, ProcResult]]] = {}
+    try:
+        log(f"big: float16 of a {size} MiB MatMul chain against a plain pack")
+        made = run_worker("big_external_chain", ctx.tmp, folder=str(folder), mib_total=size)
+        out = folder / "OUT.mgetest"
+        plain = [*console_script("mgedump"), folder / "chain.onnx", "-d", "#rand(0,1)", "-o", out, "-q"]
+        for maxerr in FLOAT16:
+            flags = ["--optimize-for-inference", "--enable-ioc16", "--maxerr", maxerr]
+            commands = {"float16": [*plain, *flags], "plain pack": plain}
+            log(f"big: float16 at {maxerr}: {ctx.runs} alternated rounds against a plain pack")
+            found[maxerr] = _pairs(commands, max(2, ctx.runs), before=lambda: out.unlink(missing_ok=True))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    for maxerr, target in FLOAT16.items():
+        label = f"{mib(made['bytes'])}: `--optimize-for-inference --enable-ioc16 --maxerr {maxerr}` / plain pack"
+        wall = _rows(table, label, found[maxerr], "float16", "plain pack")
+        peak = median([r["float16"].maxrss_kib * 1024.0 for r in found[maxerr]])
+        peak_ratio = peak / made["bytes"] if peak is not None else None
+        table.rows.append([label, "peak RSS / weights", mib(peak or 0), mib(made["bytes"]), fmt_ratio(peak_ratio)])
+        if target:
+            what = f"big: float16 at {maxerr} ({mib(made['bytes'])})"
+            table.checks.append(Check(f"{what} / plain pack", "<= 10", fmt_ratio(wall), at_most(wall, 10)))
+            table.checks.append(
+                Check(f"{what}: peak RSS / weights", "<= 3", fmt_ratio(peak_ratio), at_most(peak_ratio, 3))
+            )
+
+
 def _pack_vs_floor(ctx: Context, table: Table, files: int) -> None:
     folder = ctx.tmp / "many"
     folder.mkdir()
@@ -235,11 +277,15 @@ def section(ctx: Context) -> Table:
         "hashes them while onnxruntime reads them. (2) [64, 64] weights in "
         f'{files:,} files: `mgedump M -d "#rand(0,1)" -o OUT` against the floor (open the model, run once, write '
         "the input, output, model and weight files into a stored zip). Whole processes, alternated after one "
-        "warm-up of each; each ratio is the median of the rounds' own ratios. Targets: (1) at most 1.3, "
-        "(2) at most 1.15.",
+        "warm-up of each; each ratio is the median of the rounds' own ratios. (3) float16 of the "
+        f"{mib(sizes[0] << 20)} chain, `--optimize-for-inference --enable-ioc16` at `--maxerr 1e-2` (every MatMul "
+        "converted) and `1e-3` (every MatMul kept float32), against a plain pack; peak RSS is the largest of the "
+        "process and its children. Targets: (1) at most 1.3, (2) at most 1.15, (3) at 1e-2 at most 10x a plain "
+        "pack's wall and 3x the weights in peak RSS.",
         ["model", "what", "mgedump", "baseline", "ratio"],
     )
     for size in sizes:
         _run_vs_alone(ctx, table, size)
     _pack_vs_floor(ctx, table, files)
+    _float16_vs_plain(ctx, table, sizes[0])
     return table

@@ -17,7 +17,7 @@ from ...base.naming import option_name
 from ..autocast import choose_precision
 from ..float16 import check_not_quantized, convert, float16_tensors, float_types, is_float16_model
 from ..nodes import all_nodes, matching_nodes, name_nodes
-from ..offline import save
+from ..offline import load_weights, save
 from . import Job, Made, Precision
 
 READS = frozenset({"fp32_nodes", "keep_io_types", "float16_margin"})
@@ -53,6 +53,7 @@ def float16_maker(mode: str, after: Callable[[str, Any, Job], list[str]] | None 
             error_stats={output.name: job.bounds.of(output.name).stat for output in model.graph.output},
         )
         notes = [*found.notes, cast_note(found.model, mode), *(after(staged, found, job) if after else [])]
+        found.load_weights()  # the one model that holds its weights in memory: the mode's model
         return _converted(Made(found.model, found.to_json(), notes), mode)
 
     return make
@@ -89,6 +90,8 @@ def float16_check(model: Any, record: Mapping[str, Any]) -> str | None:
 def _from_weights(job: Job, mode: str) -> Made:
     """Without test data: the nodes ``fp32_nodes`` names stay float32, weights float16 where float16 holds them."""
     model = job.model
+    if job.external:
+        load_weights(model, job.scratch)
     name_nodes(model)
     kept = matching_nodes(model, job.options.fp32_nodes)
     conversion = convert(model, mode, kept, keep_io=job.options.keep_io_types)
