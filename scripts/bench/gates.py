@@ -6,7 +6,7 @@ A chain of 10 MatMuls of [64, 256] x [256, 256] is packed as ``base/m.mgetest``;
 the nearest to the model's own; a limit set from a p90 the noise raised can lie above the slower bundle's, and
 then no gate could tell the two apart). Then ``4 x --runs`` checks (20 by default) of each bundle, alternated,
 with ``--baseline baseline.json --max-slowdown 1.10``, with ``--max-latency`` 15% over the lowest p90 of the 5,
-and with ``--max-latency --latency-percentile p50`` 15% over their lowest median. A false alarm is exit 3 for the unchanged bundle; a detection is exit 3 for the slower one. Targets (issue 32): false
+and with ``--max-latency --latency-percentile p50`` 15% over their lowest median. A false alarm is exit 3 for the unchanged bundle; a detection is exit 3 for the slower one. Targets: false
 alarms at most 1 in 20, detections at least 19 in 20. Each check's ``--report-json`` says how many rounds it timed
 (docs/reports.md#the-latency-gate): a check timed again was too slow in its first round, so their count is what the
 first round alone would have decided (the gates before they timed more rounds).
