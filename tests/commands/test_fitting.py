@@ -196,14 +196,16 @@ def _peak_kib(*args) -> int:
 def test_fittings_peak_memory_is_at_most_twice_a_plain_runs(tmp_path):
     """Every candidate's session open through screening took 2.9 GiB on an 85 MB transformer (325 MiB plain): a
     session holds the weights, so fitting keeps open only the finalists, the defaults and the one being screened.
-    A MatMul chain of 24 MiB of weights, whose sessions outweigh the interpreter: all 13 open took 2.6x."""
+    A MatMul chain of 12 MiB of weights: about 1.5x here, and 2.7x with all 13 sessions open. Its weights stay
+    under the size whose hash runs beside the model's loading, so the plain run's own peak does not move with the
+    machine's load (with 24 MiB it moved between 102 and 120 MiB, and the margin with it)."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
     dim, inits, nodes, last = 1024, [], [], "x"
-    for k in range(6):
+    for k in range(3):
         inits.append(numpy_helper.from_array((rng.standard_normal((dim, dim)) / 32).astype(np.float32), f"w{k}"))
         nodes.append(helper.make_node("MatMul", [last, f"w{k}"], [f"m{k}"]))
         last = f"m{k}"
