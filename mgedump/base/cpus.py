@@ -102,5 +102,7 @@ def _v1_limit(folder: str) -> float | None:
 
 def _ratio(quota: float, period: float) -> float | None:
     """CPUs of a quota over its period; None for no quota (-1, 0) or numbers that are not one."""
-    share = quota / period if quota > 0 and period > 0 else None
-    return share if share is not None and math.isfinite(share) and share > 0 else None
+    if not (quota > 0 and period > 0):  # NaN too
+        return None
+    share = quota / period
+    return share if math.isfinite(share) and share > 0 else None

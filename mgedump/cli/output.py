@@ -268,20 +268,20 @@ class RunPrinter:
         if summary.environment and self.many:
             lines.append(f"ran with {environment_summary(summary.environment)}")
         if self.many:
-            counts = {"passed": 0, "failed": 0, "error": 0, "not run": 0}
+            from ..report.ci import outcome_text
+
+            counts = {"passed": 0, "failed": 0, "errors": 0, "not_run": 0}
             for result in summary.results:
-                outcome = "not run" if getattr(result, "not_run", None) else "error" if result.error else None
+                outcome = "not_run" if getattr(result, "not_run", None) else "errors" if result.error else None
                 counts[outcome or ("passed" if result.exit_code == 0 else "failed")] += 1
             runs = len(summary.results)
             bundles = len({result.path for result in summary.results})
             what = f"{bundles} bundle(s)" if runs == bundles else f"{runs} runs of {bundles} bundle(s)"
             left = next((result.not_run for result in summary.results if getattr(result, "not_run", None)), None)
             if left:
-                lines.append(f"{left.removeprefix('not run: ')}: {counts['not run']} not run")
+                lines.append(f"{left.removeprefix('not run: ')}: {counts['not_run']} not run")
             lines.append(
-                f"{what}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} could not run"
-                + (f", {counts['not run']} not run" if counts["not run"] else "")
-                + f"; peak memory {summary.peak_rss_mib:.0f} MiB; exit {summary.exit_code}"
+                f"{what}: {outcome_text(counts)}; peak memory {summary.peak_rss_mib:.0f} MiB; exit {summary.exit_code}"
             )
         if getattr(summary, "gate", None):
             from ..commands.gate import gate_lines

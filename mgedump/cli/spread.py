@@ -56,17 +56,10 @@ def run_merge(paths: Sequence[str], options: VerifyOptions, spread: SpreadOption
         )
     with ci.errors() if ci is not None else contextlib.nullcontext():
         merged = merge_reports(paths, options, run_id=spread.run_id)
-    counts = {"passed": 0, "failed": 0, "error": 0, "not run": 0}
-    for bundle in merged.bundles:
-        outcome = "not run" if bundle.not_run else "error" if bundle.error else None
-        counts[outcome or ("passed" if bundle.exit_code == 0 else "failed")] += 1
+    from ..report.ci import counts, outcome_text
+
     lines = spread_lines(merged)
-    lines.append(
-        f"{len(merged.bundles)} bundle(s): {counts['passed']} passed, {counts['failed']} failed, "
-        f"{counts['error']} could not run"
-        + (f", {counts['not run']} not run" if counts["not run"] else "")
-        + f"; exit {merged.exit_code}"
-    )
+    lines.append(f"{len(merged.bundles)} bundle(s): {outcome_text(counts(merged))}; exit {merged.exit_code}")
     for line in lines:
         say(line, err=err)
     if ci is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..base import text
 from .schema import BundleRecord, RunReport
@@ -42,6 +42,13 @@ def counts(report: RunReport) -> dict[str, int]:
     return found
 
 
+def outcome_text(found: Mapping[str, int]) -> str:
+    """The bundles' outcomes as every summary of a run says them: ``P passed, F failed, E could not run`` and, when
+    some were left, ``, N not run`` (``found``: the bundle keys of :func:`counts`)."""
+    line = f"{found['passed']} passed, {found['failed']} failed, {found['errors']} could not run"
+    return line + (f", {found['not_run']} not run" if found["not_run"] else "")
+
+
 def failures(report: RunReport) -> list[tuple[BundleRecord, str, str]]:
     """Every failure of a report, in its order: (bundle, what failed: ``test case N (...)`` or ``""`` for the bundle
     itself, why), a bundle that could not run as one entry, a failing bundle as one per failed test case."""
@@ -65,11 +72,7 @@ def step_summary(report: RunReport, gate_lines: Sequence[str] = (), title: str =
     found = counts(report)
     verdict = "passed" if report.exit_code == 0 else f"FAILED (exit {report.exit_code})"
     lines = [f"### {text.markdown(title)}: {verdict}", ""]
-    line = (
-        f"{found['bundles']} bundle(s): {found['passed']} passed, {found['failed']} failed, "
-        f"{found['errors']} could not run"
-    )
-    line += f", {found['not_run']} not run" if found["not_run"] else ""
+    line = f"{found['bundles']} bundle(s): {outcome_text(found)}"
     line += (
         f"; {found['cases']} test case(s): {found['cases_passed']} passed, {found['cases_failed']} failed, "
         f"{found['cases_errors']} could not run"
