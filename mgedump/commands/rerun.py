@@ -17,7 +17,6 @@ from ..base.errors import UsageError
 from ..base.naming import option_name
 from ..report.checked import read_report
 from ..report.merge import verdict_of
-from ..report.schema import BundleRecord
 
 Key = tuple[str, "str | None"]  # a bundle's name (without its variant) and its variant
 
@@ -30,12 +29,6 @@ class Failed:
     report: str
     runs: dict[Key, tuple[int, ...] | None] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
-
-
-def base_name(bundle: BundleRecord) -> str:
-    """The report's name of a bundle without the ``[variant]`` it ends in for a variant."""
-    suffix = f"[{bundle.variant}]" if bundle.variant is not None else ""
-    return bundle.name.removesuffix(suffix) if suffix and bundle.name.endswith(suffix) else bundle.name
 
 
 def failed_in(path: str) -> Failed:
@@ -52,7 +45,7 @@ def failed_in(path: str) -> Failed:
         if bundle.error is None and verdict_of(bundle) == 0:
             continue
         cases = tuple(case.index for case in bundle.failed_cases())
-        key = (base_name(bundle), bundle.variant)
+        key = (bundle.base_name, bundle.variant)
         failed.runs[key] = cases if bundle.error is None and cases else None
         failed.sources.setdefault(key[0], bundle.source)
     return failed

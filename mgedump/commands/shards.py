@@ -241,7 +241,7 @@ def durations_of(report: Any) -> dict[str, float]:
     added up."""
     seconds: dict[str, float] = {}
     for bundle in report.bundles:
-        name = bundle.name.removesuffix(f"[{bundle.variant}]") if bundle.variant is not None else bundle.name
+        name = bundle.base_name
         seconds[name] = seconds.get(name, 0.0) + max(0.0, float(bundle.seconds))
     return seconds
 

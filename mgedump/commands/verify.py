@@ -27,7 +27,7 @@ from ..measure.timing import Progress, Timing, batch_of, time_runs
 from ..model.environment import differences, run_environment
 from ..model.runtime import TensorInfo, to_values
 from ..options import VerifyOptions
-from ..report import bundle_name
+from ..report import bundle_name, report_name
 from ..report.fitting import FittingRecord
 from ..report.formats import asked
 from ..report.schema import (
@@ -132,7 +132,7 @@ class Report(Verdict):
         name = name or bundle_name(self.source)
         return BundleRecord(
             source=self.source,
-            name=name if self.variant is None else f"{name}[{self.variant}]",
+            name=report_name(name, self.variant),
             variant=self.variant,
             kind=self.kind,
             exit_code=self.exit_code,

@@ -36,7 +36,7 @@ from ..data import TestData
 from ..measure.timing import Progress
 from ..model.environment import run_environment
 from ..options import GateOptions, SelectOptions, SpreadOptions, VerifyOptions
-from ..report import bundle_name, unique_names, utc_timestamp, write_report
+from ..report import bundle_name, report_name, unique_names, utc_timestamp, write_report
 from ..report.formats import asked, check_known
 from ..report.schema import BundleRecord, RunReport
 from ..report.spread import JobsRecord, ShardRecord
@@ -81,7 +81,7 @@ class BundleResult:
             name = name or bundle_name(self.path)
             return BundleRecord(
                 source=self.path,
-                name=name if self.variant is None else f"{name}[{self.variant}]",
+                name=report_name(name, self.variant),
                 kind="bundle",
                 exit_code=EXIT_OK,
                 variant=self.variant,
@@ -94,7 +94,7 @@ class BundleResult:
             name = name or bundle_name(self.path)
             record = BundleRecord(
                 source=self.path,
-                name=name if self.variant is None else f"{name}[{self.variant}]",
+                name=report_name(name, self.variant),
                 kind="bundle",
                 exit_code=self.error.exit_code,
                 error=self.error.one_line(),
@@ -474,7 +474,7 @@ def _run_in_workers(
         else:
             record = outcome.record
             record.update(seconds=result.seconds, started=result.started, peak_rss_mib=result.peak_rss_mib)
-            record["name"] = name if result.variant is None else f"{name}[{result.variant}]"
+            record["name"] = report_name(name, result.variant)
             result.exit = int(record["exit_code"])
             protected.extend(outcome.files)
         if timing != "alone":

@@ -19,7 +19,16 @@ from datetime import datetime, timezone
 from ..base.errors import OutputError
 from ..base.outputs import STDOUT, is_stdout
 
-__all__ = ["STDOUT", "bundle_name", "is_stdout", "silence_stdout", "stdout_targets", "unique_names", "write_report"]
+__all__ = [
+    "STDOUT",
+    "bundle_name",
+    "is_stdout",
+    "report_name",
+    "silence_stdout",
+    "stdout_targets",
+    "unique_names",
+    "write_report",
+]
 
 
 def bundle_name(path: str) -> str:
@@ -28,6 +37,11 @@ def bundle_name(path: str) -> str:
 
     base = os.path.basename(str(path))
     return base.removesuffix(BUNDLE_SUFFIX) or base
+
+
+def report_name(name: str, variant: str | None) -> str:
+    """What the reports call one run of a bundle: its name, and ``[variant]`` after it for a variant of several."""
+    return name if variant is None else f"{name}[{variant}]"
 
 
 def unique_names(paths: Sequence[str]) -> list[str]:

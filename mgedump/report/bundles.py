@@ -190,6 +190,11 @@ class BundleRecord:
         return self.exit_code == 0 and self.not_run is None
 
     @property
+    def base_name(self) -> str:
+        """Its name without the ``[variant]`` a variant's run ends in (:func:`mgedump.report.report_name`)."""
+        return self.name.removesuffix(f"[{self.variant}]") if self.variant is not None else self.name
+
+    @property
     def checked(self) -> bool:
         """Outputs were checked against expected ones (not ``--no-assert``, not a plain model)."""
         return self.assertion is not None and self.assertion.enabled
