@@ -79,6 +79,15 @@ def peak_rss_mib() -> float:
     return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB on Linux
 
 
+def rss_mib() -> float | None:
+    """This process's resident memory now, in MiB (None where ``/proc`` does not say)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def process_stopped(pid: int) -> bool:
     """Whether a process is stopped (state T, or t when traced: SIGSTOP, SIGTSTP): it answers nothing until someone
     continues it, so whoever waits on it stops waiting."""

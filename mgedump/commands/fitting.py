@@ -25,7 +25,7 @@ from ..base.naming import option_name
 from ..bundle import Bundle
 from ..bundle.reader import peek_model_sha256, peek_variants
 from ..data.casts import as_inputs_of
-from ..measure.fitting import Candidate, Fitting, fit, settings_space
+from ..measure.fitting import Candidate, Fitting, fit, process_memory, settings_space
 from ..measure.timing import Progress
 from ..model.runtime import OrtRunner, TensorInfo, open_runner
 from ..model.session import CPU, EXECUTION_MODES, GRAPH_OPT_LEVELS, MAX_THREADS, SessionSettings
@@ -106,7 +106,7 @@ def fit_bundle(
         candidates = _candidates(path, [c.name for c in passing], options, tmp)
         if on_stage is not None:
             on_stage(f"fitting {len(candidates)} candidate(s) within {budget_s:g} s")
-        found = fit(candidates, budget_s, progress=_progress(progress))
+        found = fit(candidates, budget_s, progress=_progress(progress), memory=process_memory())
     chosen = _choice(path, found) if found.chosen is not None else None
     return FittingResult(path, checks, found, chosen)
 

@@ -10,16 +10,22 @@ spin a while after a run, and the last candidate's spinning threads would
 otherwise slow the next one (a 2-thread session timed 12 ms alone ran up to
 26 ms right after another session's turn).
 
-1. Screening: every candidate, one turn of a few runs each, interleaved; each
-   variant keeps its best settings (:data:`KEEP` of them) as it goes. Only
-   they keep their sessions open: a candidate screened out (slower than the
-   variant's best :data:`KEEP` so far, or pushed out of them by a faster one)
-   closes its session at once and is never opened again, so the search holds
-   at most :data:`KEEP` sessions a variant, and one more being screened (a
-   session holds the model's weights: every candidate's session open through
-   screening took 2.9 GiB for an 85 MB transformer).
-2. Final rounds: the finalists, interleaved again, as many rounds as the
-   budget allows (up to :data:`MAX_ROUNDS`).
+1. Screening: every candidate, one turn of a few runs each, interleaved, one
+   session open at a time: each candidate's session is closed when its turn
+   ends (a session holds the model's weights: every candidate's session open
+   through screening took 2.9 GiB for an 85 MB transformer, and each variant's
+   best kept open, 2.4x a plain run). Its turn measures what its session held
+   once settled and the most it took while it opened and ran
+   (:class:`ProcessMemory`).
+2. Final rounds: the finalists, opened again and interleaved, as many rounds
+   as the budget allows (up to :data:`MAX_ROUNDS`). The finalists are the
+   defaults and each variant's best settings (:data:`KEEP`) that can still
+   win: one whose screening median is more than :data:`FAR_SLOWER` times the
+   fastest candidate's is not one. They are taken fastest first while the
+   sessions open together stay within :data:`PEAK_ROOM` times what verifying
+   the variants took above the idle process (its peak, as a plain ``mgerun``
+   of the bundle's): a finalist that would take the memory beyond it is not
+   one (:func:`select_finalists`).
 3. The choice: the fastest by median, unless a simpler variant (float32 over
    float16 over int8: :attr:`Candidate.rank`) is as fast within the noise.
    The two are compared turn by turn, each final round's median against the
@@ -44,18 +50,25 @@ candidates: this module times, it never proves.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..base.cpus import usable_cpus
+from ..base.limits import peak_rss_mib, rss_mib
 from ..model.session import EXECUTION_MODES, SessionSettings
 
 GRAPH_OPTS = ("basic", "extended", "all")  # onnxruntime's levels fitting tries (disable never wins)
-KEEP = 1  # settings per variant that go on to the final rounds, their sessions open (each holds the weights)
+KEEP = 1  # settings per variant that go on to the final rounds (each finalist's session holds the weights)
+FAR_SLOWER = 1.5  # a variant whose best screening median is this far above the fastest's cannot win: not a finalist
+PEAK_ROOM = 2.0  # the finalists' sessions take at most this many times what verifying took above the idle process
+MIN_ROOM_MIB = 32.0  # and at least this much (an allocator's own noise must not turn a finalist of a small model away)
+WATCH_S = 0.001  # how often the memory is read while a session opens and runs its warm-up
 SCREEN_RUNS = 5  # timed runs per candidate in its screening turn (one turn: a candidate screened out is closed)
 FINAL_RUNS = 5  # timed runs per finalist and final round
 MAX_ROUNDS = 15
@@ -95,6 +108,9 @@ class Candidate:
         error: why it could not be timed (the session failed to open or to run), if it could not.
         defaults: onnxruntime's defaults, doing nothing: the choice must beat it (see the module).
         finalist: it went on to the final rounds (the others were timed in one screening turn only).
+        held_mib: what its session held once settled, above what was held before it opened; ``peak_mib``: the most
+            it took while it opened and ran (MiB, measured in the turn that opened it; None: not measured);
+            ``open_s``: how long opening and the warm-up took (a finalist is opened again for the final rounds).
     """
 
     variant: str
@@ -107,28 +123,46 @@ class Candidate:
     defaults: bool = False
     rounds_ms: list[float] = field(default_factory=list)
     finalist: bool = False
+    held_mib: float | None = None
+    peak_mib: float | None = None
+    open_s: float = 0.0
     _run: Callable[[], None] | None = field(default=None, repr=False)
 
-    def time(self, runs: int, clock: Callable[[], float], *, final: bool = False) -> None:
+    def time(self, runs: int, clock: Callable[[], float], *, final: bool = False, memory: Memory | None = None) -> None:
         """One warm-up run, ``runs`` timed runs (``final``: in a final round), then the run's ``settle``, if it has
         one (untimed: the session hands back the memory it holds free, so an open finalist holds its weights and not
-        its largest run)."""
+        its largest run). The turn that opens the session measures, with ``memory``, the most the session takes while
+        it opens and runs (watched while it opens and runs its warm-up; after the timed runs, what its arena grew to:
+        the timed runs themselves are not watched, a thread reading the memory would slow them) and what it holds
+        once settled."""
         if self.error is not None:
             return
         try:
-            if self._run is None:
-                self._run = self.start()
-                give_back()  # what opening the session took and freed (the model parsed, its weights copied)
-            self._run()
+            opening = self._run is None
+            run = self._run
+            if run is None:
+                before = memory.rss() if memory is not None else 0.0
+                began = clock()
+                with memory.watch() if memory is not None else contextlib.nullcontext(Watch()) as seen:
+                    self._run = run = self.start()
+                    give_back()  # what opening the session took and freed (the model parsed, its weights copied)
+                    run()
+                self.open_s = clock() - began
+            else:
+                run()
             turn = []
             for _ in range(runs):
                 began = clock()
-                self._run()
+                run()
                 turn.append((clock() - began) * 1000)
-            settle = getattr(self._run, "settle", None)
+            if opening and memory is not None:  # its arena grows over the runs until the settle hands it back
+                self.peak_mib = max(0.0, seen.high - before, memory.rss() - before)
+            settle = getattr(run, "settle", None)
             if settle is not None:  # a run, untimed, that hands back what the session holds free between turns
                 settle()
                 give_back()
+            if opening and memory is not None:
+                self.held_mib = max(0.0, memory.rss() - before)
             self.samples_ms += turn
             self.turns_ms.append(statistics.median(turn))
             if final:
@@ -184,6 +218,7 @@ def fit(
     clock: Callable[[], float] = time.perf_counter,
     pause: Callable[[float], None] = time.sleep,
     progress: Callable[[str, int, int], None] | None = None,
+    memory: Memory | None = None,
 ) -> Fitting:
     """Time the candidates in interleaved rounds within ``budget_s`` seconds and choose one (see the module).
 
@@ -191,6 +226,8 @@ def fit(
         candidates: every variant under every setting, in a fixed order (the order decides nothing but ties).
         clock: seconds, monotonic (a test's fake clock); ``pause``: waits that many seconds on it.
         progress: called as ``progress(label, done, total)`` after each candidate's turn.
+        memory: this process's memory (:func:`process_memory`); its peak when the search starts is what verifying
+            the variants took, and bounds the finalists' sessions (None: no bound but what they can still win).
     """
     began = clock()
 
@@ -198,17 +235,19 @@ def fit(
         return clock() - began
 
     give_back()  # what verifying the variants freed
+    room = float("inf")
+    if memory is not None:  # what verifying took above the idle process: a plain run's
+        room = PEAK_ROOM * max(memory.peak() - memory.rss(), MIN_ROOM_MIB)
     pool = _interleaved(candidates)
-    kept: list[Candidate] = []  # the sessions open: each variant's best KEEP so far, and the defaults
     for k, candidate in enumerate(pool):
         if spent() > budget_s / 2 and any(c.samples_ms for c in pool):
             break
         pause(SETTLE_S)
-        candidate.time(SCREEN_RUNS, clock)
+        candidate.time(SCREEN_RUNS, clock, memory=memory)
+        candidate.release()  # one session open at a time: a finalist is opened again for the final rounds
         if progress is not None:
             progress(f"fitting: screening {candidate.variant} ({candidate.settings.text()})", k + 1, len(pool))
-        kept = _screened(kept, candidate)
-    finalists = kept
+    finalists = select_finalists(pool, room)
     for candidate in finalists:
         candidate.finalist = True
     rounds = 0
@@ -230,20 +269,84 @@ def fit(
     return Fitting(ranked, chosen, why, spent(), rounds, budget_s)
 
 
-def _screened(kept: list[Candidate], candidate: Candidate) -> list[Candidate]:
-    """The sessions kept open once ``candidate`` was screened: the defaults, and each variant's best :data:`KEEP`
-    by screening median; every other is closed, for good."""
-    if candidate.error is not None or not candidate.samples_ms:
-        candidate.release()
-        return kept
-    if candidate.defaults:
-        return [*kept, candidate]
-    rivals = sorted(
-        (c for c in [*kept, candidate] if c.variant == candidate.variant and not c.defaults), key=lambda c: c.median_ms
-    )
-    for out in rivals[KEEP:]:
-        out.release()
-    return [c for c in [*kept, candidate] if c.defaults or c.variant != candidate.variant or c in rivals[:KEEP]]
+def select_finalists(pool: Sequence[Candidate], room: float = float("inf")) -> list[Candidate]:
+    """The candidates that go on to the final rounds: onnxruntime's defaults, then each variant's best :data:`KEEP`
+    settings by screening median, fastest first, but for one that cannot win (its median more than
+    :data:`FAR_SLOWER` times the fastest candidate's) or whose session would take the memory the finalists open
+    together take beyond ``room`` MiB (:func:`_fits`)."""
+    timed = [c for c in pool if c.error is None and c.samples_ms]
+    if not timed:
+        return []
+    fastest = min(c.median_ms for c in timed)
+    chosen = [c for c in timed if c.defaults]
+    seen: dict[str, int] = {}
+    for candidate in sorted((c for c in timed if not c.defaults), key=lambda c: c.median_ms):
+        if candidate.median_ms > FAR_SLOWER * fastest:
+            break
+        seen[candidate.variant] = seen.get(candidate.variant, 0) + 1
+        if seen[candidate.variant] <= KEEP and _fits([*chosen, candidate], room):
+            chosen.append(candidate)
+    return chosen
+
+
+def _fits(group: Sequence[Candidate], room: float) -> bool:
+    """Whether sessions open together stay within ``room`` MiB: while any one of them opens or runs (what its first
+    turn took at most) the others hold what they held once settled."""
+    held = [c.held_mib or 0.0 for c in group]
+    took = [c.peak_mib or 0.0 for c in group]
+    return all(sum(held) - h + t <= room for h, t in zip(held, took, strict=True))
+
+
+class Watch:
+    """The most memory seen while a block ran (MiB)."""
+
+    def __init__(self, high: float = 0.0) -> None:
+        self.high = high
+
+
+class Memory(Protocol):
+    """A process's resident memory, in MiB: now, its peak so far, and the most it reaches while a block runs."""
+
+    def rss(self) -> float: ...
+
+    def peak(self) -> float: ...
+
+    def watch(self) -> contextlib.AbstractContextManager[Watch]: ...
+
+
+class ProcessMemory:
+    """This process's memory: ``/proc/self/statm`` read every :data:`WATCH_S` on a thread of its own while a block
+    runs (onnxruntime lets the thread run while it opens a session and while it runs one)."""
+
+    def rss(self) -> float:
+        return rss_mib() or 0.0
+
+    def peak(self) -> float:
+        return peak_rss_mib()
+
+    @contextlib.contextmanager
+    def watch(self) -> Iterator[Watch]:
+        seen = Watch(self.rss())
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(WATCH_S):
+                seen.high = max(seen.high, self.rss())
+
+        thread = threading.Thread(target=sample, name="mgedump-memory", daemon=True)
+        thread.start()
+        try:
+            yield seen
+        finally:
+            stop.set()
+            thread.join()
+            seen.high = max(seen.high, self.rss())
+
+
+def process_memory() -> ProcessMemory | None:
+    """This process's memory, where the system says it (``/proc``); None elsewhere (fitting's finalists then have
+    no bound but what they can still win)."""
+    return ProcessMemory() if rss_mib() is not None else None
 
 
 def give_back() -> None:
@@ -278,8 +381,12 @@ def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 def _round_cost(finalists: Sequence[Candidate]) -> float:
     """Seconds one final round takes, from the medians so far: each finalist's warm-up, timed runs and the run that
-    ends its turn."""
-    return sum(SETTLE_S + (FINAL_RUNS + 2) * c.median_ms / 1000 for c in finalists if c.samples_ms)
+    ends its turn, and opening it again where it is closed (the first round)."""
+    return sum(
+        SETTLE_S + (FINAL_RUNS + 2) * c.median_ms / 1000 + (0.0 if c.open else c.open_s)
+        for c in finalists
+        if c.samples_ms
+    )
 
 
 def choose(candidates: Sequence[Candidate], defaults: Candidate | None = None) -> tuple[Candidate | None, str]:
