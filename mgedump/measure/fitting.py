@@ -22,10 +22,11 @@ otherwise slow the next one (a 2-thread session timed 12 ms alone ran up to
    defaults and each variant's best settings (:data:`KEEP`) that can still
    win: one whose screening median is more than :data:`FAR_SLOWER` times the
    fastest candidate's is not one. They are taken fastest first while the
-   sessions open together stay within :data:`PEAK_ROOM` times what verifying
-   the variants took above the idle process (its peak, as a plain ``mgerun``
-   of the bundle's): a finalist that would take the memory beyond it is not
-   one (:func:`select_finalists`).
+   sessions open together stay within :data:`PEAK_ROOM` times what a plain
+   ``mgerun`` of the bundle takes above the idle process (what verifying the
+   variants took, or the defaults' session in its screening turn, whichever
+   is more): a finalist that would take the memory beyond it is not one
+   (:func:`select_finalists`).
 3. The choice: the fastest by median, unless a simpler variant (float32 over
    float16 over int8: :attr:`Candidate.rank`) is as fast within the noise.
    The two are compared turn by turn, each final round's median against the
@@ -66,7 +67,7 @@ from ..model.session import EXECUTION_MODES, SessionSettings
 GRAPH_OPTS = ("basic", "extended", "all")  # onnxruntime's levels fitting tries (disable never wins)
 KEEP = 1  # settings per variant that go on to the final rounds (each finalist's session holds the weights)
 FAR_SLOWER = 1.5  # a variant whose best screening median is this far above the fastest's cannot win: not a finalist
-PEAK_ROOM = 2.0  # the finalists' sessions take at most this many times what verifying took above the idle process
+PEAK_ROOM = 2.0  # the finalists' sessions take at most this many times what a plain run takes above the idle process
 MIN_ROOM_MIB = 32.0  # and at least this much (an allocator's own noise must not turn a finalist of a small model away)
 WATCH_S = 0.001  # how often the memory is read while a session opens and runs its warm-up
 SCREEN_RUNS = 5  # timed runs per candidate in its screening turn (one turn: a candidate screened out is closed)
@@ -226,8 +227,10 @@ def fit(
         candidates: every variant under every setting, in a fixed order (the order decides nothing but ties).
         clock: seconds, monotonic (a test's fake clock); ``pause``: waits that many seconds on it.
         progress: called as ``progress(label, done, total)`` after each candidate's turn.
-        memory: this process's memory (:func:`process_memory`); its peak when the search starts is what verifying
-            the variants took, and bounds the finalists' sessions (None: no bound but what they can still win).
+        memory: this process's memory (:func:`process_memory`): what a plain run takes above the idle process (its
+            peak when the search starts is what verifying the variants took; the defaults' session is the same run,
+            measured in its screening turn) bounds the finalists' sessions (None: no bound but what they can still
+            win).
     """
     began = clock()
 
@@ -235,9 +238,7 @@ def fit(
         return clock() - began
 
     give_back()  # what verifying the variants freed
-    room = float("inf")
-    if memory is not None:  # what verifying took above the idle process: a plain run's
-        room = PEAK_ROOM * max(memory.peak() - memory.rss(), MIN_ROOM_MIB)
+    verified = memory.peak() - memory.rss() if memory is not None else 0.0  # above the idle process
     pool = _interleaved(candidates)
     for k, candidate in enumerate(pool):
         if spent() > budget_s / 2 and any(c.samples_ms for c in pool):
@@ -247,6 +248,10 @@ def fit(
         candidate.release()  # one session open at a time: a finalist is opened again for the final rounds
         if progress is not None:
             progress(f"fitting: screening {candidate.variant} ({candidate.settings.text()})", k + 1, len(pool))
+    room = float("inf")
+    if memory is not None:  # a plain run's: what verifying took, or what the defaults' session took (the same run)
+        plain = max([verified] + [c.peak_mib for c in pool if c.defaults and c.peak_mib is not None])
+        room = PEAK_ROOM * max(plain, MIN_ROOM_MIB)
     finalists = select_finalists(pool, room)
     for candidate in finalists:
         candidate.finalist = True
