@@ -271,7 +271,27 @@ def fit(
     timed = [c for c in finalists if c.error is None and c.samples_ms]
     defaults = next((c for c in timed if c.defaults), None)
     chosen, why = choose([c for c in timed if not c.defaults], defaults)
+    if chosen is not None and chosen.defaults and not why:
+        why = _none_could_win(pool)
     return Fitting(ranked, chosen, why, spent(), rounds, budget_s)
+
+
+def _none_could_win(pool: Sequence[Candidate]) -> str:
+    """Why onnxruntime's defaults were kept with no other finalist ("" when no other candidate was timed)."""
+    timed = [c for c in pool if c.error is None and c.samples_ms]
+    others = [c for c in timed if not c.defaults]
+    if not others:
+        return ""
+    fastest = min(c.median_ms for c in timed)
+    if all(c.median_ms > FAR_SLOWER * fastest for c in others):
+        return (
+            f"onnxruntime's defaults were kept: every other candidate ran more than {FAR_SLOWER:g}x the fastest's "
+            "median in screening, too slow to win"
+        )
+    return (
+        f"onnxruntime's defaults were kept: every other candidate that could win would have taken the memory beyond "
+        f"{PEAK_ROOM:g}x what a plain run takes"
+    )
 
 
 def select_finalists(pool: Sequence[Candidate], room: float = float("inf")) -> list[Candidate]:

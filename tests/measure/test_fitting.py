@@ -229,6 +229,19 @@ def test_a_variant_far_slower_in_screening_is_not_a_finalist(int8_ms, finalist):
     assert defaults.finalist and int8.finalist and ioc16.finalist and result.chosen is int8
 
 
+def test_the_defaults_kept_with_no_other_finalist_say_why():
+    clock = Clock()
+    defaults = candidate(clock, "fp32", 0, [10.0])
+    defaults.defaults = True
+    slow = candidate(clock, "int8", 2, [16.0])
+    result = fit([slow, defaults], budget_s=5, clock=clock, pause=clock.pause)
+    assert result.chosen is defaults and not slow.finalist
+    assert result.why == (
+        "onnxruntime's defaults were kept: every other candidate ran more than 1.5x the fastest's median in "
+        "screening, too slow to win"
+    )
+
+
 class FakeMemory:
     """A process's memory that the fake sessions below move (MiB): idle, and the peak verifying took."""
 
