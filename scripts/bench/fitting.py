@@ -16,8 +16,8 @@ turn against the same session's turns alone in that round (so that a slow spell 
 slows the turns alone, cancels out), the median over rounds. Target: with the pause, at most 1.10x alone.
 
 (d) Fitting's memory: the peak RSS of ``mgerun B --fitting`` (b's runs) against ``mgerun B --variant fp32`` (a plain
-run of the same bundle), whole processes, the largest of the runs. Target: at most 2 (fitting keeps open only each
-variant's best settings and onnxruntime's defaults).
+run of the same bundle), whole processes, the largest of the runs. Target: at most 2 (screening holds one session at a
+time; the final rounds, the finalists' sessions within twice what a plain run takes: docs/fitting.md).
 """
 
 from __future__ import annotations

@@ -195,8 +195,9 @@ def _peak_kib(*args) -> int:
 
 def test_fittings_peak_memory_is_at_most_twice_a_plain_runs(tmp_path):
     """Every candidate's session open through screening took 2.9 GiB on an 85 MB transformer (325 MiB plain): a
-    session holds the weights, so fitting keeps open only the finalists, the defaults and the one being screened.
-    A MatMul chain of 12 MiB of weights: about 1.5x here, and 2.7x with all 13 sessions open. Its weights stay
+    session holds the weights, so screening holds one session at a time, and the final rounds the finalists' only.
+    A MatMul chain of 12 MiB of weights: about 1.3x here (1.5x with each variant's best kept open through
+    screening), and 2.7x with all 13 sessions open. Its weights stay
     under the size whose hash runs beside the model's loading, so the plain run's own peak does not move with the
     machine's load (with 24 MiB it moved between 102 and 120 MiB, and the margin with it)."""
     import numpy as np
