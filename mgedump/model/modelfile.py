@@ -296,7 +296,7 @@ Field = tuple[int, int, int]  # a length-delimited field: where its tag starts, 
 Chain = tuple[Field, ...]  # the fields a tensor lies in, from the model's own field down to the tensor's
 
 
-def _fields_at(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
+def _fields_at(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
     """:func:`~mgedump.model.protowire.fields`, each with where its tag starts."""
     at = start
     for number, wire, s, e in fields(buf, start, end):
@@ -312,7 +312,7 @@ def _at_most_once(found: list[Chain], what: str) -> list[Chain]:
     return found
 
 
-def _sparse_chains(buf: memoryview, chain: Chain) -> list[Chain]:
+def _sparse_chains(buf: bytes, chain: Chain) -> list[Chain]:
     values, indices = [], []
     for field, wire, s, e, at in _fields_at(buf, chain[-1][1], chain[-1][2]):
         if wire == LENGTH_DELIMITED and field == _SPARSE_VALUES:
@@ -322,15 +322,17 @@ def _sparse_chains(buf: memoryview, chain: Chain) -> list[Chain]:
     return _at_most_once(values, "a sparse tensor's values") + _at_most_once(indices, "a sparse tensor's indices")
 
 
-def _attribute_chains(buf: memoryview, chain: Chain, depth: int) -> list[Chain]:
+def _attribute_chains(buf: bytes, chain: Chain, depth: int) -> list[Chain]:
     """An attribute's tensors in the order onnx walks them: ``t``, ``tensors``, ``sparse_tensor``,
     ``sparse_tensors``, then those of ``g`` and ``graphs``."""
     _, start, end = chain[-1]
-    view = buf[start:end]
+    whole = memoryview(buf)
+    view = whole[start:end]
     try:  # a large attribute of numbers or strings is checked at native speed
         holds = may_hold_tensors(view)
     finally:
         view.release()
+        whole.release()
     if not holds:
         return []
     found: dict[int, list[Chain]] = {number: [] for number in HOLDER_FIELDS}
@@ -348,33 +350,36 @@ def _attribute_chains(buf: memoryview, chain: Chain, depth: int) -> list[Chain]:
     ]
 
 
-def _node_chains(buf: memoryview, chain: Chain, depth: int) -> list[Chain]:
+def _node_chains(buf: bytes, chain: Chain, depth: int) -> list[Chain]:
     found = []
-    for field, wire, s, e, at in _fields_at(buf, chain[-1][1], chain[-1][2]):
+    at = chain[-1][1]
+    for field, wire, s, e in fields(buf, at, chain[-1][2]):
         if field == _NODE_ATTRIBUTE and wire == LENGTH_DELIMITED:
             found += _attribute_chains(buf, (*chain, (at, s, e)), depth)
+        at = e
     return found
 
 
-def _graph_chains(buf: memoryview, chain: Chain, depth: int = 0) -> list[Chain]:
+def _graph_chains(buf: bytes, chain: Chain, depth: int = 0) -> list[Chain]:
     """A graph's tensors in the order onnx walks them: its initializers, its sparse initializers' values and
     indices, then its nodes' attributes' (subgraphs included)."""
     if depth > _MAX_DEPTH:
         raise WireError("subgraphs nested too deep")
     initializers, sparse, nodes = [], [], []
-    for field, wire, s, e, at in _fields_at(buf, chain[-1][1], chain[-1][2]):
-        if wire != LENGTH_DELIMITED:
-            continue
-        if field == _GRAPH_INITIALIZER:
-            initializers.append((*chain, (at, s, e)))
-        elif field == _GRAPH_SPARSE_INITIALIZER:
-            sparse += _sparse_chains(buf, (*chain, (at, s, e)))
-        elif field == _GRAPH_NODE:
-            nodes += _node_chains(buf, (*chain, (at, s, e)), depth)
+    at = chain[-1][1]
+    for field, wire, s, e in fields(buf, at, chain[-1][2]):
+        if wire == LENGTH_DELIMITED:
+            if field == _GRAPH_INITIALIZER:
+                initializers.append((*chain, (at, s, e)))
+            elif field == _GRAPH_SPARSE_INITIALIZER:
+                sparse += _sparse_chains(buf, (*chain, (at, s, e)))
+            elif field == _GRAPH_NODE:
+                nodes += _node_chains(buf, (*chain, (at, s, e)), depth)
+        at = e
     return initializers + sparse + nodes
 
 
-def _function_chains(buf: memoryview, chain: Chain) -> list[Chain]:
+def _function_chains(buf: bytes, chain: Chain) -> list[Chain]:
     """A model-local function's tensors: its nodes' attributes' (subgraphs included), then its attributes'
     defaults'."""
     nodes, attributes = [], []
@@ -388,7 +393,7 @@ def _function_chains(buf: memoryview, chain: Chain) -> list[Chain]:
     return nodes + attributes
 
 
-def _model_chains(buf: memoryview) -> list[Chain]:
+def _model_chains(buf: bytes) -> list[Chain]:
     """Every TensorProto of a serialized model, as the fields it lies in, in the order onnx's own walk of a loaded
     model visits them (the graph's, its subgraphs', then the local functions'): the order the data member's files
     are laid out in."""
@@ -407,37 +412,57 @@ def _model_chains(buf: memoryview) -> list[Chain]:
 Entry = tuple[int, int, bytes, bytes]  # an external_data entry: where its field starts and ends, its key and value
 
 
-def _external_entries(buf: memoryview, field: Field) -> tuple[str, list[Entry]] | None:
+def _external_entries(buf: bytes, field: Field) -> tuple[str, list[Entry]] | None:
     """An external tensor's name and ``external_data`` entries; None for a tensor that is not external. As
     protobuf reads them: the last ``data_location`` of a known value counts, and an entry's last key and value."""
     data_location, name, entries = None, b"", []
-    for number, wire, s, e, at in _fields_at(buf, field[1], field[2]):
+    at = field[1]
+    for number, wire, s, e in fields(buf, field[1], field[2]):
         if number == _TENSOR_EXTERNAL_DATA and wire == LENGTH_DELIMITED:
-            key = value = b""
-            for part, part_wire, a, b in fields(buf, s, e):
-                if part == _ENTRY_KEY and part_wire == LENGTH_DELIMITED:
-                    key = bytes(buf[a:b])
-                elif part == _ENTRY_VALUE and part_wire == LENGTH_DELIMITED:
-                    value = bytes(buf[a:b])
-            entries.append((at, e, key, value))
+            entries.append((at, e, *_key_value(buf, s, e)))
         elif number == _TENSOR_DATA_LOCATION and wire == VARINT and s in (0, _EXTERNAL):
             data_location = s
         elif number == _TENSOR_NAME and wire == LENGTH_DELIMITED:
-            name = bytes(buf[s:e])
+            name = buf[s:e]
+        at = e
     if data_location != _EXTERNAL:
         return None
     return name.decode("utf-8", "replace"), entries
 
 
+_KEY_TAG, _VALUE_TAG = _ENTRY_KEY << 3 | LENGTH_DELIMITED, _ENTRY_VALUE << 3 | LENGTH_DELIMITED
+_ENTRY_TAG = write_varint(_TENSOR_EXTERNAL_DATA << 3 | LENGTH_DELIMITED)
+
+
+def _key_value(buf: bytes, start: int, end: int) -> tuple[bytes, bytes]:
+    """An entry's key and value (the last of each, as protobuf reads them)."""
+    if end - start >= 4 and buf[start] == _KEY_TAG and buf[start + 1] < 0x80:  # as protobuf writes one, read inline
+        key_end = start + 2 + buf[start + 1]
+        if (
+            key_end + 2 <= end
+            and buf[key_end] == _VALUE_TAG
+            and buf[key_end + 1] < 0x80
+            and key_end + 2 + buf[key_end + 1] == end
+        ):
+            return buf[start + 2 : key_end], buf[key_end + 2 : end]
+    key = value = b""
+    for part, wire, a, b in fields(buf, start, end):
+        if part == _ENTRY_KEY and wire == LENGTH_DELIMITED:
+            key = buf[a:b]
+        elif part == _ENTRY_VALUE and wire == LENGTH_DELIMITED:
+            value = buf[a:b]
+    return key, value
+
+
 _REWRITTEN = (b"location", b"offset", b"length")
 
 
-def _pointed_to(entries: list[Entry], location: str, offset: int, length: int) -> list[tuple[int, int, bytes]]:
+def _pointed_to(entries: list[Entry], location: bytes, offset: int, length: int) -> list[tuple[int, int, bytes]]:
     """The edits that point a tensor at ``location``: entries in onnx's order (``location``, ``offset``,
     ``length``) get their values where they are; else the first entry's field becomes those three followed by
     the other keys (a checksum, ...) and the other entries' fields go, as onnx writes a list it was given anew."""
-    values = (location.encode("utf-8", "surrogateescape"), str(offset).encode(), str(length).encode())
-    if [key for _, _, key, _ in entries] == list(_REWRITTEN):
+    values = (location, str(offset).encode(), str(length).encode())
+    if len(entries) == 3 and (entries[0][2], entries[1][2], entries[2][2]) == _REWRITTEN:
         return [(at, end, _entry_field(key, value)) for (at, end, key, _), value in zip(entries, values, strict=True)]
     kept = [(key, value) for _, _, key, value in entries if key not in _REWRITTEN]
     whole = b"".join(_entry_field(key, value) for key, value in [*zip(_REWRITTEN, values, strict=True), *kept])
@@ -445,7 +470,7 @@ def _pointed_to(entries: list[Entry], location: str, offset: int, length: int) -
     return [(first_at, first_end, whole), *((at, end, b"") for at, end, _, _ in others)]
 
 
-def _spliced_in_place(buf: memoryview, edits: list[tuple[int, int, bytes]], grown: list[tuple[Chain, int]]) -> bytes:
+def _spliced_in_place(buf: bytes, edits: list[tuple[int, int, bytes]], grown: list[tuple[Chain, int]]) -> bytes:
     """The model with ``edits`` made (byte ranges replaced) and the length of every field around them written
     anew; every other byte as it was. ``grown``: each edited tensor's chain, and how many bytes it grew by."""
     growth: dict[Field, int] = {}
@@ -468,7 +493,7 @@ def _spliced_in_place(buf: memoryview, edits: list[tuple[int, int, bytes]], grow
         above = parent[field]
         if above is not None:
             growth[above] += change + len(prefix) - (start - tag_end)
-    out: list[bytes | memoryview] = []
+    out: list[bytes] = []
     pos = 0
     for start, end, data in sorted(pieces, key=lambda piece: piece[0]):
         out += (buf[pos:start], data)
@@ -495,21 +520,20 @@ def model_source(path: str, data_location: str) -> ModelSource:
     if not uses_external_data(path):
         return ModelSource(None, ())
     with open(path, "rb") as f:
-        buf = memoryview(f.read())
+        data = f.read()
     try:
-        return _rewritten(path, buf, data_location)
+        return _rewritten(path, data, data_location)
     except (ValueError, IndexError) as exc:  # the wire reader's WireError
         raise ModelError(f"{path}: not a valid ONNX model ({exc})") from None
-    finally:
-        buf.release()
 
 
-def _rewritten(path: str, buf: memoryview, data_location: str) -> ModelSource:
+def _rewritten(path: str, buf: bytes, data_location: str) -> ModelSource:
     places = _Locations(os.path.dirname(os.path.abspath(path)))
     files: dict[str, tuple[int, int]] = {}  # real path -> (base offset, size): a file named two ways is one file
     total = 0
     edits: list[tuple[int, int, bytes]] = []
     grown: list[tuple[Chain, int]] = []
+    target = data_location.encode("utf-8", "surrogateescape")
     for chain in _model_chains(buf):
         found = _external_entries(buf, chain[-1])
         if found is None:
@@ -532,7 +556,7 @@ def _rewritten(path: str, buf: memoryview, data_location: str) -> ModelSource:
         length = size - offset if given_length is None else given_length
         if offset < 0 or length < 0 or offset + length > size:
             raise ModelError(f"{where} at offset {offset}, length {length}, past the file's {size} bytes")
-        made = _pointed_to(entries, data_location, base + offset, length)
+        made = _pointed_to(entries, target, base + offset, length)
         edits += made
         grown.append((chain, sum(len(data) - (end - start) for start, end, data in made)))
     return ModelSource(_spliced_in_place(buf, edits, grown), tuple(files))
@@ -563,11 +587,8 @@ def _entry(key: str, value: str) -> bytes:
 def _entry_field(key: bytes, value: bytes) -> bytes:
     """A ``StringStringEntryProto`` field of a TensorProto's ``external_data``, as protobuf writes one: its key,
     then its value."""
-    entry = b"".join(
-        write_varint(number << 3 | LENGTH_DELIMITED) + write_varint(len(text)) + text
-        for number, text in ((_ENTRY_KEY, key), (_ENTRY_VALUE, value))
-    )
-    return write_varint(_TENSOR_EXTERNAL_DATA << 3 | LENGTH_DELIMITED) + write_varint(len(entry)) + entry
+    entry = b"%c%b%b%c%b%b" % (_KEY_TAG, write_varint(len(key)), key, _VALUE_TAG, write_varint(len(value)), value)
+    return _ENTRY_TAG + write_varint(len(entry)) + entry
 
 
 def _pointed(buf: memoryview, span: Span, allowed: str, file_name: str, base: int, size: int, label: str) -> bytes:
