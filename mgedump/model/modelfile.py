@@ -278,6 +278,11 @@ class _Locations:
         return self._sizes[real]
 
 
+# a model file up to this size is read whole and walked once to plan its copy (a model with external data is
+# small); a larger one is first scanned over a memory map, and read only when it keeps weights outside
+READ_WHOLE = 8 << 20
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """How a model is copied: as its file, or rewritten so all its external data is one file.
@@ -517,17 +522,21 @@ def model_source(path: str, data_location: str) -> ModelSource:
     Raises:
         ModelError: not a valid model, or an external data reference is unsafe, missing or out of range.
     """
-    if not uses_external_data(path):
+    if os.path.getsize(path) > READ_WHOLE and not uses_external_data(path):  # its weights embedded: left unread
         return ModelSource(None, ())
     with open(path, "rb") as f:
         data = f.read()
     try:
         return _rewritten(path, data, data_location)
     except (ValueError, IndexError) as exc:  # the wire reader's WireError
+        if not uses_external_data(path):  # nothing of it is copied but the file: onnxruntime judges it
+            return ModelSource(None, ())
         raise ModelError(f"{path}: not a valid ONNX model ({exc})") from None
 
 
 def _rewritten(path: str, buf: bytes, data_location: str) -> ModelSource:
+    """The model rewritten to read every external tensor from ``data_location`` (the file as it is when none is
+    external), and the files laid end to end there."""
     places = _Locations(os.path.dirname(os.path.abspath(path)))
     files: dict[str, tuple[int, int]] = {}  # real path -> (base offset, size): a file named two ways is one file
     total = 0
@@ -559,6 +568,8 @@ def _rewritten(path: str, buf: bytes, data_location: str) -> ModelSource:
         made = _pointed_to(entries, target, base + offset, length)
         edits += made
         grown.append((chain, sum(len(data) - (end - start) for start, end, data in made)))
+    if not grown:
+        return ModelSource(None, ())
     return ModelSource(_spliced_in_place(buf, edits, grown), tuple(files))
 
 

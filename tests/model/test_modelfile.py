@@ -463,6 +463,12 @@ def test_a_tensor_or_graph_given_twice_is_refused(tmp_path):
     path.write_bytes(model.SerializeToString() + _ld(7, graph) * 2)
     with pytest.raises(ModelError, match=r"not a valid ONNX model \(the model's graph given twice\)"):
         model_source(str(path), "model.onnx.data")
+    embedded = numpy_helper.from_array(np.ones(4, np.float32), "k").SerializeToString()
+    node = helper.make_node("Constant", [], ["k"]).SerializeToString() + _ld(5, attribute + _ld(5, embedded) * 2)
+    path.write_bytes(
+        model.SerializeToString() + _ld(7, helper.make_graph([], "g", [], []).SerializeToString() + _ld(1, node))
+    )
+    assert model_source(str(path), "model.onnx.data").model_bytes is None  # nothing outside: the file as it is
 
 
 def test_every_flipped_or_cut_byte_is_a_model_or_one_error(tmp_path):
