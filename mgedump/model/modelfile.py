@@ -355,10 +355,15 @@ def _attribute_chains(buf: bytes, chain: Chain, depth: int) -> list[Chain]:
     ]
 
 
+_ATTRIBUTE_TAG = bytes([_NODE_ATTRIBUTE << 3 | LENGTH_DELIMITED])
+
+
 def _node_chains(buf: bytes, chain: Chain, depth: int) -> list[Chain]:
-    found = []
-    at = chain[-1][1]
-    for field, wire, s, e in fields(buf, at, chain[-1][2]):
+    found: list[Chain] = []
+    at, end = chain[-1][1], chain[-1][2]
+    if buf.find(_ATTRIBUTE_TAG, at, end) < 0:  # no byte of the node can start an attribute (a MatMul's has none)
+        return found
+    for field, wire, s, e in fields(buf, at, end):
         if field == _NODE_ATTRIBUTE and wire == LENGTH_DELIMITED:
             found += _attribute_chains(buf, (*chain, (at, s, e)), depth)
         at = e
