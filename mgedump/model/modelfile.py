@@ -252,7 +252,7 @@ class _Locations:
             st = os.lstat(joined)
         except (OSError, ValueError):  # ValueError: a NUL in the name
             st = None
-        plain = os.path.normpath(location)
+        plain = location if "/" not in location and "\\" not in location else os.path.normpath(location)
         if st is not None and stat.S_ISREG(st.st_mode) and "/" not in plain:  # a file right in the folder, no link
             resolved = self._real_prefix + plain
         else:
@@ -473,7 +473,11 @@ def _pointed_to(entries: list[Entry], location: bytes, offset: int, length: int)
     the other keys (a checksum, ...) and the other entries' fields go, as onnx writes a list it was given anew."""
     values = (location, str(offset).encode(), str(length).encode())
     if len(entries) == 3 and (entries[0][2], entries[1][2], entries[2][2]) == _REWRITTEN:
-        return [(at, end, _entry_field(key, value)) for (at, end, key, _), value in zip(entries, values, strict=True)]
+        fresh = [_location_field(location), _entry_field(b"offset", values[1]), _entry_field(b"length", values[2])]
+        (first, after_first, _, _), (second, after_second, _, _), (third, end, _, _) = entries
+        if after_first == second and after_second == third:  # side by side, as onnx writes them: one edit
+            return [(first, end, b"".join(fresh))]
+        return [(at, after, data) for (at, after, _, _), data in zip(entries, fresh, strict=True)]
     kept = [(key, value) for _, _, key, value in entries if key not in _REWRITTEN]
     whole = b"".join(_entry_field(key, value) for key, value in [*zip(_REWRITTEN, values, strict=True), *kept])
     (first_at, first_end, _, _), *others = entries
@@ -598,6 +602,12 @@ _TENSOR_NAME = 8
 def _entry(key: str, value: str) -> bytes:
     """A ``StringStringEntryProto`` field of a TensorProto's ``external_data``."""
     return _entry_field(key.encode(), value.encode())
+
+
+@functools.lru_cache(maxsize=4)
+def _location_field(location: bytes) -> bytes:
+    """The ``location`` entry every external tensor of a rewritten model gets (made once)."""
+    return _entry_field(b"location", location)
 
 
 def _entry_field(key: bytes, value: bytes) -> bytes:
