@@ -32,6 +32,7 @@ def int8_maker(quantize_mode: str) -> Callable[[Job], Made]:
         given = open_session(job.source, label="the model as given")
         names = [o.name for o in given.get_outputs()]
         expected = [given.run(names, dict(feeds)) for feeds in job.test_inputs]
+        del given  # its weights are not held through the search
         options = job.options
         passed_on = ("test_inputs", "bounds", "calibration", "calibration_specs", "scratch", "external")
         found = quantize_int8(
