@@ -491,3 +491,31 @@ def test_every_flipped_or_cut_byte_is_a_model_or_one_error(tmp_path):
             refused += 1
             assert "\n" not in str(exc)
     assert refused > 200 and rewritten > 200, (refused, rewritten)  # both ways were taken, many times
+
+
+def test_a_pack_of_many_external_files_imports_neither_onnx_nor_protobuf(tmp_path):
+    """The whole command, in a fresh interpreter: a plain pack of a model whose weights are in external files
+    rewrites it without onnx or protobuf (their import was most of what such a pack paid over the floor), and
+    the bundle verifies."""
+    import subprocess
+    import sys
+
+    path = external_chain(tmp_path, [f"w{k}.bin" for k in range(20)])
+    out = tmp_path / "many.mgetest"
+    code = (
+        "import sys\n"
+        "from mgedump.cli import mgedump_main\n"
+        "try:\n"
+        f"    mgedump_main([{str(path)!r}, '-d', '#rand(0,1)', '-o', {str(out)!r}, '-q'])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        "print('LOADED', sorted(m for m in ('onnx', 'google.protobuf') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stdout
+    assert bundle_manifest(out)["model"]["external_data"] == "model.onnx.data"
+    rewritten = onnx.load_from_string(bundle_member(out, "model.onnx"))
+    assert {e.value for t in rewritten.graph.initializer for e in t.external_data if e.key == "location"} == {
+        "model.onnx.data"
+    }
