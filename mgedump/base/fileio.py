@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import mmap
 import os
 import secrets
 import stat
@@ -25,6 +26,7 @@ from typing import IO
 from .errors import OutputError
 
 CHUNK = 8 << 20
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)  # os.open of a file read
 
 
 _KINDS = {
@@ -258,13 +260,17 @@ def hash_files(paths: Sequence[str], cancel: threading.Event | None = None) -> F
     digest = hashlib.sha256()
     crc = 0
     size = 0
-    buffer = bytearray(CHUNK)
-    view = memoryview(buffer)
-    for path in paths:
-        with open(path, "rb", buffering=0) as f:
-            while (n := f.readinto(buffer)) and not (cancel is not None and cancel.is_set()):
-                chunk = view[:n]
-                digest.update(chunk)
-                crc = zlib.crc32(chunk, crc)
-                size += n
+    # an anonymous map: its pages are touched as reads fill them (a model's small files cost a few each), where a
+    # bytearray of CHUNK would first write 8 MiB of zeroes (7 ms a call)
+    with mmap.mmap(-1, CHUNK) as buffer, memoryview(buffer) as view:
+        for path in paths:
+            fd = os.open(path, READ_FLAGS)
+            try:
+                while (n := os.readv(fd, [view])) and not (cancel is not None and cancel.is_set()):
+                    with view[:n] as chunk:
+                        digest.update(chunk)
+                        crc = zlib.crc32(chunk, crc)
+                    size += n
+            finally:
+                os.close(fd)
     return FileDigest(digest.hexdigest(), size, crc)

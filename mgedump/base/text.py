@@ -27,7 +27,6 @@ as several lines (failure lines in ``<pre>`` or a JUnit ``<failure>``).
 
 from __future__ import annotations
 
-import html as _html
 import re
 
 __all__ = ["decoded", "escape_char", "html", "json", "markdown", "terminal", "xml"]
@@ -80,6 +79,8 @@ def html(value: object, *, lines: bool = False) -> str:
     Args:
         lines: keep newlines and tabs (text shown in ``<pre>``).
     """
+    import html as _html  # here: a command that writes no HTML never imports it
+
     cleaned = (_MARKUP_LINES if lines else _MARKUP).sub(_escape, decoded(value))
     return _html.escape(cleaned, quote=True)
 

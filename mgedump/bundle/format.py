@@ -98,7 +98,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from importlib import resources
 from typing import Any, cast
 
 from ..base.errors import BundleError
@@ -131,6 +130,8 @@ OPEN_ENDS: dict[str, Any] = {
 @functools.cache
 def published_schema() -> dict[str, Any]:
     """The manifest's JSON Schema as published (``mgedump/bundle/manifest.schema.json``)."""
+    from importlib import resources  # here: a pack writes manifests without reading the schema
+
     text = resources.files(__package__).joinpath(SCHEMA).read_text(encoding="utf-8")
     return dict(json.loads(text))
 

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
+from ..base.fileio import READ_FLAGS
+
 _DOS_TIME = 0
 _DOS_DATE = (0 << 9) | (1 << 5) | 1  # 1980-01-01
 _MAX32 = 0xFFFFFFFF
@@ -95,8 +97,11 @@ class StoredZipWriter:
         os.lseek(out_fd, self._pos, os.SEEK_SET)
         copied = 0
         for path in paths:
-            with open(path, "rb") as src:
-                copied += copy_range(src.fileno(), out_fd, os.fstat(src.fileno()).st_size)
+            src = os.open(path, READ_FLAGS)  # no file object: 2,000 small files cost 2,000 opens
+            try:
+                copied += copy_range(src, out_fd, os.fstat(src).st_size)
+            finally:
+                os.close(src)
         if copied != size:
             raise OSError(f"{paths[0]} changed while it was being packed ({copied} bytes, expected {size})")
         self._pos += copied

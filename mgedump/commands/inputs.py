@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
 
 from ..data import TestData
 from ..model.modelfile import data_files
@@ -41,6 +42,36 @@ def files_read(
             found += [*given.list_files, *given.data_files]
     found += others
     return list(dict.fromkeys(found))
+
+
+class FilesRead(Sequence[str]):
+    """:func:`files_read`'s list, made when it is first looked at: a check that needs no input (a pack whose
+    output is not there yet compares it with nothing) leaves a model of 2,000 external files unscanned until the
+    copy is planned, beside onnxruntime's loading of it."""
+
+    def __init__(self, **given: Any) -> None:
+        self._given = given
+        self._found: list[str] | None = None
+
+    def _list(self) -> list[str]:
+        if self._found is None:
+            self._found = files_read(**self._given)
+        return self._found
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._list()[index]
+
+    def __len__(self) -> int:
+        return len(self._list())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._list())
 
 
 def only_data_of(model: str, data: str) -> bool:

@@ -32,7 +32,7 @@ from ..model.modelfile import ModelSource, data_files, model_source
 from ..model.runtime import check_model_path, model_io, open_session
 from ..model.stripinfo import strip_info_paths, write_strip_info
 from ..options import FLOAT32, GivenCases, OptimizeOptions, PackOptions
-from .inputs import files_read, only_data_of
+from .inputs import FilesRead, only_data_of
 from .pack_members import Source, Variant, embed_io_dump, manifest_of, write_model_out
 from .pack_proof import Opened, StoredCase, expected_outputs, explain, self_check
 
@@ -107,7 +107,7 @@ def pack(
     names = _variants(options, calibration is not None)
     given = [os.fspath(model)] if isinstance(model, (str, os.PathLike)) else []
     outputs = _outputs(output_path, options, len(names) > 1, given)
-    outputs.check(files_read(models=given, data=[data, calibration]))  # the one check, before any work
+    outputs.check(FilesRead(models=given, data=[data, calibration]))  # the one check, before any work
     with tempfile.TemporaryDirectory(prefix=".mgedump-", dir=os.path.dirname(os.path.realpath(output_path))) as tmp:
         model_path = _model_file(model, tmp)
         check_model_path(model_path)

@@ -33,6 +33,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..base.quantiles import quantile
+
 SIGNIFICANCE = 0.05  # the chance of failing a test case that is fast enough, at most, per test
 PERCENTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 MIN_RUNS = 5  # runs on each side below which the rank test cannot tell: the gate then reads the percentiles alone
@@ -85,11 +87,7 @@ def slower(current_ms: Sequence[float], baseline_ms: Sequence[float], factor: fl
 def percentile(latencies_ms: Sequence[float], which: str) -> float:
     """The percentile (``p50``, ``p90``, ``p99``) of runs, interpolated between the two nearest runs as the reports'
     figures are (``numpy.percentile``'s default)."""
-    ordered = sorted(latencies_ms)
-    at = PERCENTILES[which] * (len(ordered) - 1)
-    low = math.floor(at)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+    return quantile(sorted(latencies_ms), PERCENTILES[which])
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.quantiles import median, quantile
 from ..model.runner import Runner
 from ..model.runtime import run_error
 
@@ -40,14 +41,15 @@ def latency_stats(samples: Sequence[float]) -> dict[str, float | int]:
     if not samples:
         return {"count": 0}
     values = np.asarray(samples, dtype=np.float64)
+    ordered = sorted(float(v) for v in samples)
     return {
         "count": int(values.size),
-        "min": float(values.min()),
-        "median": float(np.median(values)),
+        "min": ordered[0],
+        "median": median(ordered),
         "mean": float(values.mean()),
-        "p90": float(np.percentile(values, 90)),
-        "p99": float(np.percentile(values, 99)),
-        "max": float(values.max()),
+        "p90": quantile(ordered, 0.90),
+        "p99": quantile(ordered, 0.99),
+        "max": ordered[-1],
         "stddev": float(values.std()) if values.size > 1 else 0.0,
     }
 

@@ -5,9 +5,10 @@ skipping tensor bytes by their length, so a model with 1 GiB of embedded
 weights costs a scan of its few thousand field headers, not a parse. A large
 attribute (a tree ensemble's millions of node values) is first asked of
 protobuf's own parser (:mod:`~mgedump.model.holders`), and walked only when it
-can hold a tensor. Only a
-model that keeps weights in external files is parsed (its protobuf is then
-small), to point every external tensor at the bundle's one data member.
+can hold a tensor. A model that keeps weights in external files is rewritten
+on the wire format too (:func:`model_source`), to point every external tensor
+at the bundle's one data member: only those tensors' entries and the lengths
+of the fields around them change, and no onnx or protobuf is imported.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import BundleError, ModelError
-from .holders import may_hold_tensors
+from .holders import HOLDER_FIELDS, may_hold_tensors
 from .protowire import LENGTH_DELIMITED, VARINT, WireError, fields, read_varint, write_varint
 
 # protobuf field numbers (onnx.proto3)
@@ -249,9 +250,9 @@ class _Locations:
         joined = self._prefix + location  # os.path.join of the folder and a relative path
         try:
             st = os.lstat(joined)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in the name
             st = None
-        plain = os.path.normpath(location)
+        plain = location if "/" not in location and "\\" not in location else os.path.normpath(location)
         if st is not None and stat.S_ISREG(st.st_mode) and "/" not in plain:  # a file right in the folder, no link
             resolved = self._real_prefix + plain
         else:
@@ -277,6 +278,11 @@ class _Locations:
         return self._sizes[real]
 
 
+# a model file up to this size is read whole and walked once to plan its copy (a model with external data is
+# small); a larger one is first scanned over a memory map, and read only when it keeps weights outside
+READ_WHOLE = 8 << 20
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """How a model is copied: as its file, or rewritten so all its external data is one file.
@@ -291,59 +297,231 @@ class ModelSource:
     data_paths: tuple[str, ...]
 
 
-def _attribute_tensors(attr: Any) -> Iterator[Any]:
-    if attr.HasField("t"):
-        yield attr.t
-    yield from attr.tensors
-    if attr.HasField("sparse_tensor"):
-        yield attr.sparse_tensor.values
-        yield attr.sparse_tensor.indices
-    for sparse in attr.sparse_tensors:
-        yield sparse.values
-        yield sparse.indices
-    if attr.HasField("g"):
-        yield from _graph_tensors(attr.g)
-    for sub in attr.graphs:
-        yield from _graph_tensors(sub)
+Field = tuple[int, int, int]  # a length-delimited field: where its tag starts, where its payload starts and ends
+Chain = tuple[Field, ...]  # the fields a tensor lies in, from the model's own field down to the tensor's
 
 
-def _graph_tensors(graph: Any) -> Iterator[Any]:
-    yield from graph.initializer
-    for sparse in graph.sparse_initializer:
-        yield sparse.values
-        yield sparse.indices
-    for node in graph.node:
-        for attr in node.attribute:
-            yield from _attribute_tensors(attr)
+def _fields_at(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
+    """:func:`~mgedump.model.protowire.fields`, each with where its tag starts."""
+    at = start
+    for number, wire, s, e in fields(buf, start, end):
+        yield number, wire, s, e, at
+        at = e
 
 
-def _all_tensors(model: Any) -> Iterator[Any]:
-    """Every tensor of the model: the graph's, its subgraphs', and its local functions' (as the wire scan visits them)."""
-    yield from _graph_tensors(model.graph)
-    for function in model.functions:
-        for node in function.node:
-            for attr in node.attribute:
-                yield from _attribute_tensors(attr)
-        for attr in function.attribute_proto:
-            yield from _attribute_tensors(attr)
+def _at_most_once(found: list[Chain], what: str) -> list[Chain]:
+    """A field protobuf holds once: given twice, protobuf would merge the two messages into one tensor or graph,
+    which a rewrite in place cannot follow (onnx never writes that)."""
+    if len(found) > 1:
+        raise WireError(f"{what} given twice")
+    return found
 
 
-def _point_to(tensor: Any, location: str, offset: int, length: int, entries: list[tuple[Any, str]]) -> None:
-    """Rewrite a tensor's external data reference (other keys, like checksum, are kept), first in the order
-    ``location``, ``offset``, ``length``. ``entries``: its external data entries and their keys."""
-    if len(entries) == 3 and [key for _, key in entries] == ["location", "offset", "length"]:  # as onnx writes them
-        for (entry, _), value in zip(entries, (location, str(offset), str(length)), strict=True):
-            entry.value = value
-        return
-    kept = [(e.key, e.value) for e in tensor.external_data if e.key not in ("location", "offset", "length")]
-    del tensor.external_data[:]
-    for key, value in [("location", location), ("offset", str(offset)), ("length", str(length)), *kept]:
-        entry = tensor.external_data.add()
-        entry.key, entry.value = key, value
+def _sparse_chains(buf: bytes, chain: Chain) -> list[Chain]:
+    values, indices = [], []
+    for field, wire, s, e, at in _fields_at(buf, chain[-1][1], chain[-1][2]):
+        if wire == LENGTH_DELIMITED and field == _SPARSE_VALUES:
+            values.append((*chain, (at, s, e)))
+        elif wire == LENGTH_DELIMITED and field == _SPARSE_INDICES:
+            indices.append((*chain, (at, s, e)))
+    return _at_most_once(values, "a sparse tensor's values") + _at_most_once(indices, "a sparse tensor's indices")
+
+
+def _attribute_chains(buf: bytes, chain: Chain, depth: int) -> list[Chain]:
+    """An attribute's tensors in the order onnx walks them: ``t``, ``tensors``, ``sparse_tensor``,
+    ``sparse_tensors``, then those of ``g`` and ``graphs``."""
+    _, start, end = chain[-1]
+    whole = memoryview(buf)
+    view = whole[start:end]
+    try:  # a large attribute of numbers or strings is checked at native speed
+        holds = may_hold_tensors(view)
+    finally:
+        view.release()
+        whole.release()
+    if not holds:
+        return []
+    found: dict[int, list[Chain]] = {number: [] for number in HOLDER_FIELDS}
+    for field, wire, s, e, at in _fields_at(buf, start, end):
+        if wire == LENGTH_DELIMITED and field in found:
+            found[field].append((*chain, (at, s, e)))
+    t = _at_most_once(found[_ATTR_T], "an attribute's tensor")
+    sparse = _at_most_once(found[_ATTR_SPARSE_TENSOR], "an attribute's sparse tensor")
+    graphs = _at_most_once(found[_ATTR_G], "an attribute's graph") + found[_ATTR_GRAPHS]
+    return [
+        *t,
+        *found[_ATTR_TENSORS],
+        *(c for field in [*sparse, *found[_ATTR_SPARSE_TENSORS]] for c in _sparse_chains(buf, field)),
+        *(c for field in graphs for c in _graph_chains(buf, field, depth + 1)),
+    ]
+
+
+_ATTRIBUTE_TAG = bytes([_NODE_ATTRIBUTE << 3 | LENGTH_DELIMITED])
+
+
+def _node_chains(buf: bytes, chain: Chain, depth: int) -> list[Chain]:
+    found: list[Chain] = []
+    at, end = chain[-1][1], chain[-1][2]
+    if buf.find(_ATTRIBUTE_TAG, at, end) < 0:  # no byte of the node can start an attribute (a MatMul's has none)
+        return found
+    for field, wire, s, e in fields(buf, at, end):
+        if field == _NODE_ATTRIBUTE and wire == LENGTH_DELIMITED:
+            found += _attribute_chains(buf, (*chain, (at, s, e)), depth)
+        at = e
+    return found
+
+
+def _graph_chains(buf: bytes, chain: Chain, depth: int = 0) -> list[Chain]:
+    """A graph's tensors in the order onnx walks them: its initializers, its sparse initializers' values and
+    indices, then its nodes' attributes' (subgraphs included)."""
+    if depth > _MAX_DEPTH:
+        raise WireError("subgraphs nested too deep")
+    initializers, sparse, nodes = [], [], []
+    at = chain[-1][1]
+    for field, wire, s, e in fields(buf, at, chain[-1][2]):
+        if wire == LENGTH_DELIMITED:
+            if field == _GRAPH_INITIALIZER:
+                initializers.append((*chain, (at, s, e)))
+            elif field == _GRAPH_SPARSE_INITIALIZER:
+                sparse += _sparse_chains(buf, (*chain, (at, s, e)))
+            elif field == _GRAPH_NODE:
+                nodes += _node_chains(buf, (*chain, (at, s, e)), depth)
+        at = e
+    return initializers + sparse + nodes
+
+
+def _function_chains(buf: bytes, chain: Chain) -> list[Chain]:
+    """A model-local function's tensors: its nodes' attributes' (subgraphs included), then its attributes'
+    defaults'."""
+    nodes, attributes = [], []
+    for field, wire, s, e, at in _fields_at(buf, chain[-1][1], chain[-1][2]):
+        if wire != LENGTH_DELIMITED:
+            continue
+        if field == _FUNCTION_NODE:
+            nodes += _node_chains(buf, (*chain, (at, s, e)), 0)
+        elif field == _FUNCTION_ATTRIBUTE_PROTO:
+            attributes += _attribute_chains(buf, (*chain, (at, s, e)), 0)
+    return nodes + attributes
+
+
+def _model_chains(buf: bytes) -> list[Chain]:
+    """Every TensorProto of a serialized model, as the fields it lies in, in the order onnx's own walk of a loaded
+    model visits them (the graph's, its subgraphs', then the local functions'): the order the data member's files
+    are laid out in."""
+    graph: list[Chain] = []
+    functions: list[Chain] = []
+    for field, wire, s, e, at in _fields_at(buf, 0, len(buf)):
+        if wire != LENGTH_DELIMITED:
+            continue
+        if field == _MODEL_GRAPH:
+            graph.append(((at, s, e),))
+        elif field == _MODEL_FUNCTIONS:
+            functions += _function_chains(buf, ((at, s, e),))
+    return [c for field in _at_most_once(graph, "the model's graph") for c in _graph_chains(buf, field)] + functions
+
+
+Entry = tuple[int, int, bytes, bytes]  # an external_data entry: where its field starts and ends, its key and value
+
+
+def _external_entries(buf: bytes, field: Field) -> tuple[str, list[Entry]] | None:
+    """An external tensor's name and ``external_data`` entries; None for a tensor that is not external. As
+    protobuf reads them: the last ``data_location`` of a known value counts, and an entry's last key and value."""
+    data_location, name, entries = None, b"", []
+    at = field[1]
+    for number, wire, s, e in fields(buf, field[1], field[2]):
+        if number == _TENSOR_EXTERNAL_DATA and wire == LENGTH_DELIMITED:
+            entries.append((at, e, *_key_value(buf, s, e)))
+        elif number == _TENSOR_DATA_LOCATION and wire == VARINT and s in (0, _EXTERNAL):
+            data_location = s
+        elif number == _TENSOR_NAME and wire == LENGTH_DELIMITED:
+            name = buf[s:e]
+        at = e
+    if data_location != _EXTERNAL:
+        return None
+    return name.decode("utf-8", "replace"), entries
+
+
+_KEY_TAG, _VALUE_TAG = _ENTRY_KEY << 3 | LENGTH_DELIMITED, _ENTRY_VALUE << 3 | LENGTH_DELIMITED
+_ENTRY_TAG = write_varint(_TENSOR_EXTERNAL_DATA << 3 | LENGTH_DELIMITED)
+
+
+def _key_value(buf: bytes, start: int, end: int) -> tuple[bytes, bytes]:
+    """An entry's key and value (the last of each, as protobuf reads them)."""
+    if end - start >= 4 and buf[start] == _KEY_TAG and buf[start + 1] < 0x80:  # as protobuf writes one, read inline
+        key_end = start + 2 + buf[start + 1]
+        if (
+            key_end + 2 <= end
+            and buf[key_end] == _VALUE_TAG
+            and buf[key_end + 1] < 0x80
+            and key_end + 2 + buf[key_end + 1] == end
+        ):
+            return buf[start + 2 : key_end], buf[key_end + 2 : end]
+    key = value = b""
+    for part, wire, a, b in fields(buf, start, end):
+        if part == _ENTRY_KEY and wire == LENGTH_DELIMITED:
+            key = buf[a:b]
+        elif part == _ENTRY_VALUE and wire == LENGTH_DELIMITED:
+            value = buf[a:b]
+    return key, value
+
+
+_REWRITTEN = (b"location", b"offset", b"length")
+
+
+def _pointed_to(entries: list[Entry], location: bytes, offset: int, length: int) -> list[tuple[int, int, bytes]]:
+    """The edits that point a tensor at ``location``: entries in onnx's order (``location``, ``offset``,
+    ``length``) get their values where they are; else the first entry's field becomes those three followed by
+    the other keys (a checksum, ...) and the other entries' fields go, as onnx writes a list it was given anew."""
+    values = (location, str(offset).encode(), str(length).encode())
+    if len(entries) == 3 and (entries[0][2], entries[1][2], entries[2][2]) == _REWRITTEN:
+        fresh = [_location_field(location), _entry_field(b"offset", values[1]), _entry_field(b"length", values[2])]
+        (first, after_first, _, _), (second, after_second, _, _), (third, end, _, _) = entries
+        if after_first == second and after_second == third:  # side by side, as onnx writes them: one edit
+            return [(first, end, b"".join(fresh))]
+        return [(at, after, data) for (at, after, _, _), data in zip(entries, fresh, strict=True)]
+    kept = [(key, value) for _, _, key, value in entries if key not in _REWRITTEN]
+    whole = b"".join(_entry_field(key, value) for key, value in [*zip(_REWRITTEN, values, strict=True), *kept])
+    (first_at, first_end, _, _), *others = entries
+    return [(first_at, first_end, whole), *((at, end, b"") for at, end, _, _ in others)]
+
+
+def _spliced_in_place(buf: bytes, edits: list[tuple[int, int, bytes]], grown: list[tuple[Chain, int]]) -> bytes:
+    """The model with ``edits`` made (byte ranges replaced) and the length of every field around them written
+    anew; every other byte as it was. ``grown``: each edited tensor's chain, and how many bytes it grew by."""
+    growth: dict[Field, int] = {}
+    parent: dict[Field, Field | None] = {}
+    depth: dict[Field, int] = {}
+    for chain, delta in grown:
+        for k, field in enumerate(chain):
+            growth.setdefault(field, 0)
+            parent[field], depth[field] = (chain[k - 1] if k else None), k
+        growth[chain[-1]] += delta
+    pieces = list(edits)
+    for field in sorted(growth, key=depth.__getitem__, reverse=True):  # inner fields first
+        change = growth[field]
+        if not change:
+            continue
+        at, start, end = field
+        _, tag_end = read_varint(buf, at, start)
+        prefix = write_varint(end - start + change)
+        pieces.append((tag_end, start, prefix))
+        above = parent[field]
+        if above is not None:
+            growth[above] += change + len(prefix) - (start - tag_end)
+    out: list[bytes] = []
+    pos = 0
+    for start, end, data in sorted(pieces, key=lambda piece: piece[0]):
+        out += (buf[pos:start], data)
+        pos = end
+    out.append(buf[pos:])
+    return b"".join(out)
 
 
 def model_source(path: str, data_location: str) -> ModelSource:
     """Plan how to copy a model: the file as it is, or rewritten to point at one data file.
+
+    The rewrite is made on the wire format, without onnx: each external tensor's entries get the data file, its
+    offset in it and its length, and the fields around them their new lengths; every other byte stays as written.
+    For a model onnx wrote, these are the bytes onnx's own rewrite gives (docs/bundle.md, "Layout").
 
     Args:
         path: the model file.
@@ -351,27 +529,40 @@ def model_source(path: str, data_location: str) -> ModelSource:
             model, into which every external data file is concatenated.
 
     Raises:
-        ModelError: an external data reference is unsafe, missing or out of range.
+        ModelError: not a valid model, or an external data reference is unsafe, missing or out of range.
     """
-    if not uses_external_data(path):
+    if os.path.getsize(path) > READ_WHOLE and not uses_external_data(path):  # its weights embedded: left unread
         return ModelSource(None, ())
-    import onnx
-
+    with open(path, "rb") as f:
+        data = f.read()
     try:
-        model = onnx.load(path, load_external_data=False)
-    except Exception as exc:  # protobuf's DecodeError and friends
-        raise ModelError(f"{path}: not a valid ONNX model ({type(exc).__name__}: {exc})") from None
+        return _rewritten(path, data, data_location)
+    except (ValueError, IndexError) as exc:  # the wire reader's WireError
+        if not uses_external_data(path):  # nothing of it is copied but the file: onnxruntime judges it
+            return ModelSource(None, ())
+        raise ModelError(f"{path}: not a valid ONNX model ({exc})") from None
+
+
+def _rewritten(path: str, buf: bytes, data_location: str) -> ModelSource:
+    """The model rewritten to read every external tensor from ``data_location`` (the file as it is when none is
+    external), and the files laid end to end there."""
     places = _Locations(os.path.dirname(os.path.abspath(path)))
     files: dict[str, tuple[int, int]] = {}  # real path -> (base offset, size): a file named two ways is one file
     total = 0
-    external = onnx.TensorProto.EXTERNAL
-    for tensor in _all_tensors(model):
-        if tensor.data_location != external or not tensor.HasField("data_location"):
+    edits: list[tuple[int, int, bytes]] = []
+    grown: list[tuple[Chain, int]] = []
+    target = data_location.encode("utf-8", "surrogateescape")
+    for chain in _model_chains(buf):
+        found = _external_entries(buf, chain[-1])
+        if found is None:
             continue
-        entries = [(entry, entry.key) for entry in tensor.external_data]
-        info = {key: entry.value for entry, key in entries}  # the last of a key given twice, as onnx reads them
+        name, entries = found
+        info = {
+            key.decode("utf-8", "surrogateescape"): value.decode("utf-8", "surrogateescape")
+            for _, _, key, value in entries
+        }  # the last of a key given twice, as onnx reads them
         location = info.get("location") or ""
-        where = f"{path}: tensor {tensor.name!r} keeps its data in {location!r}"
+        where = f"{path}: tensor {name!r} keeps its data in {location!r}"
         real = places.resolve(where, location)
         if real not in files:
             size = places.size(real)
@@ -383,8 +574,12 @@ def model_source(path: str, data_location: str) -> ModelSource:
         length = size - offset if given_length is None else given_length
         if offset < 0 or length < 0 or offset + length > size:
             raise ModelError(f"{where} at offset {offset}, length {length}, past the file's {size} bytes")
-        _point_to(tensor, data_location, base + offset, length, entries)
-    return ModelSource(model.SerializeToString(), tuple(files))
+        made = _pointed_to(entries, target, base + offset, length)
+        edits += made
+        grown.append((chain, sum(len(data) - (end - start) for start, end, data in made)))
+    if not grown:
+        return ModelSource(None, ())
+    return ModelSource(_spliced_in_place(buf, edits, grown), tuple(files))
 
 
 def _number(info: dict[str, str], key: str, where: str) -> int | None:
@@ -406,11 +601,20 @@ _TENSOR_NAME = 8
 
 def _entry(key: str, value: str) -> bytes:
     """A ``StringStringEntryProto`` field of a TensorProto's ``external_data``."""
-    entry = b"".join(
-        write_varint(number << 3 | LENGTH_DELIMITED) + write_varint(len(text)) + text
-        for number, text in ((_ENTRY_KEY, key.encode()), (_ENTRY_VALUE, value.encode()))
-    )
-    return write_varint(_TENSOR_EXTERNAL_DATA << 3 | LENGTH_DELIMITED) + write_varint(len(entry)) + entry
+    return _entry_field(key.encode(), value.encode())
+
+
+@functools.lru_cache(maxsize=4)
+def _location_field(location: bytes) -> bytes:
+    """The ``location`` entry every external tensor of a rewritten model gets (made once)."""
+    return _entry_field(b"location", location)
+
+
+def _entry_field(key: bytes, value: bytes) -> bytes:
+    """A ``StringStringEntryProto`` field of a TensorProto's ``external_data``, as protobuf writes one: its key,
+    then its value."""
+    entry = b"%c%b%b%c%b%b" % (_KEY_TAG, write_varint(len(key)), key, _VALUE_TAG, write_varint(len(value)), value)
+    return _ENTRY_TAG + write_varint(len(entry)) + entry
 
 
 def _pointed(buf: memoryview, span: Span, allowed: str, file_name: str, base: int, size: int, label: str) -> bytes:

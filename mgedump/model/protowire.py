@@ -35,8 +35,13 @@ def read_varint(buf: memoryview | bytes, pos: int, end: int | None = None) -> tu
         shift += 7
 
 
+_ONE_BYTE = [bytes([value]) for value in range(0x80)]
+
+
 def write_varint(value: int) -> bytes:
     """A varint's bytes (negative values as their 64-bit two's complement, as protobuf does)."""
+    if 0 <= value < 0x80:
+        return _ONE_BYTE[value]
     out = bytearray()
     value &= (1 << 64) - 1
     while True:

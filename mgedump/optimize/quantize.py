@@ -321,10 +321,18 @@ def _mean_abs(expected: Sequence[Sequence[np.ndarray]], got: Sequence[Sequence[n
 
 
 def _named_base(base_path: str, scratch: str, external: bool) -> tuple[Any, str]:
-    """The float model with every node named (what the search keeps float, by name), and its copy in ``scratch``."""
-    import onnx
+    """The float model with every node named (what the search keeps float, by name), and its copy in ``scratch``.
 
-    base = onnx.load(base_path)
+    The search reads the model's structure only: where the weights lie in ``scratch`` already, the copy names the
+    same data file and they are never read in (on a 3 GiB model, a copy of the weights in memory through the whole
+    search, and another on disk)."""
+    import onnx
+    from onnx.external_data_helper import load_external_data_for_model
+
+    base = onnx.load(base_path, load_external_data=False)
+    folder = os.path.dirname(os.path.abspath(base_path))
+    if os.path.realpath(folder) != os.path.realpath(scratch):
+        load_external_data_for_model(base, folder)
     name_nodes(base)
     named = os.path.join(scratch, "int8-base.onnx")
     save(base, named, external)

@@ -29,6 +29,7 @@ Running (from the repository root, in the project's venv)::
     python scripts/bench.py                          # everything; writes docs/benchmarks.md (minutes)
     python scripts/bench.py --runs 7                 # more runs per measurement
     python scripts/bench.py --sections pack,rss      # some sections only
+    python scripts/bench.py --sections big:many      # a part of a section (its module's PARTS)
     python scripts/bench.py --quick --out /tmp/b.md  # smoke test: tiny sizes, few runs
     pip install -e ".[bench]"                        # polygraphy, for command B of `pack`
 
@@ -36,7 +37,8 @@ The Markdown goes to ``--out`` (written atomically) and to stdout; progress
 goes to stderr. ``--keep-tmp`` keeps the temporary folder (models, bundles).
 
 Adding a section: write ``scripts/bench/NAME.py`` with ``def section(ctx: Context) -> Table``
-(and, for what it measures inside a Python process, ``WORKERS = {"name": function}``), and add NAME to
+(and, for what it measures inside a Python process, ``WORKERS = {"name": function}``; for parts that run
+alone, ``PARTS`` and :meth:`~.common.Context.wants`), and add NAME to
 :data:`runner.ORDER`. Use :func:`~.common.run_process` for commands, :func:`~.common.run_worker` for anything
 measured inside a Python process, and :func:`~.common.alternate` to interleave the things compared.
 """

@@ -17,6 +17,8 @@ MatMul chains on one input row (onnx.helper; float32 weights, one external file 
   in one). Targets at 1e-2: wall at most 10x a plain pack's, peak RSS at most 3x the weights (docs/float16.md,
   "What a search costs").
 
+``--sections big:many`` runs the 2,000 files alone (parts ``gib``, ``many``, ``float16``; ``+`` joins several).
+
 Each pair's ratio is taken within its round (the two ran back to back, under the same load); the figure is the
 median of those ratios. CPU time (user + system, each process's own) is shown beside the wall time: on a busy
 machine a wall time grows with it. The models and bundles are deleted at the end of the section.
@@ -266,6 +268,9 @@ def _pack_vs_floor(ctx: Context, table: Table, files: int) -> None:
     )
 
 
+PARTS = ("gib", "many", "float16")  # (1), (2), (3) above: ``--sections big:many`` runs the 2,000 files alone
+
+
 def section(ctx: Context) -> Table:
     sizes: Sequence[int] = (64,) if ctx.quick else (1024, 3072)
     files = 200 if ctx.quick else 2000
@@ -284,8 +289,11 @@ def section(ctx: Context) -> Table:
         "pack's wall and 3x the weights in peak RSS.",
         ["model", "what", "mgedump", "baseline", "ratio"],
     )
-    for size in sizes:
-        _run_vs_alone(ctx, table, size)
-    _pack_vs_floor(ctx, table, files)
-    _float16_vs_plain(ctx, table, sizes[0])
+    if ctx.wants("big", "gib"):
+        for size in sizes:
+            _run_vs_alone(ctx, table, size)
+    if ctx.wants("big", "many"):
+        _pack_vs_floor(ctx, table, files)
+    if ctx.wants("big", "float16"):
+        _float16_vs_plain(ctx, table, sizes[0])
     return table

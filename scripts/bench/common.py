@@ -63,6 +63,11 @@ class Context:
     runs: int
     tmp: Path
     cache: dict[str, Any] = field(default_factory=dict)
+    parts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # section -> the parts asked for (none: all)
+
+    def wants(self, section: str, part: str) -> bool:
+        """Whether to run this part of a section (``--sections big:many`` runs only that part of ``big``)."""
+        return part in self.parts.get(section, (part,))
 
     def once(self, key: str, make: Callable[[], Any]) -> Any:
         """make() the first time key is asked for; its result (or exception) after that, e.g. the pack runs that

@@ -65,7 +65,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--runs", type=int, default=None, help="timed runs (rounds) per measurement (default 5, or 2 with --quick)"
     )
     parser.add_argument(
-        "--sections", default=",".join(ORDER), help=f"comma list of sections (default all: {','.join(ORDER)})"
+        "--sections",
+        default=",".join(ORDER),
+        help=f"comma list of sections (default all: {','.join(ORDER)}); SECTION:PART[+PART] runs only those parts "
+        "of a section that has parts (big: gib, many, float16)",
     )
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="Markdown file to write (default docs/benchmarks.md)"
@@ -75,10 +78,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.worker:
         return args
-    args.sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    asked = [s.strip() for s in args.sections.split(",") if s.strip()]
+    args.sections = [s.partition(":")[0] for s in asked]
     unknown = [s for s in args.sections if s not in ORDER]
     if unknown or not args.sections:
         parser.error(f"unknown section(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(ORDER)}")
+    args.parts = {}
+    for name, _, parts in (s.partition(":") for s in asked if ":" in s):
+        known = getattr(_module(name), "PARTS", ())
+        chosen = tuple(p.strip() for p in parts.split("+") if p.strip())
+        wrong = [p for p in chosen if p not in known]
+        if wrong or not chosen:
+            choose = f"choose from {', '.join(known)}" if known else "it has none"
+            parser.error(f"unknown part(s) of section {name}: {', '.join(wrong) or '(none given)'}; {choose}")
+        args.parts[name] = chosen
     if args.runs is None:
         args.runs = 2 if args.quick else 5
     if args.runs < 1:
@@ -116,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     header = machine()
     fingerprint = source_fingerprint()
     tmp = Path(tempfile.mkdtemp(prefix="mgedump-bench-"))
-    ctx = Context(quick=args.quick, runs=args.runs, tmp=tmp)
+    ctx = Context(quick=args.quick, runs=args.runs, tmp=tmp, parts=args.parts)
     try:
         tables, errors = run_sections(ctx, args.sections)
     finally:

@@ -311,3 +311,24 @@ def test_a_name_near_the_longest_allowed_is_written(tmp_path):
     out = tmp_path / ("b" * 240 + ".mgetest")  # 248 bytes: its temporary name beside it is cut to fit
     pack(str(SAMPLES / "cnn.onnx"), out, PackOptions(cases=["#rand(0,1)"]))
     assert os.listdir(tmp_path) == [out.name]
+
+
+def test_the_files_read_are_looked_for_only_when_a_check_needs_them(tmp_path, monkeypatch):
+    """A pack whose output is not there yet compares it with no input: its model's external data is not scanned for
+    that check (the copy's plan scans it beside onnxruntime's loading); an output that is there is compared with
+    every file read, the model's data files among them."""
+    import mgedump.commands.inputs as inputs_module
+    from mgedump.base.outputs import Output, Outputs
+    from mgedump.commands.inputs import FilesRead, files_read
+
+    given = _external(tmp_path)
+    scanned = []
+    real = inputs_module.data_files
+    monkeypatch.setattr(inputs_module, "data_files", lambda path: scanned.append(path) or real(path))
+    lazy = FilesRead(models=[str(given)])
+    Outputs([Output("output", str(tmp_path / "new.mgetest"))]).check(lazy)
+    assert scanned == []
+    with pytest.raises(MgeError, match="is the input"):
+        Outputs([Output("output", str(tmp_path / "mlp.weights"))]).check(lazy)
+    assert scanned == [str(given)]
+    assert list(lazy) == files_read(models=[str(given)]) and len(lazy) == 2 and lazy[1].endswith("mlp.weights")

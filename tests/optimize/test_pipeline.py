@@ -137,3 +137,22 @@ def test_a_model_past_protobufs_limit_is_checked_and_saved_by_path(tmp_path, mge
     with zipfile.ZipFile(out) as bundle:
         assert "model.onnx.data" in bundle.namelist(), "saved with its weights outside"
     assert mgerun(out, "--iter", "1").code == 0
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "static"])
+def test_int8_of_an_ir3_model_lists_the_quantizers_new_weights_as_inputs(mode, tmp_path, mgedump, mgerun):
+    """IR 3 lists every weight as a graph input: the scales and quantized weights int8 adds are listed too, so the
+    model passes onnx.checker and packs (dynamic int8 was refused: 'W1_scale in initializer but not in graph
+    input')."""
+    out = tmp_path / "o.mgetest"
+    result = mgedump(
+        SAMPLES / "ir3_mlp.onnx", "-d", "#rand(0,1)", "--quantize", "int8", "--quantize-mode", mode, "--maxerr", "10",
+        "-o", out,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    model = bundled_model(out)
+    assert model.ir_version == 3
+    assert {init.name for init in model.graph.initializer} <= {value.name for value in model.graph.input}
+    assert {"MatMulInteger", "DequantizeLinear"} & {op for _, op in _ops(model)}
+    onnx.checker.check_model(model)
+    assert mgerun(out, "--iter", "1").code == 0

@@ -218,3 +218,49 @@ def test_a_bound_int8_cannot_meet_within_the_share_is_refused_after_three_candid
     assert "50% of the model's multiply-accumulates (3 of 6 heavy node(s)), the most it may keep float" in message
     assert "(with those float: err=" in message and "int8 would have too little left to speed up" in message
     assert not (tmp_path / "int8.onnx").exists()
+
+
+def test_the_search_reads_weights_in_scratch_where_they_lie_and_makes_the_same_model(tmp_path):
+    """A float model whose weights lie in the scratch folder already is named without reading them in: the named
+    copy the quantizer starts from points at the same data file (no second copy on disk, none held in memory), and
+    the int8 model made is byte for byte the one made from the same model elsewhere (its weights read in)."""
+    chain = _matmul_chain(tmp_path / "chain.onnx", 4, width=64)
+    rng = np.random.default_rng(5)
+    cases = [{"x": rng.random((1, 64)).astype(np.float32)} for _ in range(3)]
+    session = ort.InferenceSession(str(tmp_path / "chain.onnx"), providers=["CPUExecutionProvider"])
+    expected = [session.run(None, c) for c in cases]
+    made = {}
+    for where in ("same", "other"):
+        scratch = tmp_path / f"scratch-{where}"
+        scratch.mkdir()
+        folder = scratch if where == "same" else tmp_path / f"model-{where}"
+        folder.mkdir(exist_ok=True)
+        onnx.save_model(
+            onnx.load(chain),
+            str(folder / "float.onnx"),
+            save_as_external_data=True,
+            location="float.onnx.data",
+            size_threshold=0,
+        )
+        (tmp_path / f"out-{where}").mkdir()
+        out = tmp_path / f"out-{where}" / "int8.onnx"
+        result = quantize_int8(
+            str(folder / "float.onnx"),
+            str(out),
+            test_inputs=cases,
+            expected=expected,
+            bounds=Bounds(maxerr=0.5),
+            mode="dynamic",
+            scratch=str(scratch),
+            external=True,
+        )
+        assert result.quantized, where
+        named = onnx.load(str(scratch / "int8-base.onnx"), load_external_data=False)
+        locations = {e.value for t in named.graph.initializer for e in t.external_data if e.key == "location"}
+        if where == "same":
+            assert locations == {"float.onnx.data"} and not (scratch / "int8-base.onnx.data").exists()
+        else:
+            assert locations == {"int8-base.onnx.data"}
+        made[where] = out.read_bytes() + (tmp_path / f"out-{where}" / "int8.onnx.data").read_bytes()
+    assert "MatMulInteger" in _ops(tmp_path / "out-same" / "int8.onnx")
+    assert made["same"] == made["other"]

@@ -139,3 +139,29 @@ def test_pack_ratios_are_taken_pair_by_pair_with_their_spread():
     assert spread.text() == "1.050 (IQR 0.912-1.125, min-max 0.650-1.200, 4 pairs)"
     assert Spread.of([]) is None
     assert Spread.of([1.1]) == Spread(1, 1.1, 1.1, 1.1, 1.1, 1.1)
+
+
+def test_a_part_of_a_section_runs_alone(tmp_path):
+    """``--sections big:many`` runs the many-files pack against its floor and none of the GiB models; a part the
+    section does not have is refused, naming those it has."""
+    out = tmp_path / "b.md"
+    command = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--runs", "1", "--out", str(out)]
+    done = subprocess.run([*command, "--sections", "big:many"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode in (0, 1), done.stderr  # 1: a target missed on a busy machine
+    rows = table_rows(out.read_text(), "(`big`)")
+    assert (
+        len({row[0] for row in rows}) == 1
+        and rows[0][0].endswith("in 200 files: pack / floor")
+        and [row[1] for row in rows]
+        == [
+            "wall (s)",
+            "CPU, user + system (s)",
+            "peak RSS",
+        ]
+    )
+    assert all(NUMBER.match(row[-1]) for row in rows), rows
+    assert "big: pack / floor" in out.read_text() and "mgerun / onnxruntime alone" not in out.read_text()
+    wrong = subprocess.run([*command, "--sections", "big:nope"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert wrong.returncode == 2 and "unknown part(s) of section big: nope; choose from gib, many, float16" in (
+        wrong.stderr
+    )

@@ -14,6 +14,7 @@ from typing import Any
 from ...bundle.requirements import REQ_INT8_DYNAMIC, REQ_INT8_QDQ
 from ...model.runtime import open_session
 from ..offline import save
+from ..passes import restore_ir
 from ..quantize_ort import GEMM_SUFFIX, INTEGER_OPS, QUANT_SUFFIX, integer_ops
 from . import Job, Made, Precision
 from .float16_modes import limited
@@ -32,6 +33,7 @@ def int8_maker(quantize_mode: str) -> Callable[[Job], Made]:
         given = open_session(job.source, label="the model as given")
         names = [o.name for o in given.get_outputs()]
         expected = [given.run(names, dict(feeds)) for feeds in job.test_inputs]
+        del given  # its weights are not held through the search
         options = job.options
         passed_on = ("test_inputs", "bounds", "calibration", "calibration_specs", "scratch", "external")
         found = quantize_int8(
@@ -44,7 +46,9 @@ def int8_maker(quantize_mode: str) -> Callable[[Job], Made]:
             fp32_nodes=options.fp32_nodes,
             **{name: getattr(job, name) for name in passed_on},  # the job's own, as the quantizer names them too
         )
-        return Made(onnx.load(found.path), found.to_json(), list(found.notes))
+        made = onnx.load(found.path)
+        restore_ir(made, job.model)  # an IR 3 model lists the quantizer's new weights (scales, ...) as inputs too
+        return Made(made, found.to_json(), list(found.notes))
 
     return make
 
