@@ -111,8 +111,8 @@ def alone(bundle: Path, variants: list[str], choice: dict, rounds: int, folder: 
     over rounds: the median over rounds of the ratio in each round, so that a slow spell of a shared machine, which
     falls on one round, cancels out. Returns the ratios and float32's spread (p90 / median of its rounds' medians,
     minus 1)."""
-    settings = ["--thread", str(choice["threads"]), "--graph-opt", choice["graph_opt"], "--execution-mode",
-                choice["execution_mode"]]  # fmt: skip
+    threads = [] if choice["threads"] is None else ["--thread", str(choice["threads"])]  # None: onnxruntime's own
+    settings = [*threads, "--graph-opt", choice["graph_opt"], "--execution-mode", choice["execution_mode"]]
     per_round: list[dict[str, float]] = []
     for k in range(rounds):
         order = variants if k % 2 == 0 else variants[::-1]
@@ -165,7 +165,8 @@ def render(rows: list[Row], budget: float, rounds: int) -> str:
         ratio = row.alone.get(chosen, 0) / fastest if fastest else None
         verdict = "" if ratio is None else (" (ok)" if ratio <= 1 + WITHIN else " (MISSED)")
         settings = (
-            f"{row.choice.get('threads')} thread(s), {row.choice.get('graph_opt')}, {row.choice.get('execution_mode')}"
+            f"{row.choice.get('threads') or 'default'} thread(s), {row.choice.get('graph_opt')}, "
+            f"{row.choice.get('execution_mode')}"
         )
         cells += [chosen, settings, "-" if ratio is None else f"{ratio:.2f}{verdict}",
                   f"{row.certified.get(chosen, 0):.3g}", f"{row.pack_s:.0f}"]  # fmt: skip
