@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import resource
 import sys
+from typing import Any
 
 from .errors import MgeError
 
@@ -97,3 +98,23 @@ def process_stopped(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state in ("T", "t")
+
+
+def release_memory() -> None:
+    """Hand the memory this process freed back to the system: glibc keeps freed blocks (and what onnxruntime's
+    threads free, in their own arenas) for the process, so a closed session or a run in parts would still count in
+    its footprint and its peak; nothing where the C library has no ``malloc_trim``."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        import ctypes
+        import ctypes.util
+
+        try:
+            _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim: Any = None

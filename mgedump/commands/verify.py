@@ -313,7 +313,7 @@ def _new_report(path: str, prepared: Prepared, options: VerifyOptions, protected
 
 def _io_dump_after_timing(prepared: Prepared, report: Report, options: VerifyOptions) -> None:
     """The --io-dump of every test case that ran, after timing (the timing session's memory let go first)."""
-    from ..diagnose.in_parts import release_memory
+    from ..base.limits import release_memory
 
     prepared.runner.close()
     release_memory()

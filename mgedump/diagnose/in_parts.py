@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base.deps import require
+from ..base.limits import release_memory
 from ..options import IO_DUMP_BUDGET_MB
 from .iodump import Plan
 from .structured import structured, type_text, value_key, value_nbytes
@@ -133,24 +134,6 @@ def partition(names: Sequence[str], sizes: Mapping[str, int], budget: int) -> li
 
 
 SessionFactory = Callable[[bytes], "OrtRunner"]  # exposing is onnxruntime's: the graph is rewritten as ONNX
-
-
-def release_memory() -> None:
-    """Hand freed memory back to the system (glibc keeps what onnxruntime's threads free in per-thread arenas, so
-    each run in parts would add to the process's footprint); a no-op where there is no ``malloc_trim``."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            import ctypes
-
-            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
-_malloc_trim: Any = None
 
 
 class ExposedRunner:

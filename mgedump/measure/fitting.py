@@ -58,10 +58,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..base.cpus import usable_cpus
-from ..base.limits import peak_rss_mib, rss_mib
+from ..base.limits import peak_rss_mib, release_memory, rss_mib
 from ..model.session import EXECUTION_MODES, SessionSettings
 
 GRAPH_OPTS = ("basic", "extended", "all")  # onnxruntime's levels fitting tries (disable never wins)
@@ -146,7 +146,7 @@ class Candidate:
                 began = clock()
                 with memory.watch() if memory is not None else contextlib.nullcontext(Watch()) as seen:
                     self._run = run = self.start()
-                    give_back()  # what opening the session took and freed (the model parsed, its weights copied)
+                    release_memory()  # what opening the session took and freed (the model parsed, its weights copied)
                     run()
                 self.open_s = clock() - began
             else:
@@ -161,7 +161,7 @@ class Candidate:
             settle = getattr(run, "settle", None)
             if settle is not None:  # a run, untimed, that hands back what the session holds free between turns
                 settle()
-                give_back()
+                release_memory()
             if opening and memory is not None:
                 self.held_mib = max(0.0, memory.rss() - before)
             self.samples_ms += turn
@@ -176,7 +176,7 @@ class Candidate:
         """Close the session (what it holds goes back at once)."""
         if self._run is not None:
             self._run = None
-            give_back()
+            release_memory()
 
     @property
     def open(self) -> bool:
@@ -237,7 +237,7 @@ def fit(
     def spent() -> float:
         return clock() - began
 
-    give_back()  # what verifying the variants freed
+    release_memory()  # what verifying the variants freed
     verified = memory.peak() - memory.rss() if memory is not None else 0.0  # above the idle process
     pool = _interleaved(candidates)
     for k, candidate in enumerate(pool):
@@ -372,25 +372,6 @@ def process_memory() -> ProcessMemory | None:
     """This process's memory, where the system says it (``/proc``); None elsewhere (fitting's finalists then have
     no bound but what they can still win)."""
     return ProcessMemory() if rss_mib() is not None else None
-
-
-def give_back() -> None:
-    """Hand the memory a closed session freed back to the system (glibc keeps freed blocks for the process, so
-    each session closed would still count in its peak); nothing where the C library is not glibc."""
-    global _trim
-    if _trim is None:
-        import ctypes
-        import ctypes.util
-
-        try:
-            _trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _trim = False
-    if _trim:
-        _trim(0)
-
-
-_trim: Any = None
 
 
 def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:

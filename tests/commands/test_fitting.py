@@ -292,8 +292,8 @@ def test_a_candidate_left_open_between_its_turns_holds_no_intermediate_tensors(t
     import onnx
     from onnx import TensorProto, helper
 
+    from mgedump.base.limits import release_memory
     from mgedump.commands.fitting import _candidates
-    from mgedump.measure.fitting import give_back
     from mgedump.options import VerifyOptions
     from tests.support import run_ok
 
@@ -314,10 +314,10 @@ def test_a_candidate_left_open_between_its_turns_holds_no_intermediate_tensors(t
     candidates = _candidates(str(bundle), ["fp32"], VerifyOptions(), str(tmp_path))
     first, candidate = candidates[0], next(c for c in candidates if c.defaults)
     first.time(1, time.perf_counter)  # onnxruntime's code and thread pools in memory: what follows is the session's
-    give_back()
+    release_memory()
     before = _rss_mib()
     candidate.time(2, time.perf_counter)
-    give_back()
+    release_memory()
     grown = _rss_mib() - before
     assert candidate.error is None and candidate.open and len(candidate.samples_ms) == 2, candidate.error
     assert grown < 128, f"the open session holds {grown:.0f} MiB after its turn"
