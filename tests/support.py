@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import glob
 import os
 import shutil
@@ -97,6 +98,24 @@ def good_models(tag: str | None = None) -> list[SampleModel]:
 def bad_models() -> list[SampleModel]:
     """The deliberately bad sample models (or bad specs), each with the error mgedump must report."""
     return [m for m in MODELS.values() if m.kind == "bad"]
+
+
+def loaded_by(prog: str, argv: list[str], modules: tuple[str, ...]) -> tuple[list[str], subprocess.CompletedProcess]:
+    """Run ``prog``'s entry point (``mgedump``, ``mgerun``, ...) with ``argv`` in a fresh interpreter, as its console
+    script does, and say which of ``modules`` it imported (it must exit 0), with the finished process."""
+    code = (
+        "import sys\n"
+        f"from mgedump.cli import {prog}_main\n"
+        "try:\n"
+        f"    {prog}_main({argv!r})\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        f"print('LOADED', sorted(m for m in {modules!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("LOADED "))
+    return ast.literal_eval(line.removeprefix("LOADED ")), done
 
 
 def bundle_member(bundle: Path, name: str) -> bytes:

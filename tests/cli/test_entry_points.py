@@ -7,24 +7,13 @@ import sys
 
 import pytest
 
-from tests.support import SAMPLES, run_script
+from tests.support import SAMPLES, loaded_by, run_script
 
 
 @pytest.mark.parametrize("prog", ["mgedump", "mgerun"])
 def test_help_imports_no_heavy_module(prog):
-    code = (
-        "import sys\n"
-        f"from mgedump.cli import {prog}_main\n"
-        "try:\n"
-        f"    {prog}_main(['--help'])\n"
-        "except SystemExit as e:\n"
-        "    assert e.code == 0, e.code\n"
-        "heavy = sorted(m for m in ('onnx', 'onnxruntime', 'cv2', 'numpy', 'PIL') if m in sys.modules)\n"
-        "print('HEAVY', heavy)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert "HEAVY []" in result.stdout
+    heavy, result = loaded_by(prog, ["--help"], ("onnx", "onnxruntime", "cv2", "numpy", "PIL"))
+    assert heavy == []
     assert "Usage:" in result.stdout
 
 
